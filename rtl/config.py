@@ -1,0 +1,376 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one source of parameters: number formats, the core configuration and its presets.
+
+This module imports nothing from Amaranth so that ``golden/``, ``bench/`` and ``synth/`` can use it
+without the HDL. Every width, depth and format used by ``rtl``, ``golden``, ``tb``, ``synth`` and
+``bench`` is read from a :class:`CoreConfig` (or derived from it here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+__all__ = [
+    "FPFormat", "FORMATS", "FP32", "TF32", "BF16", "FP16", "FP8_E5M2", "FP8_E4M3", "FP8_E4M3FN",
+    "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "PRESETS", "get_preset", "preset_from_env",
+]
+
+
+def _check_int(owner, name, value, lo, hi=None):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{owner} field '{name}' must be an integer, not {value!r}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{owner} field '{name}' must be in {rng}, not {value!r}")
+
+
+def _is_pow2(x):
+    return x > 0 and (x & (x - 1)) == 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class FPFormat:
+    """A binary floating-point format and its conversion policy.
+
+    Parameters
+    ----------
+    name : str
+        Short identifier, e.g. ``"bf16"``.
+    exp_bits, man_bits : int
+        Exponent and explicit-mantissa widths. The code is ``1 + exp_bits + man_bits`` bits wide,
+        sign in the MSB.
+    bias : int
+        Exponent bias. A normal code with biased exponent ``e`` has value
+        ``(-1)**s * 2**(e - bias) * (1 + m / 2**man_bits)``; subnormals (``e == 0``) have
+        ``2**(1 - bias) * (m / 2**man_bits)``.
+    specials : str
+        ``"ieee"``: the all-ones exponent encodes Inf (mantissa 0) and NaN (otherwise).
+        ``"fn"``: no Inf; only ``S.1..1.1..1`` is NaN (OCP E4M3FN).
+        ``"none"``: every code is finite (OCP E2M1).
+    overflow : str
+        Policy when a conversion from FP32 overflows: ``"inf"`` (IEEE: round to ±Inf; Inf stays
+        Inf) or ``"saturate"`` (finite overflow *and* ±Inf become ±max finite).
+    """
+
+    name: str
+    exp_bits: int
+    man_bits: int
+    bias: int
+    specials: str = "ieee"
+    overflow: str = "inf"
+
+    def __post_init__(self):
+        _check_int("FPFormat", "exp_bits", self.exp_bits, 1, 8)
+        _check_int("FPFormat", "man_bits", self.man_bits, 1, 23)
+        _check_int("FPFormat", "bias", self.bias, -(1 << 8), 1 << 8)
+        if self.specials not in ("ieee", "fn", "none"):
+            raise ValueError(f"FPFormat field 'specials' must be one of 'ieee', 'fn', 'none', "
+                             f"not {self.specials!r}")
+        if self.overflow not in ("inf", "saturate"):
+            raise ValueError(f"FPFormat field 'overflow' must be one of 'inf', 'saturate', "
+                             f"not {self.overflow!r}")
+        if self.specials != "ieee" and self.overflow == "inf":
+            raise ValueError(f"FPFormat field 'overflow' must be 'saturate' for a format without "
+                             f"Inf (specials={self.specials!r}), not {self.overflow!r}")
+
+    # --- derived quantities -------------------------------------------------------------------
+    @property
+    def width(self):
+        """Total code width in bits."""
+        return 1 + self.exp_bits + self.man_bits
+
+    @property
+    def exp_max_code(self):
+        """Largest biased exponent field value that encodes finite numbers."""
+        top = (1 << self.exp_bits) - 1
+        return top - 1 if self.specials == "ieee" else top
+
+    @property
+    def max_man_code(self):
+        """Largest mantissa field of the largest finite value."""
+        full = (1 << self.man_bits) - 1
+        return full - 1 if self.specials == "fn" else full
+
+    @property
+    def emax(self):
+        """Unbiased exponent of the largest finite value."""
+        return self.exp_max_code - self.bias
+
+    @property
+    def emin(self):
+        """Unbiased exponent of the smallest normal value."""
+        return 1 - self.bias
+
+    @property
+    def max_finite(self):
+        """Largest finite value, as a Python float."""
+        return 2.0 ** self.emax * (1 + self.max_man_code / (1 << self.man_bits))
+
+    @property
+    def min_subnormal(self):
+        """Smallest positive value, as a Python float."""
+        return 2.0 ** (self.emin - self.man_bits)
+
+    @property
+    def max_finite_code(self):
+        """Code of +max finite."""
+        return (self.exp_max_code << self.man_bits) | self.max_man_code
+
+    @property
+    def inf_code(self):
+        """Code of +Inf, or ``None`` when the format has no Inf."""
+        return ((1 << self.exp_bits) - 1) << self.man_bits if self.specials == "ieee" else None
+
+    @property
+    def nan_code(self):
+        """Canonical (quiet) NaN code with the sign bit clear, or ``None`` when there is none."""
+        ones = (1 << self.exp_bits) - 1
+        if self.specials == "ieee":
+            return (ones << self.man_bits) | (1 << (self.man_bits - 1))
+        if self.specials == "fn":
+            return (ones << self.man_bits) | ((1 << self.man_bits) - 1)
+        return None
+
+    @property
+    def is_fp32_subset(self):
+        """True when every finite value of this format is exactly representable in FP32."""
+        return (self.man_bits <= 23 and self.emax <= 127
+                and self.emin - self.man_bits >= -149)
+
+
+FP32 = FPFormat(name="fp32", exp_bits=8, man_bits=23, bias=127)
+TF32 = FPFormat(name="tf32", exp_bits=8, man_bits=10, bias=127)
+BF16 = FPFormat(name="bf16", exp_bits=8, man_bits=7, bias=127)
+FP16 = FPFormat(name="fp16", exp_bits=5, man_bits=10, bias=15)
+#: OCP / IEEE-style E5M2 (Inf and NaN), max 57344. Also the MXFP8-E5M2 element type.
+FP8_E5M2 = FPFormat(name="fp8_e5m2", exp_bits=5, man_bits=2, bias=15)
+#: Trainium-1/2 style E4M3 with IEEE specials: max finite 240.
+FP8_E4M3 = FPFormat(name="fp8_e4m3", exp_bits=4, man_bits=3, bias=7)
+#: OCP E4M3FN: no Inf, NaN = S.1111.111, max 448; saturating conversion (OCP "satfinite").
+FP8_E4M3FN = FPFormat(name="fp8_e4m3fn", exp_bits=4, man_bits=3, bias=7, specials="fn",
+                      overflow="saturate")
+#: OCP E2M1 (MXFP4 element): no Inf, no NaN, max 6; saturating conversion.
+FP4_E2M1 = FPFormat(name="fp4_e2m1", exp_bits=2, man_bits=1, bias=1, specials="none",
+                    overflow="saturate")
+
+
+@dataclass(frozen=True)
+class _E8M0:
+    """OCP E8M0 block-scale format: value ``2**(code - 127)``, code 0xFF is NaN, no sign/zero."""
+    name: str = "e8m0"
+    width: int = 8
+    bias: int = 127
+    nan_code: int = 0xFF
+
+
+E8M0 = _E8M0()
+
+
+def cfp8_format(exp_bits, bias):
+    """The configurable FP8 (cFP8) format: IEEE-style specials, ``exp_bits`` in 3..5, any bias
+    that keeps every value inside FP32's range."""
+    _check_int("CoreConfig", "cfp8_exp_bits", exp_bits, 3, 5)
+    fmt = FPFormat(name="cfp8", exp_bits=exp_bits, man_bits=7 - exp_bits, bias=bias)
+    if not fmt.is_fp32_subset:
+        lo = (1 << exp_bits) - 2 - 127
+        hi = 150 - (7 - exp_bits)
+        raise ValueError(f"CoreConfig field 'cfp8_bias' must be in [{lo}, {hi}] for "
+                         f"{exp_bits} exponent bits, not {bias!r}")
+    return fmt
+
+
+#: Dense element formats a config may enable, by name ("cfp8" is built from the config).
+DENSE_FORMAT_NAMES = ("fp32", "tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn",
+                      "cfp8")
+#: MX block formats: element format name of each.
+MX_FORMAT_NAMES = {"mxfp8_e4m3": "fp8_e4m3fn", "mxfp8_e5m2": "fp8_e5m2", "mxfp4": "fp4_e2m1"}
+
+FORMATS = {f.name: f for f in (FP32, TF32, BF16, FP16, FP8_E5M2, FP8_E4M3, FP8_E4M3FN,
+                               FP4_E2M1)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoreConfig:
+    """Every parameter of the NeuronCore, for RTL, golden model, testbenches, synthesis, benches.
+
+    Derived values are properties. Invalid values raise :class:`ValueError` (or
+    :class:`TypeError`) naming the field and its allowed range.
+
+    Parameters
+    ----------
+    name : str
+        Preset name; used for build directories.
+    partitions : int
+        SBUF/PSUM partition count (128 on Trainium). Power of two, 2..128.
+    pe_rows, pe_cols : int
+        Systolic array size: rows = contraction (K, partition) axis, cols = output (M) axis.
+        ``pe_rows`` must equal ``partitions``; ``pe_cols`` is a power of two <= partitions.
+    psum_banks : int
+        PSUM banks (accumulation groups in flight), 1..16.
+    psum_bank_fp32 : int
+        FP32 entries per partition per PSUM bank = max N of one matmul (512 on Trainium).
+    sbuf_bytes_per_partition : int
+        SBUF capacity per partition in bytes (192 KiB on Trainium-1).
+    formats : tuple of str
+        Dense input formats the tensor engine supports (subset of ``DENSE_FORMAT_NAMES``).
+    mx_formats : tuple of str
+        MX formats supported by ``matmul_mx`` (subset of ``MX_FORMAT_NAMES``); empty disables MX.
+    mx_block : int
+        Elements per MX scale block (OCP: 32).
+    cfp8_exp_bits, cfp8_bias : int
+        The configurable FP8 format: exponent width 3..5 (mantissa = 7 - exp_bits) and bias.
+    sr_seed : int
+        Reset seed of the stochastic-rounding PRNG (XORWOW), 1..2**32-1.
+    mul_stages, add_stages : int
+        Pipeline registers in the FP multiplier and in the FP32 adder (latency in cycles).
+    """
+
+    name: str = "custom"
+    partitions: int = 16
+    pe_rows: int = 16
+    pe_cols: int = 16
+    psum_banks: int = 8
+    psum_bank_fp32: int = 512
+    sbuf_bytes_per_partition: int = 16 * 1024
+    formats: tuple = DENSE_FORMAT_NAMES
+    mx_formats: tuple = tuple(MX_FORMAT_NAMES)
+    mx_block: int = 32
+    cfp8_exp_bits: int = 3
+    cfp8_bias: int = 3
+    sr_seed: int = 0x2545F491
+    mul_stages: int = 1
+    add_stages: int = 2
+
+    def __post_init__(self):
+        c = "CoreConfig"
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"{c} field 'name' must be an identifier string, not {self.name!r}")
+        _check_int(c, "partitions", self.partitions, 2, 128)
+        if not _is_pow2(self.partitions):
+            raise ValueError(f"{c} field 'partitions' must be a power of two in [2, 128], "
+                             f"not {self.partitions!r}")
+        _check_int(c, "pe_rows", self.pe_rows, self.partitions, self.partitions)
+        _check_int(c, "pe_cols", self.pe_cols, 1, self.partitions)
+        if not _is_pow2(self.pe_cols):
+            raise ValueError(f"{c} field 'pe_cols' must be a power of two in "
+                             f"[1, {self.partitions}], not {self.pe_cols!r}")
+        _check_int(c, "psum_banks", self.psum_banks, 1, 16)
+        _check_int(c, "psum_bank_fp32", self.psum_bank_fp32, 1, 4096)
+        if not _is_pow2(self.psum_bank_fp32):
+            raise ValueError(f"{c} field 'psum_bank_fp32' must be a power of two in [1, 4096], "
+                             f"not {self.psum_bank_fp32!r}")
+        _check_int(c, "sbuf_bytes_per_partition", self.sbuf_bytes_per_partition, 64, 1 << 20)
+        if not _is_pow2(self.sbuf_bytes_per_partition):
+            raise ValueError(f"{c} field 'sbuf_bytes_per_partition' must be a power of two in "
+                             f"[64, {1 << 20}], not {self.sbuf_bytes_per_partition!r}")
+        if not isinstance(self.formats, tuple) or not self.formats:
+            raise TypeError(f"{c} field 'formats' must be a non-empty tuple, not {self.formats!r}")
+        for f in self.formats:
+            if f not in DENSE_FORMAT_NAMES:
+                raise ValueError(f"{c} field 'formats' entries must be in {DENSE_FORMAT_NAMES}, "
+                                 f"not {f!r}")
+        if len(set(self.formats)) != len(self.formats):
+            raise ValueError(f"{c} field 'formats' must not repeat a format, not {self.formats!r}")
+        if not isinstance(self.mx_formats, tuple):
+            raise TypeError(f"{c} field 'mx_formats' must be a tuple, not {self.mx_formats!r}")
+        for f in self.mx_formats:
+            if f not in MX_FORMAT_NAMES:
+                raise ValueError(f"{c} field 'mx_formats' entries must be in "
+                                 f"{tuple(MX_FORMAT_NAMES)}, not {f!r}")
+        _check_int(c, "mx_block", self.mx_block, 2, 256)
+        if not _is_pow2(self.mx_block):
+            raise ValueError(f"{c} field 'mx_block' must be a power of two in [2, 256], "
+                             f"not {self.mx_block!r}")
+        cfp8_format(self.cfp8_exp_bits, self.cfp8_bias)   # validates both fields
+        _check_int(c, "sr_seed", self.sr_seed, 1, (1 << 32) - 1)
+        _check_int(c, "mul_stages", self.mul_stages, 0, 4)
+        _check_int(c, "add_stages", self.add_stages, 0, 4)
+
+    # --- derived ------------------------------------------------------------------------------
+    @property
+    def cfp8(self):
+        """The configurable FP8 format of this config."""
+        return cfp8_format(self.cfp8_exp_bits, self.cfp8_bias)
+
+    def fmt(self, name):
+        """The :class:`FPFormat` called ``name`` (``"cfp8"`` resolves to this config's)."""
+        if name == "cfp8":
+            return self.cfp8
+        try:
+            return FORMATS[name]
+        except KeyError:
+            raise ValueError(f"format must be one of {sorted(FORMATS) + ['cfp8']}, "
+                             f"not {name!r}") from None
+
+    @property
+    def dense_formats(self):
+        """Enabled dense formats, as :class:`FPFormat` objects in config order."""
+        return tuple(self.fmt(n) for n in self.formats)
+
+    @property
+    def fp8_formats(self):
+        """Every enabled 8-bit dense format."""
+        return tuple(f for f in self.dense_formats if f.width == 8)
+
+    @property
+    def mx_element_formats(self):
+        """Element formats of the enabled MX formats, by MX format name."""
+        return {n: FORMATS[MX_FORMAT_NAMES[n]] for n in self.mx_formats}
+
+    @property
+    def psum_bank_bytes(self):
+        return 4 * self.psum_bank_fp32
+
+    @property
+    def sbuf_bits(self):
+        return 8 * self.sbuf_bytes_per_partition * self.partitions
+
+    @property
+    def psum_bits(self):
+        return 32 * self.psum_bank_fp32 * self.psum_banks * self.partitions
+
+    @property
+    def macs(self):
+        return self.pe_rows * self.pe_cols
+
+    def replace(self, **changes):
+        """A copy with ``changes`` applied (validated)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        d = dataclasses.asdict(self)
+        d["derived"] = {"macs": self.macs, "psum_bank_bytes": self.psum_bank_bytes,
+                        "sbuf_bits": self.sbuf_bits, "psum_bits": self.psum_bits}
+        return d
+
+
+DEFAULT = CoreConfig(name="default")
+#: Fast tests: 4 partitions, 4x4 array, small PSUM banks.
+SMALL = DEFAULT.replace(name="small", partitions=4, pe_rows=4, pe_cols=4, psum_banks=4,
+                        psum_bank_fp32=64, sbuf_bytes_per_partition=4096)
+#: Trainium scale: 128 partitions, 128x128 array, 8 x 2 KiB PSUM banks, 192 KiB SBUF/partition
+#: (rounded to the power of two 256 KiB, the NeuronCore-v4 figure).
+TRAINIUM = DEFAULT.replace(name="trainium", partitions=128, pe_rows=128, pe_cols=128,
+                           psum_banks=8, psum_bank_fp32=512,
+                           sbuf_bytes_per_partition=256 * 1024)
+#: Format-restricted variants used by the synthesis sweep.
+BF16_ONLY = DEFAULT.replace(name="bf16_only", formats=("bf16",), mx_formats=())
+FP8_ONLY = DEFAULT.replace(name="fp8_only", formats=("fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn",
+                                                     "cfp8"), mx_formats=())
+
+PRESETS = {c.name: c for c in (SMALL, DEFAULT, TRAINIUM, BF16_ONLY, FP8_ONLY)}
+
+
+def get_preset(name):
+    """The preset called ``name``; ``ValueError`` naming the allowed presets otherwise."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"CONFIG must be one of {sorted(PRESETS)}, not {name!r}") from None
+
+
+def preset_from_env(default="default"):
+    """The preset named by the ``CONFIG`` environment variable (the Makefile's ``CONFIG=``)."""
+    return get_preset(os.environ.get("CONFIG", default) or default)
