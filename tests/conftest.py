@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: Apache-2.0
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--seed", type=int, default=None,
+                     help="seed for random tests (default: random, printed on failure)")
+
+
+@pytest.fixture
+def seed(request):
+    """A random seed, printed in the report header of a failing test (rerun with --seed)."""
+    s = request.config.getoption("--seed")
+    if s is None:
+        s = int(os.environ.get("NC_SEED", random.randrange(1 << 31)))
+    print(f"seed={s}")
+    return s
+
+
+@pytest.fixture(scope="session")
+def cfg():
+    """The preset chosen with CONFIG=<name> (default: small, for fast tests)."""
+    from rtl.config import preset_from_env
+    return preset_from_env(default="small")
