@@ -1,0 +1,59 @@
+# Open NeuronCore: every target creates .venv and installs the project on first use.
+# CONFIG=<preset> selects the preset everywhere (see rtl/config.py: small, default, trainium, ...).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+JOBS   ?= 2
+
+# Each target has its own default preset; CONFIG=<name> overrides all of them.
+SIM_CONFIG  := $(or $(CONFIG),default)
+TEST_CONFIG := $(or $(CONFIG),small)
+FULL_CONFIG := $(or $(CONFIG),default)
+
+.PHONY: all sim test test-full bench synth synth-sweep verilog clean distclean venv
+
+all: test
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## make sim: run the demo of what exists (number formats through the RTL, a GEMM on the tensor engine)
+sim: $(STAMP)
+	CONFIG=$(SIM_CONFIG) $(PY) -m tb.demo
+
+## make test: the regression (small preset), RTL against the golden model bit for bit
+test: $(STAMP)
+	CONFIG=$(TEST_CONFIG) $(PY) -m pytest -n $(JOBS) -m "not full" tests
+
+## make test-full: the long regression (default preset, millions of random cases)
+test-full: $(STAMP)
+	CONFIG=$(FULL_CONFIG) $(PY) -m pytest -n $(JOBS) tests
+
+## make bench [BENCH=name]: benchmarks, one JSON file each under build/bench/
+bench: $(STAMP)
+	CONFIG=$(SIM_CONFIG) $(PY) -m bench $(if $(BENCH),--only $(BENCH))
+
+## make synth: area/timing report of every block for the chosen preset (build/synth/)
+synth: $(STAMP)
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth
+
+## make synth-sweep: array-size and format-configuration sweep
+synth-sweep: $(STAMP)
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth --sweep
+
+## make verilog: generated Verilog of the chosen preset under build/<preset>/verilog/
+verilog: $(STAMP)
+	CONFIG=$(SIM_CONFIG) $(PY) -m rtl.generate
+
+clean:
+	rm -rf build
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info
