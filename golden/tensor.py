@@ -1,0 +1,391 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Bit-exact numpy model of the tensor engine (``docs/tensor-engine.md``): dense matmul, PSUM
+overwrite/accumulate, transpose and MX matmul.
+
+Notation: stationary ``S[K, M]`` (K on partitions = PE rows), moving ``X[K, N]``, result
+``R[M, N] = S.T @ X``. Every output element is the chain of fused multiply-adds, top to bottom::
+
+    p = -0.0                                   # FP32 0x80000000, the additive identity
+    for k in range(K):
+        p = RNE_fp32(p + S[k, m] * X[k, n])    # exact product, one rounding
+    R[m, n] = p
+
+Functions are vectorized over ``M`` and ``N`` and loop over ``K``. FP32 results are ``np.uint32``
+bit patterns; NaN results are the canonical ``0x7FC00000``. Invalid arguments raise
+:class:`ValueError` (or :class:`TypeError` for wrong types) naming the argument and the allowed
+range; a rejected operation changes nothing (see :class:`PsumModel`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from golden.arith import add_fp32, fma_fp32_f64, mul_exact
+from golden.formats import check_codes, decode, decode_e8m0
+from rtl.config import E8M0, MX_FORMAT_NAMES, CoreConfig, FPFormat
+
+__all__ = [
+    "FP32_NEG_ZERO", "matmul", "psum_update", "transpose", "matmul_mx", "mx_product",
+    "resolve_dense_format", "check_pair", "transpose_formats", "PsumModel",
+]
+
+#: The chain's initial partial sum: FP32 -0.0, the additive identity under RNE.
+FP32_NEG_ZERO = 0x80000000
+
+#: Formats that pair only with each other (Trainium rule: FP32/TF32 are not mixed with narrower).
+_WIDE = ("fp32", "tf32")
+
+
+# --- argument checking ---------------------------------------------------------------------------
+
+def _check_cfg(cfg):
+    if not isinstance(cfg, CoreConfig):
+        raise TypeError(f"cfg must be an rtl.config.CoreConfig, not {cfg!r}")
+
+
+def resolve_dense_format(fmt, cfg, name="fmt"):
+    """The :class:`FPFormat` of an enabled dense format given by name or object.
+
+    ``ValueError`` naming ``name`` and ``cfg.formats`` when it is not enabled in ``cfg`` (an
+    ``FPFormat`` object must equal the config's format of that name, e.g. ``cfg.cfp8``).
+    """
+    _check_cfg(cfg)
+    if isinstance(fmt, FPFormat):
+        nm = fmt.name
+        if nm not in cfg.formats or cfg.fmt(nm) != fmt:
+            raise ValueError(f"{name} must be one of the enabled formats {cfg.formats} "
+                             f"(cfg {cfg.name!r}), not {fmt!r}")
+        return fmt
+    if not isinstance(fmt, str):
+        raise TypeError(f"{name} must be a format name (str) or an rtl.config.FPFormat, "
+                        f"not {fmt!r}")
+    if fmt not in cfg.formats:
+        raise ValueError(f"{name} must be one of the enabled formats {cfg.formats} "
+                         f"(cfg {cfg.name!r}), not {fmt!r}")
+    return cfg.fmt(fmt)
+
+
+def check_pair(fmt_s, fmt_x):
+    """``ValueError`` unless the pair is allowed: fp32/tf32 pair only with fp32/tf32."""
+    ws, wx = fmt_s.name in _WIDE, fmt_x.name in _WIDE
+    if ws != wx:
+        raise ValueError(f"fmt_s and fmt_x: fp32/tf32 pair only with fp32/tf32, "
+                         f"not ({fmt_s.name!r}, {fmt_x.name!r})")
+
+
+def _check_2d(name, a, axes):
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array [{axes}], not shape {a.shape}")
+
+
+def _check_dim(what, value, hi, field):
+    if not 1 <= value <= hi:
+        raise ValueError(f"{what} must be in [1, {hi}] (cfg.{field}), not {value}")
+
+
+def _check_codes2d(codes, fmt, name, axes):
+    a = np.asarray(codes)
+    if a.dtype.kind not in "ui":
+        raise TypeError(f"{name} must be an array of unsigned integer codes, not dtype {a.dtype}")
+    _check_2d(name, a, axes)
+    return check_codes(a, fmt, name=name)
+
+
+def _check_shapes(cfg, s, x, sname, xname):
+    K, M = s.shape
+    Kx, N = x.shape
+    _check_dim(f"{sname} K (axis 0)", K, cfg.pe_rows, "pe_rows")
+    _check_dim(f"{sname} M (axis 1)", M, cfg.pe_cols, "pe_cols")
+    if Kx != K:
+        raise ValueError(f"{xname} K (axis 0) must equal {sname} K = {K}, not {Kx}")
+    _check_dim(f"{xname} N (axis 1)", N, cfg.psum_bank_fp32, "psum_bank_fp32")
+    return K, M, N
+
+
+def _check_bool(name, v):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, not {v!r}")
+    return bool(v)
+
+
+# --- dense matmul (contract §1) -------------------------------------------------------------------
+
+def _chain(products):
+    """Run the FMA chain over an iterable of exact float64 product planes [M, N]."""
+    p = None
+    for prod in products:
+        if p is None:
+            p = np.full(prod.shape, FP32_NEG_ZERO, dtype=np.uint32)
+        p = fma_fp32_f64(p, prod)
+    return p
+
+
+def matmul(stationary_codes, fmt_s, moving_codes, fmt_x, cfg):
+    """FP32 bits ``R[M, N]`` of ``S.T @ X`` computed by the PE array (contract §1).
+
+    Parameters
+    ----------
+    stationary_codes : array of unsigned int, shape [K, M]
+        Codes of ``fmt_s`` (weights; row k sits in PE row k). ``1 <= K <= cfg.pe_rows``,
+        ``1 <= M <= cfg.pe_cols``.
+    fmt_s, fmt_x : str or FPFormat
+        Enabled dense formats (``cfg.formats``). fp32/tf32 pair only with fp32/tf32.
+    moving_codes : array of unsigned int, shape [K, N]
+        Codes of ``fmt_x``; ``1 <= N <= cfg.psum_bank_fp32``.
+    cfg : CoreConfig
+
+    Returns
+    -------
+    np.ndarray of uint32, shape [M, N]
+        ``p = -0.0; for k < K: p = RNE_fp32(p + S[k,m] * X[k,n])`` (exact product, one rounding
+        per step, NaN canonical). Rows ``k >= K`` of the array do not participate.
+    """
+    _check_cfg(cfg)
+    fs = resolve_dense_format(fmt_s, cfg, "fmt_s")
+    fx = resolve_dense_format(fmt_x, cfg, "fmt_x")
+    check_pair(fs, fx)
+    s = _check_codes2d(stationary_codes, fs, "stationary_codes", "K, M")
+    x = _check_codes2d(moving_codes, fx, "moving_codes", "K, N")
+    K, M, N = _check_shapes(cfg, s, x, "stationary_codes", "moving_codes")
+    return _chain(mul_exact(s[k][:, None], fs, x[k][None, :], fx) for k in range(K))
+
+
+# --- PSUM (contract §2) ---------------------------------------------------------------------------
+
+def psum_update(psum_bits, result_bits, accumulate):
+    """New PSUM contents ``[M, N]``: ``result_bits`` (overwrite) or
+    ``add_fp32(psum_bits, result_bits)`` (accumulate; RNE FP32 add, canonical NaN)."""
+    acc = _check_bool("accumulate", accumulate)
+    r = np.asarray(result_bits)
+    old = np.asarray(psum_bits)
+    for nm, a in (("psum_bits", old), ("result_bits", r)):
+        if a.dtype.kind not in "ui":
+            raise TypeError(f"{nm} must be an array of uint32 FP32 bit patterns, "
+                            f"not dtype {a.dtype}")
+    if old.shape != r.shape:
+        raise ValueError(f"psum_bits must have the shape of result_bits {r.shape}, "
+                         f"not {old.shape}")
+    r = _bits(r, "result_bits")
+    old = _bits(old, "psum_bits")
+    if not acc:
+        return r
+    return add_fp32(old, r)
+
+
+def _bits(a, name):
+    a = np.asarray(a)
+    if a.size and (int(a.min()) < 0 or int(a.max()) > 0xFFFFFFFF):
+        raise ValueError(f"{name} must be in [0, 4294967295] (FP32 bit patterns)")
+    return a.astype(np.uint32)
+
+
+# --- transpose (contract §3) ----------------------------------------------------------------------
+
+def transpose_formats(cfg):
+    """Format names :func:`transpose` accepts: the enabled dense formats and the element formats
+    of the enabled MX formats (every code the stationary registers can hold)."""
+    _check_cfg(cfg)
+    names = list(cfg.formats)
+    for mx in cfg.mx_formats:
+        el = MX_FORMAT_NAMES[mx]
+        if el not in names:
+            names.append(el)
+    return tuple(names)
+
+
+def _resolve_transpose_format(fmt, cfg):
+    allowed = transpose_formats(cfg)
+    if isinstance(fmt, FPFormat):
+        ok = fmt.name in allowed and cfg.fmt(fmt.name) == fmt
+        nm = fmt.name
+    elif isinstance(fmt, str):
+        ok, nm = fmt in allowed, fmt
+    else:
+        raise TypeError(f"fmt must be a format name (str) or an rtl.config.FPFormat, "
+                        f"not {fmt!r}")
+    if not ok:
+        raise ValueError(f"fmt must be one of {allowed} (cfg {cfg.name!r}), not {fmt!r}")
+    return cfg.fmt(nm)
+
+
+def transpose(codes, fmt, cfg):
+    """``T.T`` as raw bits: ``uint32 [M, K]`` with ``out[m, k] = T[k, m]`` zero-extended (§3).
+
+    ``codes`` is ``[K, M]`` of ``fmt`` (any of :func:`transpose_formats`), loaded as the
+    stationary; the moving operand is the identity generated by the hardware (``N = K``). No
+    arithmetic touches the bits, so NaN/Inf payloads and signed zeros pass unchanged.
+    Limits: ``1 <= K <= cfg.pe_rows``, ``1 <= M <= cfg.pe_cols``, ``K <= cfg.psum_bank_fp32``.
+    """
+    _check_cfg(cfg)
+    f = _resolve_transpose_format(fmt, cfg)
+    t = _check_codes2d(codes, f, "codes", "K, M")
+    K, M = t.shape
+    _check_dim("codes K (axis 0)", K, cfg.pe_rows, "pe_rows")
+    _check_dim("codes M (axis 1)", M, cfg.pe_cols, "pe_cols")
+    _check_dim("codes K (axis 0, = N of the output)", K, cfg.psum_bank_fp32, "psum_bank_fp32")
+    return np.ascontiguousarray(t.T).astype(np.uint32)
+
+
+# --- MX matmul (contract §4) ----------------------------------------------------------------------
+
+def _resolve_mx(name, cfg, argname):
+    if not isinstance(name, str):
+        raise TypeError(f"{argname} must be an MX format name (str), not {name!r}")
+    if name not in cfg.mx_formats:
+        raise ValueError(f"{argname} must be one of the enabled MX formats {cfg.mx_formats} "
+                         f"(cfg {cfg.name!r}), not {name!r}")
+    return cfg.mx_element_formats[name]
+
+
+def _scaled(codes, scales, fmt, block):
+    """Exact float64 values ``element * 2**(scale - 127)`` [K, n] (NaN scale -> NaN)."""
+    e = decode(codes, fmt).astype(np.float64)
+    sc = decode_e8m0(scales).astype(np.float64)          # 2**-127 .. 2**127 exactly, or NaN
+    sc = np.repeat(sc, block, axis=0)
+    with np.errstate(invalid="ignore"):
+        return e * sc                                    # exact: a power-of-two scaling
+
+
+def mx_product(s_val, x_val):
+    """Exact float64 products of scaled MX elements (NaN canonicalised to ``np.nan``).
+
+    Exact: a scaled element has at most 4 significant bits and magnitude in
+    ``[2**-143, 2**143]`` (fp8_e5m2 subnormal 2**-16 times 2**-127 up to 57344 times 2**127),
+    so a product has at most 8 significant bits and magnitude in ``[2**-286, 2**287)``: inside
+    float64's normal range (``2**-1022 .. 2**1024``).
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        p = s_val * x_val
+    return np.where(np.isnan(p), np.nan, p)
+
+
+def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cfg):
+    """FP32 bits ``R[M, N]`` of the MX matmul (contract §4).
+
+    Parameters
+    ----------
+    s_codes : array of unsigned int, shape [K, M]
+        Stationary element codes of ``s_mx_format``'s element format.
+    s_scales : array of unsigned int, shape [K // cfg.mx_block, M]
+        E8M0 scale codes, one per ``cfg.mx_block`` elements along K (0xFF is NaN).
+    s_mx_format, x_mx_format : str
+        Enabled MX formats (``cfg.mx_formats``: ``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp4"``);
+        any pair is allowed.
+    x_codes, x_scales : arrays, shapes [K, N] and [K // cfg.mx_block, N]
+        The moving operand, likewise.
+    cfg : CoreConfig
+
+    Returns
+    -------
+    np.ndarray of uint32, shape [M, N]
+        ``p = -0.0; for k < K: p = RNE_fp32(p + (S[k,m] * 2**(ss-127)) * (X[k,n] * 2**(xs-127)))``:
+        the scaled product is exact (float64, see :func:`mx_product`) even beyond FP32's range,
+        and is added with one rounding (the same round-to-odd fused add as the dense MAC). A NaN
+        scale makes its products NaN. ``K`` must be a multiple of ``cfg.mx_block``.
+    """
+    _check_cfg(cfg)
+    if not cfg.mx_formats:
+        raise ValueError(f"matmul_mx needs cfg.mx_formats to be non-empty (cfg {cfg.name!r} "
+                         f"has MX disabled)")
+    fs = _resolve_mx(s_mx_format, cfg, "s_mx_format")
+    fx = _resolve_mx(x_mx_format, cfg, "x_mx_format")
+    s = _check_codes2d(s_codes, fs, "s_codes", "K, M")
+    x = _check_codes2d(x_codes, fx, "x_codes", "K, N")
+    K, M, N = _check_shapes(cfg, s, x, "s_codes", "x_codes")
+    blk = cfg.mx_block
+    if K % blk:
+        raise ValueError(f"s_codes K (axis 0) must be a multiple of cfg.mx_block = {blk}, "
+                         f"not {K}")
+    ss = _check_codes2d(s_scales, E8M0, "s_scales", "K // mx_block, M")
+    xs = _check_codes2d(x_scales, E8M0, "x_scales", "K // mx_block, N")
+    if ss.shape != (K // blk, M):
+        raise ValueError(f"s_scales must have shape {(K // blk, M)}, not {ss.shape}")
+    if xs.shape != (K // blk, N):
+        raise ValueError(f"x_scales must have shape {(K // blk, N)}, not {xs.shape}")
+    sv = _scaled(s, ss, fs, blk)
+    xv = _scaled(x, xs, fx, blk)
+    return _chain(mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K))
+
+
+# --- PSUM state model -----------------------------------------------------------------------------
+
+class PsumModel:
+    """PSUM contents and the tensor-engine operations that write them.
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+
+    Members
+    -------
+    state : np.ndarray of uint32, shape [cfg.psum_banks, cfg.pe_cols, cfg.psum_bank_fp32]
+        ``state[bank, m, n]``: FP32 bits. Starts all zero (+0.0) in the model; a testbench should
+        overwrite an entry before relying on it.
+
+    Every operation validates all its arguments before writing: a rejected operation raises
+    ``ValueError``/``TypeError`` and leaves ``state`` unchanged (the hardware's "command
+    rejected, nothing written"). Only ``m < M, n < N`` are written.
+    """
+
+    def __init__(self, cfg):
+        _check_cfg(cfg)
+        self.cfg = cfg
+        self.state = np.zeros((cfg.psum_banks, cfg.pe_cols, cfg.psum_bank_fp32), dtype=np.uint32)
+
+    def _check_bank(self, bank):
+        if isinstance(bank, bool) or not isinstance(bank, (int, np.integer)):
+            raise TypeError(f"bank must be an integer, not {bank!r}")
+        if not 0 <= bank < self.cfg.psum_banks:
+            raise ValueError(f"bank must be in [0, {self.cfg.psum_banks - 1}] "
+                             f"(cfg.psum_banks), not {bank}")
+        return int(bank)
+
+    def _write(self, bank, result, accumulate):
+        M, N = result.shape
+        view = self.state[bank, :M, :N]
+        self.state[bank, :M, :N] = psum_update(view, result, accumulate)
+        return self.state[bank, :M, :N].copy()
+
+    def matmul(self, bank, accumulate, stationary_codes, fmt_s, moving_codes, fmt_x):
+        """Dense matmul into ``bank``; returns the written region ``[M, N]``."""
+        b = self._check_bank(bank)
+        acc = _check_bool("accumulate", accumulate)
+        r = matmul(stationary_codes, fmt_s, moving_codes, fmt_x, self.cfg)
+        return self._write(b, r, acc)
+
+    def transpose(self, bank, codes, fmt):
+        """Transpose into ``bank`` (always overwrites); returns the written region ``[M, K]``."""
+        b = self._check_bank(bank)
+        r = transpose(codes, fmt, self.cfg)
+        return self._write(b, r, False)
+
+    def matmul_mx(self, bank, accumulate, s_codes, s_scales, s_mx_format, x_codes, x_scales,
+                  x_mx_format):
+        """MX matmul into ``bank``; returns the written region ``[M, N]``."""
+        b = self._check_bank(bank)
+        acc = _check_bool("accumulate", accumulate)
+        r = matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, self.cfg)
+        return self._write(b, r, acc)
+
+    def read(self, bank, m=None, n=None):
+        """A copy of ``state[bank, :m, :n]`` (whole bank when ``m``/``n`` are None)."""
+        b = self._check_bank(bank)
+        return self.state[b, :m, :n].copy()
+
+    _OPS = ("matmul", "transpose", "matmul_mx")
+
+    def apply(self, op):
+        """Run one operation given as a mapping ``{"op": name, **keyword arguments}``, where
+        ``name`` is ``"matmul"``, ``"transpose"`` or ``"matmul_mx"`` and the keywords are those
+        of the method of that name; returns what the method returns."""
+        if not hasattr(op, "keys"):
+            raise TypeError(f"op must be a mapping with an 'op' key, not {op!r}")
+        kw = dict(op)
+        name = kw.pop("op", None)
+        if name not in self._OPS:
+            raise ValueError(f"op['op'] must be one of {self._OPS}, not {name!r}")
+        return getattr(self, name)(**kw)
+
+    def run(self, ops):
+        """Apply a sequence of operations in order; returns the list of written regions."""
+        return [self.apply(op) for op in ops]
