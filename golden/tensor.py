@@ -251,7 +251,7 @@ def mx_product(s_val, x_val):
 
     Exact: a scaled element has at most 4 significant bits and magnitude in
     ``[2**-143, 2**143]`` (fp8_e5m2 subnormal 2**-16 times 2**-127 up to 57344 times 2**127),
-    so a product has at most 8 significant bits and magnitude in ``[2**-286, 2**287)``: inside
+    so a product has at most 8 significant bits and magnitude in ``[2**-286, 2**286)``: inside
     float64's normal range (``2**-1022 .. 2**1024``).
     """
     with np.errstate(invalid="ignore", over="ignore"):
