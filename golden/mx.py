@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from golden.formats import (_as_f32_bits, _check_fmt, _convert_core, check_codes, decode,
@@ -41,8 +43,9 @@ def mx_quantize(x, elem_fmt, block):
         E8M0 codes: ``0xFF`` for a block holding a NaN or Inf, ``0`` for an all-zero block,
         else ``clamp(floor(log2 amax) - elem_fmt.emax, -127, 127) + 127``.
     codes : np.ndarray, shape of ``x``
-        Element codes ``convert_rne(x / 2**scale_exp, elem_fmt)`` (exact scaling, saturating
-        for saturating formats); 0 in NaN/Inf blocks; signed zeros in zero blocks.
+        Element codes ``convert_rne(x / 2**scale_exp, elem_fmt)`` (exact scaling) with
+        saturation to ±max finite for every element format (OCP MX §6.3; E5M2 elements never
+        become Inf); 0 in NaN/Inf blocks; signed zeros in zero blocks.
     """
     _check_fmt(elem_fmt)
     bits = _as_f32_bits(x)
@@ -58,7 +61,9 @@ def mx_quantize(x, elem_fmt, block):
     sexp = mx_scale_exp(np.where(bad | zero, 1 << 23, amax), elem_fmt)
     sexp = np.where(zero, -127, sexp)
     scales = np.where(bad, 0xFF, sexp + 127).astype(np.uint8)
-    codes = _convert_core(xb, elem_fmt, scale_exp=np.where(bad, 0, sexp)[..., None])
+    # elements always saturate (OCP MX §6.3), also for an IEEE element format such as E5M2
+    sat_fmt = dataclasses.replace(elem_fmt, overflow="saturate")
+    codes = _convert_core(xb, sat_fmt, scale_exp=np.where(bad, 0, sexp)[..., None])
     codes = np.where(bad[..., None], 0, codes).astype(codes.dtype)
     return scales, codes.reshape(bits.shape)
 
