@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FP32 addend + exact term, rounded once to FP32 (RNE): the adder half of the fused MAC."""
+
+from amaranth.hdl import Module, Signal, Mux, Cat, Const, signed, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.config import FP32
+from rtl.fp.pipe import stage
+from rtl.fp.unpack import Unpack, check_cfg
+
+__all__ = ["FusedAdd", "lzc"]
+
+FP32_QNAN = 0x7FC00000
+FP32_INF = 0x7F800000
+
+#: Cut points of the pipeline registers for ``add_stages`` = 0..4.
+_CUTS = {0: (), 1: ("out",), 2: ("add", "out"), 3: ("align", "add", "out"),
+         4: ("align", "add", "norm", "out")}
+
+
+def lzc(m, value, *, name="lzc"):
+    """Leading-zero count of ``value`` (a tree of muxes); ``len(value)`` when it is zero."""
+    def rec(v):
+        n = len(v)
+        if n == 1:
+            return ~v[0], ~v[0]          # (count, all zero)
+        h = 1 << ((n - 1).bit_length() - 1)   # low half = h bits (power of two), high = rest
+        hi_cnt, hi_zero = rec(v[h:])
+        lo_cnt, lo_zero = rec(v[:h])
+        cnt = Mux(hi_zero, (n - h) + lo_cnt, hi_cnt)
+        return cnt, hi_zero & lo_zero
+    cnt, _ = rec(value)
+    out = Signal(range(len(value) + 1), name=name)
+    m.d.comb += out.eq(cnt)
+    return out
+
+
+class FusedAdd(wiring.Component):
+    """``result = RNE_fp32(c + p)`` for an FP32 addend ``c`` and an exact term ``p``.
+
+    One rounding, IEEE 754 binary32: subnormals in and out, overflow to ±Inf, canonical NaN
+    ``0x7FC00000`` (NaN input, ``Inf - Inf``), an exact zero sum of opposite signs is ``+0``,
+    ``(-0) + (-0) = -0`` (contract §2, §5).
+
+    The datapath is a single-path FMA adder: the term's significand sits at a fixed place in a
+    window of ``G + W + 27`` bits (``W = len(p.sig)``, ``G = 26`` guard positions below it) and
+    ``c`` is shifted right into it (its bits shifted out are ORed into the window's LSB, a
+    round-to-odd that is exact for the later rounding because the term lies on an even grid and
+    the rounding point is then >= 2 positions up); ``c`` more than 2 bits above the term's top is
+    clamped there. Then sign-magnitude add, leading-zero count, a normalizing (or, for tiny
+    subnormal results, right) shift, and RNE with the hidden-bit carry into the exponent.
+    Correct for any ``W`` (48 for FP32 x FP32) and any subnormal, unnormalized term.
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+        Supplies ``add_stages`` (the latency, 0..4 pipeline registers).
+    term_layout : StructLayout
+        :func:`rtl.fp.unpack.exact_layout` of the term (e.g. ``ExactMultiplier.out_layout``).
+
+    Members
+    -------
+    i_valid : In(1)
+    i : In(StructLayout)
+        ``c`` (``unsigned(32)``, FP32 bits) and ``p`` (``term_layout``).
+    o_valid : Out(1)
+        ``i_valid`` delayed by ``latency``.
+    o : Out(StructLayout)
+        ``result`` (``unsigned(32)``, FP32 bits).
+
+    Latency ``cfg.add_stages``; one input per cycle, no back-pressure. Registers sit after the
+    add (2 stages), after the alignment (3) and after the normalizing shift (4), and always at
+    the output.
+    """
+
+    G = 26
+
+    def __init__(self, cfg, term_layout):
+        self.cfg = check_cfg(cfg)
+        if not isinstance(term_layout, data.StructLayout) or \
+                {n for n, _ in term_layout} != {"sign", "sig", "exp", "is_zero", "is_inf",
+                                                 "is_nan"}:
+            raise TypeError(f"term_layout must be an rtl.fp.unpack.exact_layout, "
+                            f"not {term_layout!r}")
+        self.term_layout = term_layout
+        self.W = term_layout["sig"].width
+        if not 1 <= self.W <= 48:
+            raise ValueError(f"term_layout 'sig' width must be in [1, 48], not {self.W}")
+        self.P_MAX = self.G + self.W + 2     # highest LSB position of c in the window
+        self.T = self.P_MAX + 25              # window width (c's 24 bits + carry)
+        self.in_layout = data.StructLayout({"c": 32, "p": term_layout})
+        self.out_layout = data.StructLayout({"result": 32})
+        super().__init__({
+            "i_valid": In(1), "i": In(self.in_layout),
+            "o_valid": Out(1), "o": Out(self.out_layout),
+        })
+
+    @property
+    def latency(self):
+        """Cycles from ``i`` to ``o`` (``cfg.add_stages``)."""
+        return self.cfg.add_stages
+
+    def elaborate(self, platform):
+        m = Module()
+        cuts = _CUTS[self.latency]
+        G, W, P_MAX, T = self.G, self.W, self.P_MAX, self.T
+        m.submodules.unpack_c = uc = Unpack((FP32,))
+        m.d.comb += uc.code.eq(self.i.c)
+        c, p = uc.o, self.i.p
+        ew = max(len(p.exp), len(c.exp)) + T.bit_length() + 3    # internal exponent width
+
+        # --- specials and alignment --------------------------------------------------------
+        nan = c.is_nan | p.is_nan | (c.is_inf & p.is_inf & (c.sign != p.sign))
+        inf_sign = Mux(c.is_inf, c.sign, p.sign)
+        special = Signal(32)
+        with m.If(nan):
+            m.d.comb += special.eq(FP32_QNAN)
+        with m.Elif(c.is_inf | p.is_inf):
+            m.d.comb += special.eq(Cat(Const(FP32_INF, 31), inf_sign))
+        with m.Elif(p.is_zero):
+            m.d.comb += special.eq(Mux(c.is_zero, Cat(Const(0, 31), c.sign & p.sign),
+                                       self.i.c))
+        is_special = nan | c.is_inf | p.is_inf | p.is_zero
+
+        d = Signal(signed(ew))      # right shift of c from its highest place P_MAX
+        m.d.comb += d.eq(W + 2 + p.exp - c.exp)
+        dc = Signal(range(P_MAX + 25))
+        with m.If(d < 0):
+            m.d.comb += dc.eq(0)
+        with m.Elif(d > P_MAX + 24):
+            m.d.comb += dc.eq(P_MAX + 24)
+        with m.Else():
+            m.d.comb += dc.eq(d)
+        base = Signal(signed(ew))   # exponent of window position 0
+        m.d.comb += base.eq(Mux(d < 0, c.exp - P_MAX, p.exp - G))
+        full = Signal(P_MAX + 48)
+        m.d.comb += full.eq((c.sig << (P_MAX + 24)) >> dc)
+        c_al = Signal(T - 1)
+        m.d.comb += c_al.eq(full[24:] | full[:24].any())
+        p_al = Signal(G + W)
+        m.d.comb += p_al.eq(p.sig << G)
+
+        valid, x = stage(m, "align" in cuts, self.i_valid,
+                         {"c_al": c_al, "p_al": p_al, "c_sign": c.sign, "p_sign": p.sign,
+                          "base": base, "special": special, "is_special": is_special},
+                         name="align")
+
+        # --- sign-magnitude add ------------------------------------------------------------
+        mag = Signal(T)
+        sign = Signal()
+        diff = Signal(signed(T + 1))
+        m.d.comb += diff.eq(x["p_al"] - x["c_al"])
+        with m.If(x["c_sign"] == x["p_sign"]):
+            m.d.comb += [mag.eq(x["p_al"] + x["c_al"]), sign.eq(x["p_sign"])]
+        with m.Elif(diff < 0):
+            m.d.comb += [mag.eq(-diff), sign.eq(x["c_sign"])]
+        with m.Else():
+            m.d.comb += [mag.eq(diff), sign.eq(x["p_sign"])]
+
+        valid, x = stage(m, "add" in cuts, valid,
+                         {"mag": mag, "sign": sign, "base": x["base"],
+                          "special": x["special"], "is_special": x["is_special"]},
+                         name="add")
+
+        # --- normalize ---------------------------------------------------------------------
+        mag = x["mag"]
+        lz = lzc(m, mag)
+        e_msb = Signal(signed(ew))
+        m.d.comb += e_msb.eq(x["base"] + (T - 1) - lz)
+        normal = e_msb >= -126
+        s = Signal(signed(ew))          # left shift that puts the rounding point at T-24
+        m.d.comb += s.eq(Mux(normal, lz, x["base"] + (T - 24 + 149)))
+        rs = Signal(range(T + 2))
+        m.d.comb += rs.eq(Mux(-s > T + 1, T + 1, -s))
+        nrm = Signal(T)
+        rsticky = Signal()
+        with m.If(s >= 0):
+            m.d.comb += nrm.eq(mag << s[:len(rs)])
+        with m.Else():
+            wide = Signal(2 * T + 1)
+            m.d.comb += wide.eq(Cat(Const(0, T + 1), mag) >> rs)
+            m.d.comb += [nrm.eq(wide[T + 1:]), rsticky.eq(wide[:T + 1].any())]
+        eb = Signal(signed(ew))
+        m.d.comb += eb.eq(Mux(normal, e_msb + 127, 1))
+
+        valid, x = stage(m, "norm" in cuts, valid,
+                         {"nrm": nrm, "rsticky": rsticky, "eb": eb, "sign": x["sign"],
+                          "zero": mag == 0, "special": x["special"],
+                          "is_special": x["is_special"]},
+                         name="norm")
+
+        # --- round -------------------------------------------------------------------------
+        nrm = x["nrm"]
+        sig = nrm[T - 24:]
+        guard = nrm[T - 25]
+        sticky = nrm[:T - 25].any() | x["rsticky"]
+        up = guard & (sticky | sig[0])
+        packed = Signal(signed(ew + 25))
+        m.d.comb += packed.eq(((x["eb"] - 1) << 23) + sig + up)
+        result = Signal(32)
+        with m.If(x["is_special"]):
+            m.d.comb += result.eq(x["special"])
+        with m.Elif(x["zero"]):
+            m.d.comb += result.eq(0)
+        with m.Elif(packed >= FP32_INF):
+            m.d.comb += result.eq(Cat(Const(FP32_INF, 31), x["sign"]))
+        with m.Else():
+            m.d.comb += result.eq(Cat(packed[:31], x["sign"]))
+
+        valid, x = stage(m, "out" in cuts, valid, {"result": result}, name="out")
+        m.d.comb += [self.o_valid.eq(valid), self.o.result.eq(x["result"])]
+        return m
