@@ -119,9 +119,18 @@ def test_convert_all_formats(cfg, seed):
     run_unit("convert", cfg, seed, tier="fast", n_random=FAST_RANDOM)
 
 
+def test_convert_exotic_formats(cfg, seed):
+    """Formats with normals below 2**-126 (the leading-zero path for FP32 subnormal inputs)
+    and with a negative bias, next to bf16/fp16/fp4."""
+    run_unit("convert", cfg, seed, tier="fast", n_random=FAST_RANDOM // 4,
+             formats=("bf16", "fp16", "fp4_e2m1") + designs.EXOTIC_FORMATS)
+
+
 def test_widen_all_formats(cfg, seed):
-    """Every code of every format up to 16 bits and e8m0, a tf32 sample, 100k random codes."""
-    run_unit("widen", cfg, seed, tier="fast", n_random=FAST_RANDOM)
+    """Every code of every format up to 16 bits, e8m0 and the exotic formats, a tf32 sample,
+    100k random codes."""
+    run_unit("widen", cfg, seed, tier="fast", n_random=FAST_RANDOM,
+             formats=designs.WIDEN_FORMATS + designs.EXOTIC_FORMATS)
 
 
 # --- full tier ---------------------------------------------------------------------------------
@@ -133,6 +142,14 @@ def test_convert_full(cfg, seed):
 
 
 @pytest.mark.full
+def test_convert_exotic_full(cfg, seed):
+    """The exotic formats with 1M random mixed RNE/SR elements, on PRNG lane 5."""
+    run_unit("convert", cfg, seed, tier="full", n_random=FULL_RANDOM, lane=5,
+             formats=("bf16", "fp16", "fp4_e2m1") + designs.EXOTIC_FORMATS)
+
+
+@pytest.mark.full
 def test_widen_full(cfg, seed):
     """All 2**19 tf32 codes too, and 1M random codes."""
-    run_unit("widen", cfg, seed, tier="full", n_random=FULL_RANDOM)
+    run_unit("widen", cfg, seed, tier="full", n_random=FULL_RANDOM,
+             formats=designs.WIDEN_FORMATS + designs.EXOTIC_FORMATS)
