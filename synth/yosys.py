@@ -18,13 +18,13 @@ Three views of one design, all with the hierarchy kept (identical modules synthe
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["yosys_exe", "run_yosys", "generic_stats", "sky130_stats", "ecp5_stats",
-           "ecp5_netlist", "CMOS_TRANSISTORS"]
+__all__ = ["yosys_exe", "run_yosys", "asic_stats", "ecp5_stats", "CMOS_TRANSISTORS"]
 
 GENERIC_GATES = "AND,NAND,OR,NOR,XOR,XNOR,ANDNOT,ORNOT,MUX"
 
@@ -112,89 +112,127 @@ def _leaf_cells(stat, module):
 def _per_module(stat, memjson, top, per_cells):
     """Per-module figures and their hierarchical sum.
 
-    ``per_cells(cells_by_type, module_stat)`` returns a dict of numbers for one module; the result
-    is ``{"total": {...}, "modules": {name: {"count": n, **numbers}}}``.
+    ``per_cells(cells_by_type, module_stat)`` returns a dict of numbers for one module's own
+    cells. The result is ``{"total": {...}, "modules": {name: {"count": n, "own": {...},
+    "tree": {...}}}}``: ``count`` instances under ``top``, ``own`` the module's own cells,
+    ``tree`` the module with everything it instantiates (one instance).
     """
     inst = _instances(stat, top)
     mem = _memory_bits(memjson) if memjson else {}
-    mods = {}
-    total = {}
-    for name, k in inst.items():
-        key = "\\" + name if "\\" + name in stat["modules"] else name
-        nums = per_cells(_leaf_cells(stat, name), stat["modules"][key])
+    names = {k.lstrip("\\"): k for k in stat["modules"]}
+    own = {}
+    for name in inst:
+        nums = per_cells(_leaf_cells(stat, name), stat["modules"][names[name]])
         if memjson:
             nums["memory_bits"] = mem.get(name, 0)
-        mods[name] = {"count": k, **nums}
-        for f, v in nums.items():
-            total[f] = total.get(f, 0) + k * v
-    return {"total": total, "modules": mods}
+        own[name] = nums
+    tree = {}
+
+    def subtree(name):
+        if name not in tree:
+            t = dict(own[name])
+            for typ, n in stat["modules"][names[name]]["num_cells_by_type"].items():
+                sub = typ.lstrip("\\")
+                if sub in names:
+                    for f, v in subtree(sub).items():
+                        t[f] = t.get(f, 0) + n * v
+            tree[name] = t
+        return tree[name]
+    mods = {name: {"count": k, "own": own[name], "tree": subtree(name)}
+            for name, k in inst.items()}
+    return {"total": dict(tree[top]), "modules": mods}
 
 
-def generic_stats(verilog, top, workdir):
-    """Generic-gate cells, flip-flops, transistors and memory bits of ``top`` (hierarchical)."""
+def _generic_per(cells, _m):
+    unknown = [t for t in cells if t not in CMOS_TRANSISTORS]
+    if unknown:
+        raise RuntimeError(f"generic cells without a transistor cost: {unknown}")
+    return {"cells": sum(cells.values()),
+            "flip_flops": sum(n for t, n in cells.items() if t.startswith("$_DFF")),
+            "transistors": sum(CMOS_TRANSISTORS[t] * n for t, n in cells.items())}
+
+
+def asic_stats(verilog, top, workdir, liberty):
+    """Generic-gate and sky130 figures of ``top`` (hierarchical), in one yosys run.
+
+    Returns ``(generic, sky130)``; each is ``{"total": {...}, "modules": {...}}`` as built by
+    :func:`_per_module`. ``generic`` has cells, flip_flops, transistors and memory_bits;
+    ``sky130`` has um2_sky130, um2_sky130_seq and sky130_cells.
+    """
     script = (_front(verilog, top)
               + "select t:$mem_v2\nwrite_json -selected generic_mem.json\nselect -clear\n"
-              "opt -fast -full\ntechmap\nopt -fast\n"
+              "opt -fast -full\ntechmap\nopt -fast\ndesign -save coarse\n"
               "dfflegalize -cell $_DFF_P_ 01\n"
               f"abc -g {GENERIC_GATES}\nopt_clean\n"
-              "tee -q -o generic_stat.json stat -json -tech cmos\n")
-    run_yosys(script, workdir, "generic")
-    stat = _load(Path(workdir) / "generic_stat.json")
-
-    def per(cells, _m):
-        unknown = [t for t in cells if t not in CMOS_TRANSISTORS]
-        if unknown:
-            raise RuntimeError(f"generic cells without a transistor cost: {unknown}")
-        return {"cells": sum(cells.values()),
-                "flip_flops": sum(n for t, n in cells.items() if t.startswith("$_DFF")),
-                "transistors": sum(CMOS_TRANSISTORS[t] * n for t, n in cells.items())}
-    res = _per_module(stat, Path(workdir) / "generic_mem.json", top, per)
-    res["yosys_transistors"] = stat["design"].get("estimated_num_transistors")
-    return res
-
-
-def sky130_stats(verilog, top, workdir, liberty):
-    """Cell area (um^2, area-only Liberty, no timing) of ``top`` (hierarchical)."""
-    script = (_front(verilog, top)
-              + "opt -fast -full\ntechmap\nopt -fast\n"
+              "tee -q -o generic_stat.json stat -json -tech cmos\n"
+              "design -load coarse\n"
               f"dfflibmap -liberty {liberty}\nabc -liberty {liberty}\nopt_clean\n"
               f"tee -q -o sky130_stat.json stat -json -liberty {liberty}\n")
-    run_yosys(script, workdir, "sky130")
-    stat = _load(Path(workdir) / "sky130_stat.json")
+    run_yosys(script, workdir, "asic")
+    stat = _load(Path(workdir) / "generic_stat.json")
+    generic = _per_module(stat, Path(workdir) / "generic_mem.json", top, _generic_per)
+    generic["yosys_transistors"] = stat["design"].get("estimated_num_transistors")
 
-    def per(cells, m):
-        bad = [t for t in cells if not t.startswith("sky130_fd_sc_hd__")]
+    stat = _load(Path(workdir) / "sky130_stat.json")
+    # yosys' per-module "area" includes submodules: sum each module's own cells from the library
+    text = (Path(workdir) / liberty).read_text()
+    area = {c: float(a) for c, a in re.findall(r"cell\((\S+)\)\s*\{\s*area\s*:\s*([0-9.]+)", text)}
+    seq = set(re.findall(r"cell\((\S+)\)\s*\{[^{}]*ff\(", text))
+
+    def per(cells, _m):
+        bad = [t for t in cells if t not in area]
         if bad:
             raise RuntimeError(f"cells left unmapped by the sky130 flow: {bad}")
-        return {"um2_sky130": m.get("area", 0.0), "sky130_cells": sum(cells.values()),
-                "um2_sky130_seq": m.get("sequential_area", 0.0)}
-    return _per_module(stat, None, top, per)
+        return {"um2_sky130": sum(area[t] * n for t, n in cells.items()),
+                "um2_sky130_seq": sum(area[t] * n for t, n in cells.items() if t in seq),
+                "sky130_cells": sum(cells.values())}
+    sky = _per_module(stat, None, top, per)
+    sky["yosys_area"] = stat["design"].get("area")
+    return generic, sky
 
 
 ECP5_TYPES = ("LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "ALU54B", "DP16KD", "TRELLIS_DPR16X4",
               "PFUMX", "L6MUX21")
 
 
-def ecp5_stats(verilog, top, workdir):
-    """ECP5 resources of ``top`` from ``synth_ecp5 -noflatten`` (hierarchical)."""
+def _ecp5_per(cells, _m):
+    r = {f"ecp5_{t.lower()}": cells.get(t, 0) for t in ECP5_TYPES}
+    # LUT4 equivalents: each CCU2C carry cell holds two LUT4s.
+    r["ecp5_luts"] = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
+    return r
+
+
+def ecp5_stats(verilog, top, workdir, block=None, netlist=None):
+    """ECP5 resources from ``synth_ecp5 -noflatten`` (hierarchical).
+
+    ``top`` is synthesized; the figures are those of the module ``block`` (default ``top``) with
+    everything it instantiates. With ``netlist``, the design is then flattened and written as a
+    JSON netlist for nextpnr (used with ``top`` = the harness and ``block`` = the block inside
+    it, so one ECP5 synthesis gives both the block's resources and the P&R netlist; the
+    hierarchy boundary keeps the harness from merging into the block).
+    """
+    block = block or top
     script = (f"read_verilog {verilog}\nhierarchy -check -top {top}\n"
               f"synth_ecp5 -top {top} -noflatten\n"
               "tee -q -o ecp5_stat.json stat -json\n")
+    if netlist:
+        script += f"flatten\nopt_clean\nwrite_json {netlist}\n"
     run_yosys(script, workdir, "ecp5")
     stat = _load(Path(workdir) / "ecp5_stat.json")
+    res = _per_module(stat, None, top, _ecp5_per)
+    if block == top:
+        return res
+    mods = res["modules"]
+    if block not in mods:
+        raise RuntimeError(f"module {block!r} not found in the ECP5 netlist: {sorted(mods)}")
+    sub = {}
 
-    def per(cells, _m):
-        r = {f"ecp5_{t.lower()}": cells.get(t, 0) for t in ECP5_TYPES}
-        # LUT4 equivalents: each CCU2C carry cell holds two LUT4s.
-        r["ecp5_luts"] = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
-        return r
-    return _per_module(stat, None, top, per)
-
-
-def ecp5_netlist(verilog, top, workdir):
-    """Flattened ``synth_ecp5`` JSON netlist of ``top`` for nextpnr; returns its path."""
-    script = (f"read_verilog {verilog}\nhierarchy -check -top {top}\n"
-              f"synth_ecp5 -top {top} -json harness_ecp5.json\n"
-              "tee -q -o harness_stat.json stat -json\n")
-    run_yosys(script, workdir, "harness_ecp5")
-    return Path(workdir) / "harness_ecp5.json"
+    def walk(name, mult):   # the block's subtree, with counts relative to one block
+        sub[name] = {**mods[name], "count": sub.get(name, {}).get("count", 0) + mult}
+        byt = stat["modules"]["\\" + name if "\\" + name in stat["modules"] else name][
+            "num_cells_by_type"]
+        for typ, n in byt.items():
+            if typ.lstrip("\\") in mods:
+                walk(typ.lstrip("\\"), mult * n)
+    walk(block, 1)
+    return {"total": dict(mods[block]["tree"]), "modules": sub}
