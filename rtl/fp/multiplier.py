@@ -46,8 +46,10 @@ class ExactMultiplier(wiring.Component):
 
     def __init__(self, cfg, formats_a=None, formats_b=None):
         self.cfg = check_cfg(cfg)
-        self.formats_a = check_formats("formats_a", formats_a or cfg.dense_formats, cfg)
-        self.formats_b = check_formats("formats_b", formats_b or cfg.dense_formats, cfg)
+        self.formats_a = check_formats(
+            "formats_a", cfg.dense_formats if formats_a is None else formats_a, cfg)
+        self.formats_b = check_formats(
+            "formats_b", cfg.dense_formats if formats_b is None else formats_b, cfg)
         self._ua = Unpack(self.formats_a)
         self._ub = Unpack(self.formats_b)
         lo = (min(exp_range(f)[0] for f in self.formats_a)

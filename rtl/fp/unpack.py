@@ -2,13 +2,13 @@
 """Runtime-selectable decode of a floating-point code into sign, integer significand and
 LSB exponent (the *exact* layout shared by the multiplier, the fused adder and the FP32 adder)."""
 
-from amaranth.hdl import Module, Shape, Mux, Const, Cat
+from amaranth.hdl import Module, Shape, Mux
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import FPFormat, CoreConfig
 
-__all__ = ["exact_layout", "exp_range", "check_formats", "Unpack"]
+__all__ = ["exact_layout", "exp_range", "check_formats", "check_cfg", "Unpack"]
 
 
 def exact_layout(sig_width, exp_shape):
@@ -55,6 +55,7 @@ def check_formats(arg, formats, cfg=None):
 
 
 def check_cfg(cfg):
+    """``cfg`` itself; ``TypeError`` unless it is a :class:`CoreConfig`."""
     if not isinstance(cfg, CoreConfig):
         raise TypeError(f"cfg must be a CoreConfig, not {cfg!r}")
     return cfg
