@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.config import FP32
 from rtl.fp.fused_add import FusedAdd
+from rtl.fp.pipe import owned
 from rtl.fp.unpack import Unpack, check_cfg
 
 __all__ = ["FP32Adder"]
@@ -39,8 +40,8 @@ class FP32Adder(wiring.Component):
 
     def __init__(self, cfg):
         self.cfg = check_cfg(cfg)
-        self._unpack = Unpack((FP32,))
-        self._add = FusedAdd(cfg, self._unpack.layout)
+        self._unpack = owned(Unpack((FP32,)))
+        self._add = owned(FusedAdd(cfg, self._unpack.layout))
         self.in_layout = data.StructLayout({"a": 32, "b": 32})
         self.out_layout = self._add.out_layout
         super().__init__({

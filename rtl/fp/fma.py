@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.fp.fused_add import FusedAdd
 from rtl.fp.multiplier import ExactMultiplier
-from rtl.fp.pipe import delay
+from rtl.fp.pipe import delay, owned
 
 __all__ = ["FMA"]
 
@@ -44,8 +44,8 @@ class FMA(wiring.Component):
     """
 
     def __init__(self, cfg, formats_a=None, formats_b=None):
-        self._mul = ExactMultiplier(cfg, formats_a, formats_b)
-        self._add = FusedAdd(cfg, self._mul.out_layout)
+        self._mul = owned(ExactMultiplier(cfg, formats_a, formats_b))
+        self._add = owned(FusedAdd(cfg, self._mul.out_layout))
         self.cfg = cfg
         self.formats_a, self.formats_b = self._mul.formats_a, self._mul.formats_b
         ml = self._mul.in_layout

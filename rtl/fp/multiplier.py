@@ -5,7 +5,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.fp.pipe import stage
+from rtl.fp.pipe import owned, stage
 from rtl.fp.unpack import Unpack, check_cfg, check_formats, exact_layout, exp_range
 
 __all__ = ["ExactMultiplier"]
@@ -50,8 +50,8 @@ class ExactMultiplier(wiring.Component):
             "formats_a", cfg.dense_formats if formats_a is None else formats_a, cfg)
         self.formats_b = check_formats(
             "formats_b", cfg.dense_formats if formats_b is None else formats_b, cfg)
-        self._ua = Unpack(self.formats_a)
-        self._ub = Unpack(self.formats_b)
+        self._ua = owned(Unpack(self.formats_a))
+        self._ub = owned(Unpack(self.formats_b))
         lo = (min(exp_range(f)[0] for f in self.formats_a)
               + min(exp_range(f)[0] for f in self.formats_b))
         hi = (max(exp_range(f)[1] for f in self.formats_a)
