@@ -241,7 +241,7 @@ def _scaled(codes, scales, fmt, block):
     """Exact float64 values ``element * 2**(scale - 127)`` [K, n] (NaN scale -> NaN)."""
     e = decode(codes, fmt).astype(np.float64)
     sc = decode_e8m0(scales).astype(np.float64)          # 2**-127 .. 2**127 exactly, or NaN
-    sc = np.repeat(sc, block, axis=0)
+    sc = np.repeat(sc, block, axis=0)[:codes.shape[0]]  # the last block may be partial
     with np.errstate(invalid="ignore"):
         return e * sc                                    # exact: a power-of-two scaling
 
@@ -266,12 +266,15 @@ def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cf
     ----------
     s_codes : array of unsigned int, shape [K, M]
         Stationary element codes of ``s_mx_format``'s element format.
-    s_scales : array of unsigned int, shape [K // cfg.mx_block, M]
-        E8M0 scale codes, one per ``cfg.mx_block`` elements along K (0xFF is NaN).
+    s_scales : array of unsigned int, shape [ceil(K / cfg.mx_block), M]
+        E8M0 scale codes, one per ``cfg.mx_block`` elements along K (0xFF is NaN); row k uses
+        scale row ``k // cfg.mx_block``. The last block may be partial, so K is free (a
+        32-element OCP block split across two K-tiles of one array carries the same scale in
+        both and gives the same products).
     s_mx_format, x_mx_format : str
         Enabled MX formats (``cfg.mx_formats``: ``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp4"``);
         any pair is allowed.
-    x_codes, x_scales : arrays, shapes [K, N] and [K // cfg.mx_block, N]
+    x_codes, x_scales : arrays, shapes [K, N] and [ceil(K / cfg.mx_block), N]
         The moving operand, likewise.
     cfg : CoreConfig
 
@@ -281,7 +284,7 @@ def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cf
         ``p = -0.0; for k < K: p = RNE_fp32(p + (S[k,m] * 2**(ss-127)) * (X[k,n] * 2**(xs-127)))``:
         the scaled product is exact (float64, see :func:`mx_product`) even beyond FP32's range,
         and is added with one rounding (the same round-to-odd fused add as the dense MAC). A NaN
-        scale makes its products NaN. ``K`` must be a multiple of ``cfg.mx_block``.
+        scale makes its products NaN.
     """
     _check_cfg(cfg)
     if not cfg.mx_formats:
@@ -293,15 +296,13 @@ def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cf
     x = _check_codes2d(x_codes, fx, "x_codes", "K, N")
     K, M, N = _check_shapes(cfg, s, x, "s_codes", "x_codes")
     blk = cfg.mx_block
-    if K % blk:
-        raise ValueError(f"s_codes K (axis 0) must be a multiple of cfg.mx_block = {blk}, "
-                         f"not {K}")
-    ss = _check_codes2d(s_scales, E8M0, "s_scales", "K // mx_block, M")
-    xs = _check_codes2d(x_scales, E8M0, "x_scales", "K // mx_block, N")
-    if ss.shape != (K // blk, M):
-        raise ValueError(f"s_scales must have shape {(K // blk, M)}, not {ss.shape}")
-    if xs.shape != (K // blk, N):
-        raise ValueError(f"x_scales must have shape {(K // blk, N)}, not {xs.shape}")
+    nblk = -(-K // blk)
+    ss = _check_codes2d(s_scales, E8M0, "s_scales", "ceil(K / mx_block), M")
+    xs = _check_codes2d(x_scales, E8M0, "x_scales", "ceil(K / mx_block), N")
+    if ss.shape != (nblk, M):
+        raise ValueError(f"s_scales must have shape {(nblk, M)}, not {ss.shape}")
+    if xs.shape != (nblk, N):
+        raise ValueError(f"x_scales must have shape {(nblk, N)}, not {xs.shape}")
     sv = _scaled(s, ss, fs, blk)
     xv = _scaled(x, xs, fx, blk)
     return _chain(mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K))

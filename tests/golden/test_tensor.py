@@ -482,20 +482,20 @@ def test_transpose_formats_follow_config():
 # --- MX --------------------------------------------------------------------------------------------
 
 def mx_cfgs():
-    """Configs where K can be a multiple of mx_block: the presets' 32-element block needs
-    pe_rows >= 32, so small/default get a smaller block (see the report / docs)."""
+    """Configs with several blocks per instruction (small blocks) and the presets themselves,
+    whose 32-element block is partial on the 4- and 16-row arrays."""
     return [PRESETS["small"].replace(mx_block=2), PRESETS["default"].replace(mx_block=8),
-            PRESETS["trainium"]]
+            PRESETS["trainium"], PRESETS["small"], PRESETS["default"]]
 
 
 def _ref_mx_values(codes, scales, elem, block):
     v = ref_decode(codes, elem)
     sc = np.array([[math.nan if s == 0xFF else 2.0 ** (int(s) - 127) for s in row]
                    for row in scales])
-    return v * np.repeat(sc, block, axis=0)               # exact in float64
+    return v * np.repeat(sc, block, axis=0)[:len(v)]      # exact in float64
 
 
-@pytest.mark.parametrize("ci", range(3))
+@pytest.mark.parametrize("ci", range(5))
 def test_mx_matches_dequantize_then_exact_chain(seed, ci):
     cfg = mx_cfgs()[ci]
     rng = np.random.default_rng(seed)
@@ -503,17 +503,19 @@ def test_mx_matches_dequantize_then_exact_chain(seed, ci):
     for sf in cfg.mx_formats:
         for xf in cfg.mx_formats:
             es, ex = FORMATS[MX_FORMAT_NAMES[sf]], FORMATS[MX_FORMAT_NAMES[xf]]
-            K = blk * int(rng.integers(1, cfg.pe_rows // blk + 1))
+            K = int(rng.integers(1, cfg.pe_rows + 1))      # the last block may be partial
+            Kp = -(-K // blk) * blk                            # quantize whole blocks
             M, N = int(rng.integers(1, min(cfg.pe_cols, 4) + 1)), int(rng.integers(1, 4))
-            a = (rng.standard_normal((M, K)) * 2.0 ** rng.integers(-8, 8, (M, 1))).astype(
+            a = (rng.standard_normal((M, Kp)) * 2.0 ** rng.integers(-8, 8, (M, 1))).astype(
                 np.float32)
-            b = (rng.standard_normal((N, K)) * 2.0 ** rng.integers(-8, 8, (N, 1))).astype(
+            b = (rng.standard_normal((N, Kp)) * 2.0 ** rng.integers(-8, 8, (N, 1))).astype(
                 np.float32)
             ss, sc = mx_quantize(a, es, blk)
             xs, xc = mx_quantize(b, ex, blk)
+            sv = mx_dequantize(ss, sc, es, blk, dtype=np.float64).T[:K]
+            xv = mx_dequantize(xs, xc, ex, blk, dtype=np.float64).T[:K]
+            sc, xc = sc[:, :K], xc[:, :K]
             got = matmul_mx(sc.T, ss.T, sf, xc.T, xs.T, xf, cfg)
-            sv = mx_dequantize(ss, sc, es, blk, dtype=np.float64).T
-            xv = mx_dequantize(xs, xc, ex, blk, dtype=np.float64).T
             want = ref_chain(sv, xv)
             assert np.array_equal(got, want), f"seed={seed} {cfg.name} {sf}x{xf}: " \
                                               + _hexdiff(got, want)
@@ -610,8 +612,8 @@ def test_disabled_format_and_foreign_cfp8_rejected():
 def test_mx_rejects_bad_arguments():
     cfg = PRESETS["default"].replace(mx_block=8)
     z8 = lambda *s: np.zeros(s, np.uint8)  # noqa: E731
-    with pytest.raises(ValueError, match="multiple of cfg.mx_block = 8"):
-        matmul_mx(z8(12, 1), z8(1, 1), "mxfp4", z8(12, 1), z8(1, 1), "mxfp4", cfg)
+    with pytest.raises(ValueError, match=r"s_scales must have shape \(2, 1\)"):
+        matmul_mx(z8(12, 1), z8(1, 1), "mxfp4", z8(12, 1), z8(2, 1), "mxfp4", cfg)
     with pytest.raises(ValueError, match=r"s_scales must have shape \(2, 1\)"):
         matmul_mx(z8(16, 1), z8(1, 1), "mxfp4", z8(16, 1), z8(2, 1), "mxfp4", cfg)
     with pytest.raises(ValueError, match=r"x_codes must be in \[0, 15\]"):
@@ -623,12 +625,24 @@ def test_mx_rejects_bad_arguments():
                   PRESETS["bf16_only"].replace(mx_block=8))
     with pytest.raises(TypeError, match="s_scales must be an array of unsigned integer"):
         matmul_mx(z8(8, 1), np.ones((1, 1)), "mxfp4", z8(8, 1), z8(1, 1), "mxfp4", cfg)
-    # the presets' own 32-element block never fits their 4 / 16 PE rows
-    for name in ("small", "default"):
-        p = PRESETS[name]
-        with pytest.raises(ValueError, match="multiple of cfg.mx_block"):
-            matmul_mx(z8(p.pe_rows, 1), z8(1, 1), "mxfp4", z8(p.pe_rows, 1), z8(1, 1), "mxfp4",
-                      p)
+    # a partial last block still needs its own scale row
+    with pytest.raises(ValueError, match=r"x_scales must have shape \(2, 1\)"):
+        matmul_mx(z8(9, 1), z8(2, 1), "mxfp4", z8(9, 1), z8(1, 1), "mxfp4", cfg)
+
+
+def test_mx_partial_block_equals_split_full_block():
+    """A 32-element block split over two K-tiles with the same scale gives the same products:
+    K = 16 rows with one (partial) scale block equals the first half of a 32-row block."""
+    small = PRESETS["default"]
+    big = PRESETS["trainium"]
+    rng = np.random.default_rng(5)
+    s = rng.integers(0, 0x7F, (32, 3), dtype=np.uint8)
+    x = rng.integers(0, 0x7F, (32, 2), dtype=np.uint8)
+    ss = rng.integers(110, 140, (1, 3), dtype=np.uint8)
+    xs = rng.integers(110, 140, (1, 2), dtype=np.uint8)
+    half = matmul_mx(s[:16], ss, "mxfp8_e4m3", x[:16], xs, "mxfp8_e4m3", small)
+    full_first = matmul_mx(s[:16], ss, "mxfp8_e4m3", x[:16], xs, "mxfp8_e4m3", big)
+    np.testing.assert_array_equal(half, full_first)
 
 
 def test_psum_update_rejects_bad_arguments():
