@@ -10,10 +10,9 @@ import numpy as np
 from amaranth.hdl import Shape
 
 from golden import arith as ga
-from golden import formats as gf
+from rtl.config import FP32
 
 U32 = np.uint32
-F32 = gf.FP32_QNAN
 
 
 # --- packing ------------------------------------------------------------------------------------
@@ -203,7 +202,7 @@ def fma_random(rng, fmts, n):
                                                            << np.uint64(31))).astype(U32)
     c = np.where(strat == 4, sub, c)
     # 5: c with exponent near the bias (ordinary accumulations)
-    c = np.where(strat == 5, random_codes(rng, gf_fp32(), n, spread=16), c)
+    c = np.where(strat == 5, random_codes(rng, FP32, n, spread=16), c)
     return ia, a, ib, b, c.astype(U32)
 
 
@@ -213,11 +212,6 @@ def _ctz64(x):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(low == 0, 0, np.log2(np.maximum(low, np.uint64(1)).astype(np.float64))
                         ).astype(np.int64)
-
-
-def gf_fp32():
-    from rtl.config import FP32
-    return FP32
 
 
 # --- FP32 adder ---------------------------------------------------------------------------------
@@ -230,7 +224,6 @@ def add_corners():
 def add_random(rng, n):
     """``n`` random FP32 pairs: uniform bits; near-cancellation (b = -a a few ulps off);
     exponent gaps 0..40; both subnormal or near the normal boundary."""
-    fp32 = gf_fp32()
     a = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(U32)
     b = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(U32)
     strat = rng.integers(0, 4, n)
@@ -248,7 +241,6 @@ def add_random(rng, n):
     tb = (b & U32(0x807FFFFF)) | (rng.integers(0, 3, n).astype(U32) << U32(23))
     a = np.where(strat == 3, ta, a)
     b = np.where(strat == 3, tb, b)
-    del fp32
     return a.astype(U32), b.astype(U32)
 
 
