@@ -129,10 +129,15 @@ class SimBuild:
         }
         results = self.build_dir / f"results_{tag}_{os.getpid()}.xml"
         log = self.build_dir / f"sim_{tag}_{os.getpid()}.log"
-        self.runner.test(test_module=test_module, hdl_toplevel=self.name,
-                         build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
-                         testcase=testcase, seed=seed, results_xml=str(results),
-                         waves=self.waves, log_file=log)
+        try:
+            self.runner.test(test_module=test_module, hdl_toplevel=self.name,
+                             build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
+                             testcase=testcase, seed=seed, results_xml=str(results),
+                             waves=self.waves, log_file=log)
+        except SystemExit:
+            # cocotb's runner exits on a failing test; report it below with the log tail
+            # (which holds the assertion message, seed included) instead of a bare exit code.
+            pass
         outcome = parse_results(results)
         failed = [n for n, ok in outcome if not ok]
         if not outcome or failed:
