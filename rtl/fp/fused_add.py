@@ -48,8 +48,8 @@ class FusedAdd(wiring.Component):
     ``c`` is shifted right into it (its bits shifted out are ORed into the window's LSB, a
     round-to-odd that is exact for the later rounding because the term lies on an even grid and
     the rounding point is then >= 2 positions up); ``c`` more than 2 bits above the term's top is
-    clamped there. Then sign-magnitude add, leading-zero count, a normalizing (or, for tiny
-    subnormal results, right) shift, and RNE with the hidden-bit carry into the exponent.
+    clamped there. Then sign-magnitude add, leading-zero count, a normalizing left shift
+    (shortened for subnormal results), and RNE with the hidden-bit carry into the exponent.
     Correct for any ``W`` (48 for FP32 x FP32) and any subnormal, unnormalized term.
 
     Parameters
@@ -169,23 +169,19 @@ class FusedAdd(wiring.Component):
         e_msb = Signal(signed(ew))
         m.d.comb += e_msb.eq(x["base"] + (T - 1) - lz)
         normal = e_msb >= -126
-        s = Signal(signed(ew))          # left shift that puts the rounding point at T-24
+        # Left shift that puts the rounding point at position T-24: ``lz`` for a normal result,
+        # less for a subnormal one. It is never negative: c's LSB exponent is >= -149, so when
+        # the term is below c's range the window is anchored on c (d < 0) and base >=
+        # -149 - P_MAX; otherwise base >= -149 - (W + 2) - G; both give s >= T - 24 - P_MAX = 1.
+        s = Signal(range(T + 1))
         m.d.comb += s.eq(Mux(normal, lz, x["base"] + (T - 24 + 149)))
-        rs = Signal(range(T + 2))
-        m.d.comb += rs.eq(Mux(-s > T + 1, T + 1, -s))
         nrm = Signal(T)
-        rsticky = Signal()
-        with m.If(s >= 0):
-            m.d.comb += nrm.eq(mag << s[:len(rs)])
-        with m.Else():
-            wide = Signal(2 * T + 1)
-            m.d.comb += wide.eq(Cat(Const(0, T + 1), mag) >> rs)
-            m.d.comb += [nrm.eq(wide[T + 1:]), rsticky.eq(wide[:T + 1].any())]
+        m.d.comb += nrm.eq(mag << s)
         eb = Signal(signed(ew))
         m.d.comb += eb.eq(Mux(normal, e_msb + 127, 1))
 
         valid, x = stage(m, "norm" in cuts, valid,
-                         {"nrm": nrm, "rsticky": rsticky, "eb": eb, "sign": x["sign"],
+                         {"nrm": nrm, "eb": eb, "sign": x["sign"],
                           "zero": mag == 0, "special": x["special"],
                           "is_special": x["is_special"]},
                          name="norm")
@@ -194,7 +190,7 @@ class FusedAdd(wiring.Component):
         nrm = x["nrm"]
         sig = nrm[T - 24:]
         guard = nrm[T - 25]
-        sticky = nrm[:T - 25].any() | x["rsticky"]
+        sticky = nrm[:T - 25].any()
         up = guard & (sticky | sig[0])
         packed = Signal(signed(ew + 25))
         m.d.comb += packed.eq(((x["eb"] - 1) << 23) + sig + up)
