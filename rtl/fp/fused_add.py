@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """FP32 addend + exact term, rounded once to FP32 (RNE): the adder half of the fused MAC."""
 
-from amaranth.hdl import Module, Signal, Mux, Cat, Const, signed, unsigned
+from amaranth.hdl import Module, Signal, Mux, Cat, Const, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
