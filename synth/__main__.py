@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from rtl.config import PRESETS, get_preset, preset_from_env
@@ -129,6 +130,8 @@ def main(argv=None):
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel yosys processes")
     ap.add_argument("--out", default=str(ROOT / "build" / "synth"), help="output directory")
     a = ap.parse_args(argv)
+    # blocks may build helper elaboratables they do not use (e.g. a prototype PE); not our noise
+    warnings.filterwarnings("ignore", message=r".* created but never used")
     cfg = get_preset(a.config) if a.config else preset_from_env()
     reg = blocks_mod.BLOCKS
     if a.blocks:

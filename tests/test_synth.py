@@ -204,6 +204,26 @@ def test_area_grows_with_size_and_estimate_within_5_percent(fixture_results, sma
 
 
 # --- registered blocks at the small preset -----------------------------------------------------
+def test_cli_writes_csv_markdown_and_plots(outdir):
+    """Fast tier: the real CLI on one real registered block (the FP32 adder) at the small preset."""
+    assert registry.is_available(registry.get_block("fp32_adder"))
+    rc = main(["--config", "small", "--no-fmax", "--blocks", "fp32_adder", "--out", str(outdir)])
+    assert rc == 0
+    with open(outdir / "area.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0].keys()) == CSV_COLUMNS
+    assert [r["block"] for r in rows] == ["fp32_adder"] and rows[0]["preset"] == "small"
+    r = rows[0]
+    assert int(r["cells"]) > 0 and int(r["transistors"]) > 0 and float(r["um2_sky130"]) > 0
+    assert int(r["ecp5_luts"]) > 0 and r["fmax_mhz"] == "n/a" and r["memory_bits"] == "0"
+    assert float(r["nand2_equiv"]) == int(r["transistors"]) / 4
+    assert (outdir / "area.md").read_text().startswith("# Synthesis report")
+    assert (outdir / "area_breakdown.png").stat().st_size > 1000
+    meta = json.loads((outdir / "area_full.json").read_text())["meta"]
+    assert meta["preset"] == "small"
+
+
+@pytest.mark.full
 def test_every_registered_block_reports_nonzero_cells(small, outdir):
     avail, missing = registry.available_blocks()
     assert avail, f"no registered block is available yet (missing: {[b.name for b in missing]})"
@@ -220,14 +240,28 @@ def test_every_registered_block_reports_nonzero_cells(small, outdir):
             assert (b.name if v is None else f"{b.name}_{v}") in names
 
 
-def test_cli_writes_csv_markdown_and_plots(outdir):
-    rc = main(["--config", "small", "--no-fmax", "--blocks", "mac", "--out", str(outdir)])
-    assert rc == 0
-    with open(outdir / "area.csv") as f:
-        rows = list(csv.DictReader(f))
-    assert tuple(rows[0].keys()) == CSV_COLUMNS
-    assert all(int(r["cells"]) > 0 for r in rows)
-    assert (outdir / "area.md").read_text().startswith("# Synthesis report")
-    assert (outdir / "area_breakdown.png").stat().st_size > 1000
-    meta = json.loads((outdir / "area_full.json").read_text())["meta"]
-    assert meta["preset"] == "small"
+@pytest.mark.full
+def test_tensor_array_estimate_within_5_percent(small, outdir):
+    """The real array (BF16-only small config to keep the PE small): synthesized at 2, 4, 8, 16;
+    area grows as N^2 PEs + fitted edge; the estimate of 16 from 2, 4, 8 is within 5 %."""
+    from synth.__main__ import array_cfg
+    b = registry.get_block("tensor_array")
+    assert registry.is_available(b)
+    fc = small.replace(name="small_bf16", formats=("bf16",), mx_formats=())
+    sizes = (2, 4, 8, 16)
+    jobs = [Job(b, None, array_cfg(fc, n), extra={"format_cfg": fc.name, "n": n}) for n in sizes]
+    res = run_jobs(jobs, outdir, processes=2, progress=None)
+    for r in res:
+        assert "error" not in r, r.get("traceback")
+    grids = {r["n"]: r for r in res}
+    for metric in ("cells", "flip_flops", "transistors", "um2_sky130", "ecp5_luts"):
+        vals = [grids[n][metric] for n in sizes]
+        assert vals == sorted(set(vals)), (metric, vals)
+        assert vals[3] > 3 * vals[2] and vals[2] > 3 * vals[1], (metric, vals)
+    est = [{"block": b, "variant": None, "fc": fc, "sizes": sizes, "targets": (32,),
+            "in_preset": False}]
+    rows, (chk,) = derive_estimates(res, est)
+    assert chk["n"] == 16
+    for metric, (e, s, rel) in chk["metrics"].items():
+        if metric != "memory_bits":
+            assert rel < 0.05, (metric, e, s)
