@@ -21,7 +21,6 @@ N_RANDOM = 200_000
 
 
 def _unit(cfg, unit):
-    designs.pch_workaround()
     name = f"bench_fp_{unit}"
     shutil.rmtree(build_dir_for(cfg, name), ignore_errors=True)   # measure a cold build
     sim = SimBuild(designs.harness(unit, cfg), name=name, cfg=cfg)

