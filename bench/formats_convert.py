@@ -14,7 +14,7 @@ import shutil
 from tb.fp_convert import designs
 from tb.runner import SimBuild, build_dir_for
 
-NAME = "formats_convert"
+NAME = "formats_convert"  # part of bench_formats
 SEED = 12345
 N_RANDOM = 200_000
 

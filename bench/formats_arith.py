@@ -15,7 +15,7 @@ import shutil
 from tb.fp_arith import designs
 from tb.runner import SimBuild, build_dir_for
 
-NAME = "formats_arith"
+NAME = "formats_arith"  # part of bench_formats
 SEED = 12345
 N_RANDOM = 200_000
 
