@@ -19,7 +19,7 @@ from . import blocks as blocks_mod
 from .design import as_design
 from .estimate import METRICS, check_estimate, estimate
 from .flow import Job, ROOT, SRAM_UM2_PER_BIT, run_jobs
-from .report import write_csv, write_json, write_markdown, write_plots
+from .report import update_readme, write_csv, write_json, write_markdown, write_plots
 
 #: Array sizes synthesized directly, and sizes estimated hierarchically.
 DIRECT_SIZES = (2, 4, 8, 16)
@@ -128,6 +128,8 @@ def main(argv=None):
                     help="skip ECP5 place and route (no Fmax)")
     ap.add_argument("--blocks", default=None, help="comma-separated block names (default: all)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel yosys processes")
+    ap.add_argument("--update-readme", action="store_true",
+                    help="replace the table between the synth-table markers of README.md")
     ap.add_argument("--out", default=str(ROOT / "build" / "synth"), help="output directory")
     a = ap.parse_args(argv)
     # blocks may build helper elaboratables they do not use (e.g. a prototype PE); not our noise
@@ -165,6 +167,9 @@ def main(argv=None):
                         sweep_rows=sweep_rows if (a.sweep or est_rows) else (),
                         checks=checks, missing=missing, errors=errors, runtime=runtime)
     plots = write_plots(out, preset_rows, sweep_rows)
+    if a.update_readme:
+        ok = update_readme(ROOT / "README.md", preset_rows, cfg.name)
+        print("synth: README.md table " + ("updated" if ok else "NOT updated (no markers)"))
     print(f"synth: {len(good)} synthesized, {len(est_rows)} estimated, {len(errors)} failed in "
           f"{runtime:.0f} s -> {out / 'area.csv'}, {md}, " + ", ".join(str(p) for p in plots))
     for c in checks:

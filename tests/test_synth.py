@@ -265,3 +265,18 @@ def test_tensor_array_estimate_within_5_percent(small, outdir):
     for metric, (e, s, rel) in chk["metrics"].items():
         if metric != "memory_bits":
             assert rel < 0.05, (metric, e, s)
+
+
+def test_update_readme_replaces_only_the_marked_table(tmp_path):
+    from synth.report import README_BEGIN, README_END, update_readme
+    row = {"row": "mac_bf16", "preset": "small", "cells": 10, "flip_flops": 2, "transistors": 80,
+           "nand2_equiv": 20.0, "um2_sky130": 50.0, "ecp5_luts": 5, "ecp5_mult18": 0,
+           "fmax_mhz": None, "memory_bits": 0}
+    p = tmp_path / "README.md"
+    p.write_text("intro\n")
+    assert not update_readme(p, [row], "small") and p.read_text() == "intro\n"
+    p.write_text(f"intro\n{README_BEGIN}\nold table\n{README_END}\noutro\n")
+    assert update_readme(p, [row], "small")
+    text = p.read_text()
+    assert text.startswith("intro\n") and text.endswith(f"{README_END}\noutro\n")
+    assert "old table" not in text and "| mac_bf16 | small | 10 | 2 | 80 | 20 |" in text
