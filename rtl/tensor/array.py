@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The rows x cols grid of PEs with its input skew and output de-skew."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal, Instance, ClockSignal, ResetSignal, Const, Cat
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.config import CoreConfig
+from rtl.tensor.layouts import config_tag
+from rtl.tensor.pe import PE, FP32_EXP_MASK
+
+__all__ = ["SystolicArray", "pe_module_name"]
+
+
+def pe_module_name(cfg: CoreConfig) -> str:
+    """Verilog module name of the PE of ``cfg`` (content hash: two configs never clash)."""
+    return f"nc_pe_{config_tag(cfg)}"
+
+
+class SystolicArray(wiring.Component):
+    """Weight-stationary grid of ``pe_rows x pe_cols`` PEs, skewed in, de-skewed out.
+
+    Row ``k``'s moving bus is delayed ``k * row_skew`` enabled cycles before PE(k, 0) (the
+    partial sum spends ``row_skew`` = adder latency cycles in each row); a beat then moves one
+    column per cycle. The weight-load bus is *not* skewed: all rows see a load beat at once (the
+    engine orders loads after the previous swap has reached the last row, see ``engine.py``).
+    The partial sum enters row 0 as ``-0`` (FP32 ``0x80000000``). Column ``m``'s bottom output
+    is delayed ``cols - 1 - m`` cycles so that one result beat carries all columns of one
+    moving column ``n``; a transpose flag restores the FP32 exponent field (see :class:`PE`).
+
+    Every register stops when ``en`` is low (global stall).
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    use_instances : bool
+        True (default): PEs are ``Instance(pe_module_name(cfg))`` of the separately converted
+        :class:`PE` (one Verilog module for the whole grid; pass its Verilog as an extra source).
+        False: PEs are Amaranth submodules (for the Amaranth simulator, small configs only).
+
+    Members
+    -------
+    en : In(1)
+    mv_in : In(ArrayLayout(mv layout, pe_rows))
+        Moving bus of every row, unskewed (lane k = row k).
+    ld_in : In(ArrayLayout(ld layout, pe_rows))
+        Weight-load bus of every row.
+    out : Out(StructLayout)
+        ``valid``, ``value`` (``ArrayLayout(32, pe_cols)``): one result beat, :attr:`latency`
+        enabled cycles after the ``mv_in`` beat of the same ``n``.
+    """
+
+    def __init__(self, cfg: CoreConfig, *, use_instances=True):
+        self.cfg = cfg
+        self.use_instances = use_instances
+        self.pe_proto = PE(cfg)
+        self.mv_layout = self.pe_proto.mv_layout
+        self.ld_layout = self.pe_proto.ld_layout
+        self.ps_layout = self.pe_proto.ps_layout
+        self.out_layout = data.StructLayout({"valid": 1,
+                                             "value": data.ArrayLayout(32, cfg.pe_cols)})
+        super().__init__({
+            "en": In(1),
+            "mv_in": In(data.ArrayLayout(self.mv_layout, cfg.pe_rows)),
+            "ld_in": In(data.ArrayLayout(self.ld_layout, cfg.pe_rows)),
+            "out": Out(self.out_layout),
+        })
+
+    @property
+    def row_skew(self):
+        return self.pe_proto.row_skew
+
+    @property
+    def latency(self):
+        """Enabled cycles from a beat on ``mv_in`` to its result on ``out`` (fill + drain of
+        one column: ``(rows - 1) * row_skew + pe_latency + cols - 1``)."""
+        R, C = self.cfg.pe_rows, self.cfg.pe_cols
+        return (R - 1) * self.row_skew + self.pe_proto.latency + (C - 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        R, C, D = cfg.pe_rows, cfg.pe_cols, self.row_skew
+        en = self.en
+        name = pe_module_name(cfg)
+        colw = self.ld_layout["col"].shape.width
+        mv = [[Signal(self.mv_layout, name=f"mv_{k}_{c}") for c in range(C + 1)]
+              for k in range(R)]
+        ld = [[Signal(self.ld_layout, name=f"ld_{k}_{c}") for c in range(C + 1)]
+              for k in range(R)]
+        ps = [[Signal(self.ps_layout, name=f"ps_{k}_{c}") for c in range(C)]
+              for k in range(R + 1)]
+        # input skew, triangular: stage s is one register holding every row that still
+        # needs delay (row k taps stage k * D), so the skew costs (R - 1) * D registers
+        mvw = self.mv_layout.size
+        cur = {k: self.mv_in[k].as_value() for k in range(R)}
+        for s in range(1, (R - 1) * D + 1):
+            rows = [k for k in range(R) if k * D >= s]
+            vec = Signal(len(rows) * mvw, name=f"skew_{s}")
+            with m.If(en):
+                m.d.sync += vec.eq(Cat(*[cur[k] for k in rows]))
+            for i, k in enumerate(rows):
+                cur[k] = vec[i * mvw:(i + 1) * mvw]
+        for k in range(R):
+            m.d.comb += [mv[k][0].eq(cur[k]), ld[k][0].eq(self.ld_in[k])]
+        for c in range(C):
+            m.d.comb += [ps[0][c].value.eq(0x80000000), ps[0][c].flag.eq(0),
+                         ps[0][c].valid.eq(0)]
+        for k in range(R):
+            for c in range(C):
+                ports = dict(en=en, col=Const(c, colw), mv_i=mv[k][c], ld_i=ld[k][c],
+                             ps_i=ps[k][c], mv_o=mv[k][c + 1], ld_o=ld[k][c + 1],
+                             ps_o=ps[k + 1][c])
+                if self.use_instances:
+                    ins = {}
+                    for p, s in ports.items():
+                        pre = "o_" if p.endswith("_o") else "i_"
+                        ins[pre + p] = s.as_value() if hasattr(s, "as_value") else s
+                    m.submodules[f"pe_{k}_{c}"] = Instance(
+                        name, i_clk=ClockSignal(), i_rst=ResetSignal(), **ins)
+                else:
+                    pe = PE(cfg)
+                    m.submodules[f"pe_{k}_{c}"] = pe
+                    for p, s in ports.items():
+                        if p.endswith("_o"):
+                            m.d.comb += s.eq(getattr(pe, p))
+                        else:
+                            m.d.comb += getattr(pe, p).eq(s)
+        # de-skew: column c waits C - 1 - c cycles; the flag restores the exponent field
+        # (triangular as well: stage s holds every column that still needs delay)
+        res = {}
+        for c in range(C):
+            b = ps[R][c]
+            v = Signal(33, name=f"res_{c}")
+            m.d.comb += v.eq(Cat(b.value | (b.flag.replicate(32) & FP32_EXP_MASK), b.valid))
+            res[c] = v
+        for s in range(1, C):
+            cols = [c for c in range(C) if C - 1 - c >= s]
+            vec = Signal(33 * len(cols), name=f"deskew_{s}")
+            with m.If(en):
+                m.d.sync += vec.eq(Cat(*[res[c] for c in cols]))
+            for i, c in enumerate(cols):
+                res[c] = vec[33 * i:33 * (i + 1)]
+        for c in range(C):
+            m.d.comb += self.out.value[c].eq(res[c][:32])
+        m.d.comb += self.out.valid.eq(res[0][32])
+        return m

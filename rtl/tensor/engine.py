@@ -1,0 +1,383 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The tensor engine: command dispatch, stationary / moving issue, the array, PSUM, read-out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from amaranth.hdl import Module, Signal, Mux, Cat, Const
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.config import CoreConfig
+from rtl.tensor.array import SystolicArray, pe_module_name
+from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
+                                ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
+from rtl.tensor.pe import PE
+from rtl.tensor.psum import PsumUnit, psum_adder_module_name
+from rtl.fp.adder import FP32Adder
+
+__all__ = ["TensorEngine", "build_tensor_engine", "leaf_modules", "emit_leaf_verilog"]
+
+#: Operations in flight between dispatch and their last PSUM write (op-descriptor FIFO depth).
+OPS_IN_FLIGHT = 8
+
+
+class TensorEngine(wiring.Component):
+    """Weight-stationary tensor engine: ``PSUM[bank][m][n] (+)= S[K, M].T @ X[K, N]``.
+
+    Commands (``cmd`` stream, :class:`~rtl.tensor.layouts.TensorLayouts` ``cmd`` layout),
+    executed in order of acceptance:
+
+    * ``OP_LOAD`` (LoadStationary): ``m`` beats of the ``st`` stream (beat j = column j of S,
+      lane k = S[k, j], codes of format ``fmt``; MX: ``scales`` of column j) are loaded into the
+      PEs' *shadow* weights, in the background of the running matmul. Waits until the previous
+      shadow has been taken by a matmul and that swap has reached the last row.
+    * ``OP_MATMUL`` (MultiplyMoving): ``n`` beats of the ``mv`` stream (beat n = X[:, n],
+      format ``fmt``) flow through the array using rows ``k < K`` (``k`` field); the result
+      ``R[M, n]`` (M = columns of the last load) is written (``acc = 0``) or added (``acc = 1``)
+      to PSUM ``bank`` entry ``n``. The first matmul after a load swaps in the new weights.
+      ``mx = 1``: the codes are MX elements and the beats' E8M0 scales apply.
+    * ``OP_TRANSPOSE``: the loaded weights T[K, M] (any format) are written as raw bits,
+      zero-extended: PSUM[bank][m][n] = T[n, m] for n < K (``k`` field). The identity moving
+      tile is generated internally (no ``mv`` beats).
+    * ``OP_READ``: after every earlier operation has written PSUM, stream ``n`` entries of
+      ``bank`` on ``res`` (beat n = ``pe_cols`` FP32 words).
+
+    An invalid command (shape out of range, unknown format, forbidden pair, MX K not a multiple
+    of ``mx_block``, matmul before any load) is consumed and dropped: nothing is written, the
+    engine keeps running, ``err`` rises and ``err_code`` keeps the first error.
+
+    Every stream has valid/ready back-pressure. The array, its skew registers and the result
+    path are stopped by one global enable when a result cannot enter PSUM, so a stall never loses
+    or duplicates a beat.
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    use_instances : bool
+        PEs as ``Instance`` of one separately converted module (default) or as submodules.
+
+    Members
+    -------
+    cmd : In(stream.Signature(cmd layout))
+    st : In(stream.Signature(beat layout))
+        Stationary beats.
+    mv : In(stream.Signature(beat layout))
+        Moving beats.
+    res : Out(stream.Signature(ArrayLayout(32, pe_cols)))
+        PSUM read-out beats.
+    err : Out(1)
+    err_code : Out(3)
+    busy : Out(1)
+        Any command, beat or write still in progress.
+    mv_fire : Out(1)
+        A moving (or identity) beat enters the array this cycle (benchmarks).
+    psum_we : Out(1)
+        A PSUM write lands this cycle (benchmarks).
+
+    Timing: a matmul's first result reaches PSUM ``latency`` cycles after its first beat was
+    accepted; back-to-back matmuls issue one beat per cycle with no gap.
+    """
+
+    def __init__(self, cfg: CoreConfig, *, use_instances=True):
+        if not isinstance(cfg, CoreConfig):
+            raise TypeError(f"TensorEngine cfg must be a CoreConfig, not {cfg!r}")
+        self.cfg = cfg
+        self.tl = tl = TensorLayouts(cfg)
+        self.array = SystolicArray(cfg, use_instances=use_instances)
+        self.psum = PsumUnit(cfg, use_instances=use_instances)
+        super().__init__({
+            "cmd": In(stream.Signature(tl.cmd)),
+            "st": In(stream.Signature(tl.lanes_in)),
+            "mv": In(stream.Signature(tl.lanes_in)),
+            "res": Out(stream.Signature(tl.lanes_out)),
+            "err": Out(1), "err_code": Out(3), "busy": Out(1),
+            "mv_fire": Out(1), "psum_we": Out(1),
+        })
+
+    @property
+    def latency(self):
+        """Cycles from a moving beat's acceptance to its PSUM write (no stalls): input register,
+        array (skew, rows, columns, de-skew), PSUM pipeline."""
+        return 1 + self.array.latency + self.psum.latency
+
+    @property
+    def swap_guard(self):
+        """Enabled cycles after a weight swap starts before the next load may enter the array
+        (the swap must reach the last row first)."""
+        return (self.cfg.pe_rows - 1) * self.array.row_skew + 1
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, tl = self.cfg, self.tl
+        R, C, B = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
+        m.submodules.array = arr = self.array
+        m.submodules.psum = psu = self.psum
+        desc = data.StructLayout({"bank": tl.cmd["bank"].shape, "acc": 1, "mask": C,
+                                  "n": range(B + 1)})
+        m.submodules.ops = ops = fifo.SyncFIFO(width=desc.size, depth=OPS_IN_FLIGHT)
+
+        en = Signal()
+        m.d.comb += [arr.en.eq(en)]
+
+        def addr(bank, n):
+            if B == 1:
+                return bank
+            return Cat(n[:(B - 1).bit_length()], bank)
+
+        # ---------------------------------------------------------- result path -> PSUM
+        head = data.View(desc, ops.r_data)
+        out_n = Signal(range(B))
+        m.d.comb += [
+            psu.i_valid.eq(arr.out.valid),
+            psu.i.addr.eq(addr(head.bank, out_n)),
+            psu.i.acc.eq(head.acc),
+            psu.i.mask.eq(head.mask),
+            psu.i.value.eq(arr.out.value),
+            en.eq(~(arr.out.valid & ~psu.i_ready)),
+            self.psum_we.eq(psu.we),
+        ]
+        with m.If(arr.out.valid & psu.i_ready):
+            with m.If(out_n == head.n - 1):
+                m.d.sync += out_n.eq(0)
+                m.d.comb += ops.r_en.eq(1)
+            with m.Else():
+                m.d.sync += out_n.eq(out_n + 1)
+
+        # ---------------------------------------------------------- state
+        ld_busy = Signal()
+        ld_left = Signal(range(C + 1))
+        ld_col = Signal(range(C))
+        ld_fmt = Signal(tl.fmt_shape)
+        shadow_new = Signal()
+        shadow_m = Signal(range(C + 1))
+        shadow_fmt = Signal(tl.fmt_shape)
+        have_w = Signal()
+        cur_m = Signal(range(C + 1))
+        cur_fmt = Signal(tl.fmt_shape)
+        cd = Signal(range(self.swap_guard + 1))
+
+        mv_busy = Signal()
+        mv_left = Signal(range(B + 1))
+        mv_n = Signal(range(max(B, R)))
+        mv_k = Signal(range(R + 1))
+        mv_fmt = Signal(tl.fmt_shape)
+        mv_tp = Signal()
+        mv_mx = Signal()
+        mv_swap = Signal()
+        mv_bank = Signal(tl.cmd["bank"].shape)
+
+        rd_busy = Signal()
+        rd_left = Signal(range(B + 1))
+        rd_n = Signal(range(B))
+        rd_bank = Signal(tl.cmd["bank"].shape)
+
+        inflight = Signal(16)
+
+        # ---------------------------------------------------------- moving issue
+        src_valid = mv_tp | self.mv.valid
+        issue = Signal()
+        m.d.comb += [
+            issue.eq(en & mv_busy & src_valid),
+            self.mv.ready.eq(en & mv_busy & ~mv_tp),
+            self.mv_fire.eq(issue),
+        ]
+        mv_reg = Signal(arr.mv_in.shape())
+        ld_reg = Signal(arr.ld_in.shape())
+        m.d.comb += [arr.mv_in.eq(mv_reg), arr.ld_in.eq(ld_reg)]
+        mvp = self.mv.payload
+        with m.If(en):
+            for k in range(R):
+                lane = mv_reg[k]
+                m.d.sync += [
+                    lane.valid.eq(issue),
+                    lane.first.eq(mv_swap & (mv_n == 0)),
+                    lane.tp.eq(mv_tp),
+                    lane.active.eq(k < mv_k),
+                    lane.hit.eq(mv_n == k),
+                    lane.fmt.eq(mv_fmt),
+                    lane.code.eq(Mux(mv_tp, 0, mvp.codes[k])),
+                ]
+                if tl.mx:
+                    m.d.sync += [lane.mx.eq(mv_mx),
+                                 lane.scale.eq(mvp.scales[k // cfg.mx_block])]
+        with m.If(issue):
+            m.d.sync += [mv_n.eq(mv_n + 1), mv_left.eq(mv_left - 1)]
+            with m.If(mv_left == 1):
+                m.d.sync += mv_busy.eq(0)
+        swap_pending = mv_busy & mv_swap & (mv_n == 0)
+        with m.If(issue & mv_swap & (mv_n == 0)):
+            m.d.sync += cd.eq(self.swap_guard)
+        with m.Elif(en & (cd != 0)):
+            m.d.sync += cd.eq(cd - 1)
+
+        # ---------------------------------------------------------- stationary issue
+        ld_fire = Signal()
+        m.d.comb += [ld_fire.eq(en & ld_busy & self.st.valid),
+                     self.st.ready.eq(en & ld_busy)]
+        stp = self.st.payload
+        with m.If(en):
+            for k in range(R):
+                lane = ld_reg[k]
+                m.d.sync += [lane.valid.eq(ld_fire), lane.fmt.eq(ld_fmt), lane.col.eq(ld_col),
+                             lane.code.eq(stp.codes[k])]
+                if tl.mx:
+                    m.d.sync += lane.scale.eq(stp.scales[k // cfg.mx_block])
+        with m.If(ld_fire):
+            m.d.sync += [ld_col.eq(ld_col + 1), ld_left.eq(ld_left - 1)]
+            with m.If(ld_left == 1):
+                m.d.sync += ld_busy.eq(0)
+
+        # ---------------------------------------------------------- in-flight beats
+        acc_beat = arr.out.valid & psu.i_ready
+        m.d.sync += inflight.eq(inflight + issue - acc_beat)
+
+        # ---------------------------------------------------------- read-out
+        res_v = Signal()
+        slot = ~res_v | self.res.ready
+        m.d.comb += [
+            psu.rd_en.eq(slot),
+            psu.rd_addr.eq(addr(rd_bank, rd_n)),
+            self.res.valid.eq(res_v),
+            self.res.payload.eq(psu.rd_data),
+        ]
+        with m.If(slot):
+            m.d.sync += res_v.eq(rd_busy)
+            with m.If(rd_busy):
+                m.d.sync += [rd_n.eq(rd_n + 1), rd_left.eq(rd_left - 1)]
+                with m.If(rd_left == 1):
+                    m.d.sync += rd_busy.eq(0)
+
+        # ---------------------------------------------------------- dispatch
+        c = self.cmd.payload
+        nf = len(tl.pe_formats)
+        nd = len(cfg.formats)
+
+        def in_set(x, idx):
+            return Cat(*[x == i for i in idx]).any() if idx else Const(0)
+
+        s_fmt = Mux(shadow_new, shadow_fmt, cur_fmt)
+        s_m = Mux(shadow_new, shadow_m, cur_m)
+        bad = Signal()
+        code = Signal(3)
+        k_ok = (c.k >= 1) & (c.k <= R)
+        n_ok = (c.n >= 1) & (c.n <= B)
+        bank_ok = c.bank < cfg.psum_banks
+        wide = tl.wide_indices
+        with m.Switch(c.op):
+            with m.Case(OP_LOAD):
+                with m.If(~((c.m >= 1) & (c.m <= C))):
+                    m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                with m.Elif(c.fmt >= nf):
+                    m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+            with m.Case(OP_MATMUL):
+                with m.If(~(k_ok & n_ok & bank_ok & have_w)):
+                    m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                with m.Elif(c.mx):
+                    mx_ok = in_set(c.fmt, tl.mx_indices) & in_set(s_fmt, tl.mx_indices)
+                    if tl.mx:
+                        blk_ok = (c.k & (cfg.mx_block - 1)) == 0
+                    else:
+                        blk_ok = Const(0)
+                    with m.If(~mx_ok):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                    with m.Elif(~blk_ok):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                with m.Elif(~((c.fmt < nd) & (s_fmt < nd))):
+                    m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                with m.Elif(in_set(c.fmt, wide) != in_set(s_fmt, wide)):
+                    m.d.comb += [bad.eq(1), code.eq(ERR_PAIR)]
+            with m.Case(OP_TRANSPOSE):
+                with m.If(~(k_ok & bank_ok & have_w)):
+                    m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+            with m.Case(OP_READ):
+                with m.If(~(n_ok & bank_ok)):
+                    m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+
+        can_load = ~ld_busy & ~shadow_new & ~swap_pending & (cd == 0)
+        can_mm = ~mv_busy & ~ld_busy & ops.w_rdy & ~(rd_busy & (rd_bank == c.bank))
+        can_read = ~mv_busy & ~rd_busy & (inflight == 0) & ~psu.busy
+        take = Signal()
+        with m.If(bad):
+            m.d.comb += take.eq(1)
+        with m.Else():
+            with m.Switch(c.op):
+                with m.Case(OP_LOAD):
+                    m.d.comb += take.eq(can_load)
+                with m.Case(OP_MATMUL, OP_TRANSPOSE):
+                    m.d.comb += take.eq(can_mm)
+                with m.Case(OP_READ):
+                    m.d.comb += take.eq(can_read)
+        m.d.comb += self.cmd.ready.eq(take)
+        fire = self.cmd.valid & take
+
+        wdesc = Signal(desc)
+        is_tp = c.op == OP_TRANSPOSE
+        m.d.comb += [
+            wdesc.bank.eq(c.bank),
+            wdesc.acc.eq(c.acc & ~is_tp),
+            wdesc.mask.eq(Cat(*[s_m > j for j in range(C)])),
+            wdesc.n.eq(Mux(is_tp, c.k, c.n)),
+            ops.w_data.eq(wdesc),
+        ]
+        with m.If(fire & bad & ~self.err):
+            m.d.sync += [self.err.eq(1), self.err_code.eq(code)]
+        with m.If(fire & ~bad):
+            with m.Switch(c.op):
+                with m.Case(OP_LOAD):
+                    m.d.sync += [ld_busy.eq(1), ld_left.eq(c.m), ld_col.eq(0), ld_fmt.eq(c.fmt),
+                                 shadow_new.eq(1), shadow_m.eq(c.m), shadow_fmt.eq(c.fmt),
+                                 have_w.eq(1)]
+                with m.Case(OP_MATMUL, OP_TRANSPOSE):
+                    m.d.comb += ops.w_en.eq(1)
+                    m.d.sync += [mv_busy.eq(1), mv_left.eq(Mux(is_tp, c.k, c.n)), mv_n.eq(0),
+                                 mv_k.eq(c.k), mv_fmt.eq(c.fmt), mv_tp.eq(is_tp),
+                                 mv_mx.eq(c.mx & ~is_tp), mv_swap.eq(shadow_new),
+                                 mv_bank.eq(c.bank), shadow_new.eq(0),
+                                 cur_m.eq(s_m), cur_fmt.eq(s_fmt)]
+                with m.Case(OP_READ):
+                    m.d.sync += [rd_busy.eq(1), rd_left.eq(c.n), rd_n.eq(0),
+                                 rd_bank.eq(c.bank)]
+
+        m.d.comb += self.busy.eq(ld_busy | mv_busy | rd_busy | res_v | (inflight != 0)
+                                 | psu.busy | self.cmd.valid)
+        return m
+
+
+def leaf_modules(cfg: CoreConfig):
+    """``{Verilog module name: component}`` of the modules the engine instantiates by name
+    (the PE and the PSUM lane adder), each to be converted once."""
+    return {pe_module_name(cfg): PE(cfg), psum_adder_module_name(cfg): FP32Adder(cfg)}
+
+
+def leaf_verilog(component, name, *, no_inline=True):
+    """Verilog text of a leaf module; with ``no_inline`` a ``verilator no_inline_module``
+    metacomment keeps Verilator from inlining (and so compiling) every instance separately:
+    all instances then share one C++ class."""
+    from amaranth.back import verilog
+    text = verilog.convert(component, name=name, emit_src=False)
+    if no_inline:
+        head = f"module {name}("
+        i = text.index(head)
+        j = text.index(";\n", i) + 2
+        text = text[:j] + "  /*verilator no_inline_module*/\n" + text[j:]
+    return text
+
+
+def emit_leaf_verilog(cfg: CoreConfig, out_dir):
+    """Convert every leaf module once to ``<out_dir>/<name>.v`` (only if changed); the paths."""
+    from tb.runner import write_if_changed
+    out = []
+    for n, c in leaf_modules(cfg).items():
+        path = Path(out_dir) / f"{n}.v"
+        write_if_changed(path, leaf_verilog(c, n))
+        out.append(path)
+    return out
+
+
+def build_tensor_engine(cfg: CoreConfig):
+    """``(top, {module name: component})`` for synthesis / simulation flows: the engine whose
+    array and PSUM instantiate the leaf modules by name, and those leaf components (convert
+    each once, e.g. with :func:`emit_leaf_verilog`)."""
+    return TensorEngine(cfg, use_instances=True), leaf_modules(cfg)

@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One processing element of the weight-stationary systolic array."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal, Mux, Cat, Const, EnableInserter, signed, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.config import CoreConfig
+from rtl.fp.fused_add import FusedAdd
+from rtl.fp.multiplier import ExactMultiplier
+from rtl.fp.pipe import delay
+from rtl.fp.unpack import exact_layout
+from rtl.tensor.layouts import TensorLayouts
+
+__all__ = ["PE", "pe_layouts", "FP32_EXP_MASK"]
+
+FP32_EXP_MASK = 0x7F800000
+
+
+def pe_layouts(cfg: CoreConfig):
+    """``(mv, ld, ps)`` layouts of the PE's moving, weight-load and partial-sum buses."""
+    tl = TensorLayouts(cfg)
+    mx = bool(cfg.mx_formats)
+    mv = {"valid": 1, "first": 1, "tp": 1, "active": 1, "hit": 1,
+          "fmt": tl.fmt_shape, "code": tl.code_width}
+    ld = {"valid": 1, "fmt": tl.fmt_shape, "code": tl.code_width,
+          "col": unsigned(max(1, (cfg.pe_cols - 1).bit_length()))}
+    if mx:
+        mv.update({"mx": 1, "scale": 8})
+        ld.update({"scale": 8})
+    ps = {"valid": 1, "flag": 1, "value": 32}
+    return data.StructLayout(mv), data.StructLayout(ld), data.StructLayout(ps)
+
+
+class PE(wiring.Component):
+    """A weight-stationary PE: ``ps_o = RNE_fp32(ps_i + w * x)`` (one rounding), or a bypass.
+
+    The PE holds an *active* weight and a *shadow* weight. Weight-load beats travel right along
+    ``ld_i -> ld_o`` (one register per PE); the PE whose ``col`` input equals the beat's ``col``
+    latches it into the shadow. A moving beat with ``first`` set swaps shadow into active as it
+    is used (the beat itself already multiplies by the new weight). Moving beats travel right
+    along ``mv_i -> mv_o`` (one register); the partial sum travels down, ``ps_i`` (from the PE
+    above) to ``ps_o`` through the fused multiply-add pipeline.
+
+    Modes, per moving beat:
+
+    * dense (``tp = 0``, ``active = 1``): exact product of the weight code (``w.fmt``) and the
+      moving code (``mv.fmt``), scaled by ``2**(ws + xs - 254)`` when ``mx`` (E8M0 scales; a
+      scale of 0xFF makes the product NaN), added to ``ps_i`` with one RNE rounding.
+    * inactive row (``active = 0``): the product is forced to ``-0`` (codes ``-0 x +0``), and
+      ``RNE(p + (-0)) = p`` bit for bit for every FP32 ``p`` the chain can carry (canonical
+      NaN included), so the sum passes unchanged and Inf/NaN of the moving lane never leak.
+    * transpose (``tp = 1``): product forced to ``-0`` as well; the row whose ``hit`` is set
+      replaces the addend by its weight code, zero-extended to 32 bits and *encoded* so that the
+      adder cannot alter it: an FP32-NaN-shaped pattern (exponent field all ones) travels with
+      its exponent field cleared and ``flag = 1`` (a subnormal or zero passes ``+(-0)``
+      exactly); the bottom of the column restores the exponent field. ``flag`` travels down
+      through a 1-bit delay line matching the FMA latency.
+
+    Everything in the PE (FMA pipeline included) advances only when ``en`` is high: the array
+    is stalled by one global clock enable.
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+
+    Members
+    -------
+    en : In(1)
+        Clock enable of every register in the PE.
+    col : In(unsigned)
+        This PE's column index (a constant at instantiation).
+    mv_i, mv_o : In / Out(mv layout)
+        Moving bus in (from the left) and out (registered, to the right).
+    ld_i, ld_o : In / Out(ld layout)
+        Weight-load bus in and out (registered).
+    ps_i, ps_o : In / Out(ps layout)
+        Partial sum from above and to below. ``ps_i`` is used :attr:`mul_latency` enabled
+        cycles after the ``mv_i`` beat it pairs with; ``ps_o`` follows ``ps_i`` by
+        :attr:`row_skew` (the adder latency) and ``mv_i`` by :attr:`latency`
+        (``ps_o.valid`` is the delayed ``mv_i.valid``).
+    """
+
+    def __init__(self, cfg: CoreConfig):
+        if not isinstance(cfg, CoreConfig):
+            raise TypeError(f"PE cfg must be a CoreConfig, not {cfg!r}")
+        self.cfg = cfg
+        self.tl = TensorLayouts(cfg)
+        self.mv_layout, self.ld_layout, self.ps_layout = pe_layouts(cfg)
+        self._mul = ExactMultiplier(cfg, formats_a=self.tl.pe_formats,
+                                    formats_b=self.tl.pe_formats)
+        self.mx = bool(cfg.mx_formats)
+        term = self._mul.out_layout
+        if self.mx:
+            ew = term["exp"].shape.width + 2    # + (ws + xs - 254) in [-254, 256]
+            ew = max(ew, 11)
+            term = exact_layout(term["sig"].width, signed(ew))
+        self.term_layout = term
+        self._fadd = FusedAdd(cfg, term)
+        super().__init__({
+            "en": In(1),
+            "col": In(self.ld_layout["col"].shape),
+            "mv_i": In(self.mv_layout), "mv_o": Out(self.mv_layout),
+            "ld_i": In(self.ld_layout), "ld_o": Out(self.ld_layout),
+            "ps_i": In(self.ps_layout), "ps_o": Out(self.ps_layout),
+        })
+
+    @property
+    def latency(self):
+        """Enabled cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder)."""
+        return self._mul.latency + self._fadd.latency
+
+    @property
+    def row_skew(self):
+        """Enabled cycles from ``ps_i`` to ``ps_o`` (the fused adder): the moving skew between
+        consecutive rows. ``ps_i`` is consumed :attr:`mul_latency` cycles after ``mv_i``."""
+        return self._fadd.latency
+
+    @property
+    def mul_latency(self):
+        return self._mul.latency
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mul = mul = self._mul
+        m.submodules.fadd = fadd = self._fadd
+        tl = self.tl
+        mv, ld = self.mv_i, self.ld_i
+        wl = data.StructLayout({"code": tl.code_width, "fmt": tl.fmt_shape,
+                                **({"scale": 8} if self.mx else {})})
+        shadow = Signal(wl)
+        active = Signal(wl)
+        m.d.sync += [self.mv_o.eq(mv), self.ld_o.eq(ld)]
+        with m.If(ld.valid & (ld.col == self.col)):
+            m.d.sync += [shadow.code.eq(ld.code), shadow.fmt.eq(ld.fmt)]
+            if self.mx:
+                m.d.sync += shadow.scale.eq(ld.scale)
+        w = Signal(wl)
+        m.d.comb += w.eq(Mux(mv.first, shadow, active))
+        with m.If(mv.valid & mv.first):
+            m.d.sync += active.eq(shadow)
+
+        forced = ~mv.active | mv.tp
+        f0 = tl.pe_formats[0]
+        m.d.comb += [
+            mul.i_valid.eq(mv.valid),
+            mul.i.a.eq(Mux(forced, 1 << (f0.width - 1), w.code)),
+            mul.i.fmt_a.eq(Mux(forced, 0, w.fmt)),
+            mul.i.b.eq(Mux(forced, 0, mv.code)),
+            mul.i.fmt_b.eq(Mux(forced, 0, mv.fmt)),
+        ]
+        # transpose hit: this PE's weight code, zero-extended and encoded, replaces the addend
+        hit = mv.tp & mv.hit & mv.active
+        raw = Signal(32)
+        m.d.comb += raw.eq(w.code)
+        raw_flag = raw[23:31].all()
+        enc = Mux(raw_flag, raw & ~FP32_EXP_MASK, raw)
+        # term (with the MX scale applied to its exponent), delayed operands aligned to mul.o
+        term = Signal(self.term_layout)
+        if self.mx:
+            use_mx = Signal()
+            m.d.comb += use_mx.eq(mv.mx & ~forced)
+            sc = Signal(data.StructLayout({"on": 1, "ws": 8, "xs": 8}))
+            m.d.comb += sc.eq(Cat(use_mx, w.scale, mv.scale))
+            scd = data.View(sc.shape(), delay(m, sc.as_value(), mul.latency, name="scale"))
+            snan = scd.on & ((scd.ws == 0xFF) | (scd.xs == 0xFF))
+            shift = Mux(scd.on, Cat(scd.ws + scd.xs, Const(0, 1)).as_signed() - 254, 0)
+            m.d.comb += [
+                term.sign.eq(mul.o.sign), term.sig.eq(mul.o.sig),
+                term.exp.eq(mul.o.exp + shift),
+                term.is_nan.eq(mul.o.is_nan | snan),
+                term.is_inf.eq(mul.o.is_inf & ~snan),
+                term.is_zero.eq(mul.o.is_zero & ~snan),
+            ]
+        else:
+            m.d.comb += term.eq(mul.o)
+        # the sum from above arrives when the product leaves the multiplier (rows are skewed
+        # by the adder latency only); the transpose replacement is delayed to meet it
+        hd = delay(m, Cat(enc, raw_flag, hit), mul.latency, name="hit")
+        c_val = Mux(hd[33], hd[:32], self.ps_i.value)
+        c_flag = Mux(hd[33], hd[32], self.ps_i.flag)
+        m.d.comb += [
+            fadd.i_valid.eq(mul.o_valid),
+            fadd.i.c.eq(c_val),
+            fadd.i.p.eq(term),
+        ]
+        flag_o = delay(m, c_flag, fadd.latency, name="flag")
+        m.d.comb += [
+            self.ps_o.valid.eq(fadd.o_valid),
+            self.ps_o.value.eq(fadd.o.result),
+            self.ps_o.flag.eq(flag_o),
+        ]
+        return EnableInserter(self.en)(m)

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: Apache-2.0
+"""cocotb side of :class:`tb.tensor.harness.TensorHarness`: preload a :class:`Program`, run it
+unattended, read back the result beats and the cycle counters."""
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge, ReadOnly, Timer
+
+__all__ = ["EngineDriver"]
+
+
+class EngineDriver:
+    """Preload / start / await ``done`` on a ``TensorHarness`` top level."""
+
+    def __init__(self, dut, cfg, depths):
+        self.dut = dut
+        self.cfg = cfg
+        self.depths = depths
+        self._clock = False
+
+    async def reset(self):
+        dut = self.dut
+        if not self._clock:
+            cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+            self._clock = True
+        dut.rst.value = 1
+        dut.start.value = 0
+        dut.bubbles.value = 0
+        for s in ("n_cmd", "n_st", "n_mv"):
+            getattr(dut, s).value = 0
+        await RisingEdge(dut.clk)
+        await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        await RisingEdge(dut.clk)
+
+    async def run(self, prog, *, bubbles=False, timeout_cycles=None):
+        """Run ``prog``; return a dict with ``beats`` (result words as lists of FP32 ints) and
+        the counters ``cycles``, ``t_first_in``, ``t_first_mv``, ``t_last_write``,
+        ``mv_beats``, ``err``, ``err_code``."""
+        dut = self.dut
+        for name, words in (("cmd", prog.cmds), ("st", prog.st), ("mv", prog.mv)):
+            if len(words) > self.depths[name]:
+                raise ValueError(f"program needs {len(words)} {name} words, harness holds "
+                                 f"{self.depths[name]}")
+            mem = getattr(dut, f"{name}_mem")
+            for i, w in enumerate(words):
+                mem[i].value = int(w)
+        n_exp = len(prog.expected_beats())
+        if n_exp > self.depths["res"]:
+            raise ValueError(f"program reads {n_exp} beats, harness holds {self.depths['res']}")
+        dut.n_cmd.value = len(prog.cmds)
+        dut.n_st.value = len(prog.st)
+        dut.n_mv.value = len(prog.mv)
+        dut.bubbles.value = int(bubbles)
+        dut.start.value = 1
+        await RisingEdge(dut.clk)
+        dut.start.value = 0
+        await RisingEdge(dut.clk)
+        limit = timeout_cycles or (20 * (len(prog.mv) + len(prog.st) + n_exp)
+                                   + 200 * (len(prog.cmds) + 10) + 10000)
+        # await done in chunks of simulated time (no per-cycle Python)
+        waited = 0
+        while not int(dut.done.value):
+            await Timer(10 * 256, unit="ns")
+            waited += 256
+            if waited > limit:
+                raise AssertionError(f"engine did not finish within {limit} cycles "
+                                     f"(cmd taken: {int(dut.cmd_idx.value)}/{len(prog.cmds)})")
+        await ReadOnly()
+        mem = dut.res_mem
+        C = self.cfg.pe_cols
+        n_res = int(dut.n_res.value)
+        beats = []
+        for i in range(n_res):
+            w = int(mem[i].value)
+            beats.append([(w >> (32 * c)) & 0xFFFFFFFF for c in range(C)])
+        out = {"beats": beats}
+        for s in ("cycles", "t_first_in", "t_first_mv", "t_last_write", "mv_beats", "err",
+                  "err_code"):
+            out[s] = int(getattr(dut, s).value)
+        await RisingEdge(dut.clk)
+        return out
+
+
+def compare(beats, prog, seed, what=""):
+    """Assert bit-exact equality of result beats with the program's golden read-out."""
+    exp = prog.expected_beats()
+    assert len(beats) == len(exp), (f"seed={seed} {what}: {len(beats)} result beats, "
+                                    f"expected {len(exp)}")
+    i = 0
+    for bank, n, bb in prog.reads:
+        for j, e in enumerate(bb):
+            got = beats[i]
+            if got != e:
+                bad = [(m, hex(got[m]), hex(e[m])) for m in range(len(e)) if got[m] != e[m]]
+                raise AssertionError(f"seed={seed} {what}: read bank {bank} entry n={j}: "
+                                     f"lanes (m, got, expected) {bad[:8]}")
+            i += 1
