@@ -55,10 +55,15 @@ def plan(cfg, blocks, *, fmax, sweep):
     for fc in fcs:
         in_preset = fc is cfg
         for b in blocks:
+            if not (in_preset or b.sweep):
+                continue
             variants = b.variants(fc) if b.variants else (None,)
             for v in variants:
                 if not b.array:
-                    add(Job(b, v, fc, fmax=fmax and b.pnr,
+                    # default run: P&R of single blocks and the "all" variant only (keeps
+                    # `make synth` within minutes); the sweep places and routes every variant
+                    pnr_here = sweep or v in (None, "all")
+                    add(Job(b, v, fc, fmax=fmax and b.pnr and pnr_here,
                             extra={"format_cfg": fc.name, "in_preset": in_preset}))
                     continue
                 n0 = fc.pe_rows

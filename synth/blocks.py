@@ -48,6 +48,9 @@ class Block:
     pnr : bool
         Whether the default flow places and routes the block for an ECP5 Fmax. Large blocks set
         this False (their LUT count exceeds the largest ECP5 part; the report says "n/a").
+    sweep : bool
+        Whether ``make synth-sweep`` also synthesizes the block for every format configuration
+        (False: only for the chosen preset, e.g. a whole engine that costs as much as an array).
     description : str
         One line for the Markdown report.
     """
@@ -59,6 +62,7 @@ class Block:
     array: bool = False
     pe_module: Optional[object] = None
     pnr: bool = True
+    sweep: bool = True
     description: str = ""
 
 
@@ -100,6 +104,11 @@ def _array_pe_module(cfg):
     return pe_module_name(cfg)
 
 
+def _build_engine(cfg, variant):
+    from rtl.tensor.engine import build_tensor_engine
+    return build_tensor_engine(cfg)     # (engine, {leaf module name: component})
+
+
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
     Block(name="mac", module="rtl.fp.fma", build=_build_mac, variants=_mac_variants,
@@ -115,6 +124,9 @@ BLOCKS = (
     Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,
           pe_module=_array_pe_module, pnr=False,
           description="pe_rows x pe_cols systolic array of tensor_pe with input skew/de-skew"),
+    Block(name="tensor_engine", module="rtl.tensor.engine", build=_build_engine, pnr=False,
+          sweep=False,
+          description="tensor engine: array + PSUM banks (memory) + lane adders + control"),
 )
 
 

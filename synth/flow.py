@@ -166,6 +166,8 @@ def run_job(job, build_dir, src_hash):
         if c1.exists():
             res = json.loads(c1.read_text())
             if not _fmax_wanted(job, res):
+                if "fmax_mhz" not in res:
+                    res["fmax_note"] = "not placed and routed in this run"
                 return {**res, **base, "cached": True}
         work = build_dir / "work" / job.cfg.name / job.row
         work.mkdir(parents=True, exist_ok=True)
@@ -191,6 +193,8 @@ def run_job(job, build_dir, src_hash):
         res["elapsed"] = round(time.monotonic() - t0, 1)
         for c in (c1, c2):
             c.write_text(json.dumps(res, indent=1, sort_keys=True))
+        if "fmax_mhz" not in res:
+            res = {**res, "fmax_note": "not placed and routed in this run"}
         return {**res, **base, "cached": cached}
     except Exception as e:
         return {**base, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
