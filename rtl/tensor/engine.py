@@ -31,8 +31,9 @@ class TensorEngine(wiring.Component):
 
     * ``OP_LOAD`` (LoadStationary): ``m`` beats of the ``st`` stream (beat j = column j of S,
       lane k = S[k, j], codes of format ``fmt``; MX: ``scales`` of column j) are loaded into the
-      PEs' *shadow* weights, in the background of the running matmul. Waits until the previous
-      shadow has been taken by a matmul and that swap has reached the last row.
+      PEs' *shadow* weights, in the background of the running matmul. Waits until the swap of
+      the previous shadow (by a matmul) has reached the last row; a shadow that no matmul took
+      is simply replaced.
     * ``OP_MATMUL`` (MultiplyMoving): ``n`` beats of the ``mv`` stream (beat n = X[:, n],
       format ``fmt``) flow through the array using rows ``k < K`` (``k`` field); the result
       ``R[M, n]`` (M = columns of the last load) is written (``acc = 0``) or added (``acc = 1``)
@@ -44,9 +45,10 @@ class TensorEngine(wiring.Component):
     * ``OP_READ``: after every earlier operation has written PSUM, stream ``n`` entries of
       ``bank`` on ``res`` (beat n = ``pe_cols`` FP32 words).
 
-    An invalid command (shape out of range, unknown format, forbidden pair, MX K not a multiple
-    of ``mx_block``, matmul before any load) is consumed and dropped: nothing is written, the
-    engine keeps running, ``err`` rises and ``err_code`` keeps the first error.
+    An invalid command (shape out of range, unknown format, forbidden pair, MX operation on a
+    non-MX format, matmul before any load) is consumed and dropped: nothing is written, the
+    engine keeps running, ``err`` rises and ``err_code`` keeps the first error. A rejected
+    command consumes no data beats (the program must not send beats for it).
 
     Every stream has valid/ready back-pressure. The array, its skew registers and the result
     path are stopped by one global enable when a result cannot enter PSUM, so a stall never loses
@@ -276,14 +278,8 @@ class TensorEngine(wiring.Component):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
                 with m.Elif(c.mx):
                     mx_ok = in_set(c.fmt, tl.mx_indices) & in_set(s_fmt, tl.mx_indices)
-                    if tl.mx:
-                        blk_ok = (c.k & (cfg.mx_block - 1)) == 0
-                    else:
-                        blk_ok = Const(0)
                     with m.If(~mx_ok):
                         m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
-                    with m.Elif(~blk_ok):
-                        m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
                 with m.Elif(~((c.fmt < nd) & (s_fmt < nd))):
                     m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
                 with m.Elif(in_set(c.fmt, wide) != in_set(s_fmt, wide)):
@@ -295,7 +291,9 @@ class TensorEngine(wiring.Component):
                 with m.If(~(n_ok & bank_ok)):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
 
-        can_load = ~ld_busy & ~shadow_new & ~swap_pending & (cd == 0)
+        # a load may replace a shadow no matmul has taken yet; it must not touch one whose
+        # swap is still travelling down the rows
+        can_load = ~ld_busy & ~swap_pending & (cd == 0)
         can_mm = ~mv_busy & ~ld_busy & ops.w_rdy & ~(rd_busy & (rd_bank == c.bank))
         can_read = ~mv_busy & ~rd_busy & (inflight == 0) & ~psu.busy
         take = Signal()

@@ -156,7 +156,8 @@ class PE(wiring.Component):
         raw = Signal(32)
         m.d.comb += raw.eq(w.code)
         raw_flag = raw[23:31].all()
-        enc = Mux(raw_flag, raw & ~FP32_EXP_MASK, raw)
+        enc = Signal(32)
+        m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
         # term (with the MX scale applied to its exponent), delayed operands aligned to mul.o
         term = Signal(self.term_layout)
         if self.mx:

@@ -2,6 +2,8 @@
 """cocotb side of :class:`tb.tensor.harness.TensorHarness`: preload a :class:`Program`, run it
 unattended, read back the result beats and the cycle counters."""
 
+import time
+
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, ReadOnly, Timer
@@ -33,11 +35,19 @@ class EngineDriver:
         dut.rst.value = 0
         await RisingEdge(dut.clk)
 
+    def clear_psum(self):
+        """Zero every PSUM entry through the simulator (the golden model starts at zero; PSUM
+        is a memory, not cleared by reset)."""
+        mem = self.dut.dut.psum.mem
+        for i in range(self.cfg.psum_banks * self.cfg.psum_bank_fp32):
+            mem[i].value = 0
+
     async def run(self, prog, *, bubbles=False, timeout_cycles=None):
         """Run ``prog``; return a dict with ``beats`` (result words as lists of FP32 ints) and
         the counters ``cycles``, ``t_first_in``, ``t_first_mv``, ``t_last_write``,
         ``mv_beats``, ``err``, ``err_code``."""
         dut = self.dut
+        self.clear_psum()
         for name, words in (("cmd", prog.cmds), ("st", prog.st), ("mv", prog.mv)):
             if len(words) > self.depths[name]:
                 raise ValueError(f"program needs {len(words)} {name} words, harness holds "
@@ -59,6 +69,7 @@ class EngineDriver:
         limit = timeout_cycles or (20 * (len(prog.mv) + len(prog.st) + n_exp)
                                    + 200 * (len(prog.cmds) + 10) + 10000)
         # await done in chunks of simulated time (no per-cycle Python)
+        t0 = time.monotonic()
         waited = 0
         while not int(dut.done.value):
             await Timer(10 * 256, unit="ns")
@@ -67,6 +78,7 @@ class EngineDriver:
                 raise AssertionError(f"engine did not finish within {limit} cycles "
                                      f"(cmd taken: {int(dut.cmd_idx.value)}/{len(prog.cmds)})")
         await ReadOnly()
+        run_seconds = time.monotonic() - t0
         mem = dut.res_mem
         C = self.cfg.pe_cols
         n_res = int(dut.n_res.value)
@@ -74,7 +86,7 @@ class EngineDriver:
         for i in range(n_res):
             w = int(mem[i].value)
             beats.append([(w >> (32 * c)) & 0xFFFFFFFF for c in range(C)])
-        out = {"beats": beats}
+        out = {"beats": beats, "run_seconds": run_seconds}
         for s in ("cycles", "t_first_in", "t_first_mv", "t_last_write", "mv_beats", "err",
                   "err_code"):
             out[s] = int(getattr(dut, s).value)

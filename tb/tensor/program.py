@@ -69,7 +69,7 @@ class Program:
     def load(self, codes, fmt, scales=None, pad_wild=True):
         """LoadStationary of ``codes [K, M]`` in ``fmt`` (a PE format name). Rows ``K..R-1``
         of the beats are filled with random codes (they must never matter). ``scales``
-        ``[K // mx_block, M]`` for an MX load."""
+        ``[ceil(K / mx_block), M]`` for an MX load."""
         cfg, tl = self.cfg, self.tl
         codes = np.asarray(codes, dtype=np.uint32)
         K, M = codes.shape
@@ -101,13 +101,13 @@ class Program:
 
     def matmul_mx(self, codes, scales, mx_fmt, *, bank=0, acc=False, s_mx_fmt=None):
         """MX MultiplyMoving: element ``codes [K, N]`` of ``mx_fmt`` (e.g. ``"mxfp8_e4m3"``)
-        with E8M0 ``scales [K // mx_block, N]``; the stationary must be an MX load."""
+        with E8M0 ``scales [ceil(K / mx_block), N]``; the stationary must be an MX load."""
         cfg, tl = self.cfg, self.tl
         s, fmt_s, s_sc = self._s
         x = np.asarray(codes, dtype=np.uint32)
         xs = np.asarray(scales, dtype=np.uint32)
         K, N = x.shape
-        self.model.matmul_mx(bank, bool(acc), s[:K], s_sc[:K // cfg.mx_block], s_mx_fmt, x, xs,
+        self.model.matmul_mx(bank, bool(acc), s[:K], s_sc[:-(-K // cfg.mx_block)], s_mx_fmt, x, xs,
                              mx_fmt)
         el = MX_FORMAT_NAMES[mx_fmt]
         self._moving(x, cfg.fmt(el), True, xs)

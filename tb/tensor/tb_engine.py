@@ -9,6 +9,7 @@ unattended on the harness and compares every PSUM read-out word bit for bit with
 
 import cocotb
 import numpy as np
+from amaranth.hdl import Shape
 
 from rtl.tensor.layouts import (OP_MATMUL, OP_LOAD, OP_READ, OP_TRANSPOSE, ERR_SHAPE, ERR_PAIR,
                                 ERR_FORMAT)
@@ -147,7 +148,7 @@ async def invalid_commands_rejected(dut):
     prog.raw_cmd(tl.pack_cmd(OP_MATMUL, fmt=0, k=K, n=0, bank=0), ERR_SHAPE)
     prog.raw_cmd(tl.pack_cmd(OP_MATMUL, fmt=0, k=0, n=1, bank=0))
     prog.raw_cmd(tl.pack_cmd(OP_LOAD, fmt=0, m=0))
-    if cfg.psum_banks < (1 << (tl.cmd["bank"].shape.width)):
+    if cfg.psum_banks < (1 << Shape.cast(tl.cmd["bank"].shape).width):
         prog.raw_cmd(tl.pack_cmd(OP_MATMUL, fmt=0, k=1, n=1, bank=cfg.psum_banks))
     wide = [x for x in cfg.formats if x in ("fp32", "tf32")]
     narrow = [x for x in cfg.formats if x not in ("fp32", "tf32")]
@@ -160,3 +161,34 @@ async def invalid_commands_rejected(dut):
     assert out["err"] == 1 and out["err_code"] == ERR_SHAPE, \
         f"seed={seed}: err={out['err']} code={out['err_code']}, expected {ERR_SHAPE}"
     compare(out["beats"], prog, seed, "invalid_commands_rejected")
+
+
+@cocotb.test()
+async def mx_matmul(dut):
+    """MX matmuls, every (stationary, moving) MX format pair, partial scale blocks, scales near
+    the extremes (products beyond FP32's range), NaN scales, accumulate."""
+    cfg, p, seed, rng, drv = _setup(dut, 6)
+    if not cfg.mx_formats:
+        return
+    blk = cfg.mx_block
+    prog = Program(cfg, rng)
+    nmax = min(cfg.psum_bank_fp32, 8)
+    used = {}
+    pairs = [(a, b) for a in cfg.mx_formats for b in cfg.mx_formats]
+    for i, (ms, mx) in enumerate(pairs):
+        K, M, N = _dims(rng, cfg, nmax)
+        nb = -(-K // blk)
+        es, ex = cfg.mx_element_formats[ms], cfg.mx_element_formats[mx]
+        kind = i % 3
+        lo, hi = {0: (120, 135), 1: (0, 256), 2: (1, 255)}[kind]
+        ss = rng.integers(lo, hi, (nb, M))
+        xs = rng.integers(lo, hi, (nb, N))
+        pw = 0.0 if kind == 0 else 0.1
+        prog.load(rand_codes(rng, es, (K, M), pw), es.name, scales=ss)
+        b = i % cfg.psum_banks
+        acc = b in used and used[b] == N
+        prog.matmul_mx(rand_codes(rng, ex, (K, N), pw), xs, mx, bank=b, acc=acc, s_mx_fmt=ms)
+        used[b] = N if not acc else used[b]
+    for b, n in sorted(used.items()):
+        prog.read(b, n)
+    await _run_check(drv, prog, seed, "mx_matmul", bool(seed & 2))
