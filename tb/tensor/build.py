@@ -26,18 +26,25 @@ MAKE_OVERRIDES = ("CFG_CXXFLAGS_PCH_I=-include", "VM_USER_CFLAGS=", "OPT_FAST=-O
                   "OPT_SLOW=-O0")
 
 
-def pch_workaround():
-    """Add :data:`MAKE_OVERRIDES` to ``MAKEFLAGS`` (idempotent)."""
-    mf = os.environ.get("MAKEFLAGS", "")
-    for flag in MAKE_OVERRIDES:
-        if flag not in mf.split():
-            mf = f"{mf} {flag}".strip()
-    os.environ["MAKEFLAGS"] = mf
+def pch_workaround(opt_fast="-O3"):
+    """Put :data:`MAKE_OVERRIDES` into ``MAKEFLAGS`` (``OPT_FAST`` = ``opt_fast``)."""
+    mf = [f for f in os.environ.get("MAKEFLAGS", "").split()
+          if not f.startswith(("CFG_CXXFLAGS_PCH_I=", "VM_USER_CFLAGS=", "OPT_FAST=",
+                               "OPT_SLOW="))]
+    flags = [f if not f.startswith("OPT_FAST=") else f"OPT_FAST={opt_fast}"
+             for f in MAKE_OVERRIDES]
+    os.environ["MAKEFLAGS"] = " ".join(mf + flags)
 
 
-def tensor_sim(cfg, depths=None, name=None) -> SimBuild:
-    """A (cached) Verilator build of ``TensorHarness(cfg)``; ``.build_seconds`` is measured."""
-    pch_workaround()
+def tensor_sim(cfg, depths=None, name=None, opt_fast=None) -> SimBuild:
+    """A (cached) Verilator build of ``TensorHarness(cfg)``; ``.build_seconds`` is measured.
+
+    ``opt_fast``: C++ optimisation of the evaluation code; default ``-O3`` up to 64 PEs and
+    ``-O0`` above (Verilator emits evaluation code per PE instance: ~65 MB of C++ for 16 x 16
+    BF16-only PEs, which ``-O3`` takes far too long to compile)."""
+    if opt_fast is None:
+        opt_fast = "-O3" if cfg.macs <= 64 else "-O0"
+    pch_workaround(opt_fast)
     depths = dict(DEPTHS if depths is None else depths)
     name = name or ("tensor_engine_" + "_".join(f"{k}{v}" for k, v in sorted(depths.items())))
     leaves = emit_leaf_verilog(cfg, build_dir_for(cfg, name) / "leaves")

@@ -69,8 +69,8 @@ async def dense_bf16_basic(dut):
 async def dense_all_pairs(dut):
     """Every allowed format pair, random ragged shapes, specials mixed in, random stalls."""
     cfg, p, seed, rng, drv = _setup(dut, 2)
-    nmax = min(cfg.psum_bank_fp32, 8)
-    pairs = allowed_pairs(cfg)
+    nmax = min(cfg.psum_bank_fp32, 8 * int(p.get("scale", 1)))
+    pairs = allowed_pairs(cfg) * int(p.get("scale", 1))
     rng.shuffle(pairs)
     chunk = max(1, cfg.psum_banks)
     for lo in range(0, len(pairs), chunk):
