@@ -10,7 +10,7 @@ BF16-only PEs: Verilator emits per-instance code for every PE, and the full-form
 
 import pytest
 
-from bench.bench_tensor_engine import timing_twin
+from bench.bench_tensor_engine import timing_twin, depths_for
 from rtl.config import get_preset
 from tb.tensor.build import tensor_sim
 
@@ -31,6 +31,6 @@ def test_tensor_engine_more_seeds(seed, rep):
 @pytest.mark.full
 def test_tensor_engine_default_geometry(seed):
     cfg = timing_twin(get_preset("default"))
-    sim = tensor_sim(cfg)
+    sim = tensor_sim(cfg, depths_for(cfg), name="tensor_bench")     # shares the bench build
     sim.run("tb.tensor.tb_engine", params={"seed": seed, "depths": sim.depths, "scale": 2},
             tag="default_geometry")

@@ -47,6 +47,15 @@ def tensor_sim(cfg, depths=None, name=None, opt_fast=None) -> SimBuild:
     pch_workaround(opt_fast)
     depths = dict(DEPTHS if depths is None else depths)
     name = name or ("tensor_engine_" + "_".join(f"{k}{v}" for k, v in sorted(depths.items())))
+    # make does not track flags: objects / precompiled headers built with other flags go
+    bdir = build_dir_for(cfg, name)
+    stamp = bdir / "make_flags.txt"
+    flags = os.environ["MAKEFLAGS"]
+    if bdir.exists() and (not stamp.exists() or stamp.read_text() != flags):
+        for f in list(bdir.glob("*.o")) + list(bdir.glob("*.gch")):
+            f.unlink()
+    bdir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(flags)
     leaves = emit_leaf_verilog(cfg, build_dir_for(cfg, name) / "leaves")
     top = TensorHarness(cfg, cmd_depth=depths["cmd"], st_depth=depths["st"],
                         mv_depth=depths["mv"], res_depth=depths["res"])
