@@ -172,6 +172,11 @@ def main(argv=None):
                         sweep_rows=sweep_rows if (a.sweep or est_rows) else (),
                         checks=checks, missing=missing, errors=errors, runtime=runtime)
     plots = write_plots(out, preset_rows, sweep_rows)
+    if a.sweep:   # keep the sweep when a later `make synth` rewrites area.csv / area.md
+        import shutil
+        for src, dst in (("area.csv", "area_sweep.csv"), ("area.md", "area_sweep.md"),
+                         ("area_full.json", "area_sweep_full.json")):
+            shutil.copyfile(out / src, out / dst)
     if a.update_readme:
         ok = update_readme(ROOT / "README.md", preset_rows, cfg.name)
         print("synth: README.md table " + ("updated" if ok else "NOT updated (no markers)"))
