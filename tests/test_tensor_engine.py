@@ -32,5 +32,5 @@ def test_tensor_engine_more_seeds(seed, rep):
 def test_tensor_engine_default_geometry(seed):
     cfg = timing_twin(get_preset("default"))
     sim = tensor_sim(cfg, depths_for(cfg), name="tensor_bench")     # shares the bench build
-    sim.run("tb.tensor.tb_engine", params={"seed": seed, "depths": sim.depths, "scale": 2},
+    sim.run("tb.tensor.tb_engine", params={"seed": seed, "depths": sim.depths, "scale": 1},
             tag="default_geometry")
