@@ -110,13 +110,20 @@ def _synth(job, design, work, liberty, with_harness):
     t0 = time.monotonic()
     g, s = yosys.asic_stats("design.v", top, work, liberty)
     t1 = time.monotonic()
-    if with_harness:
-        _write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
-        e = yosys.ecp5_stats("harness.v", "harness", work, block=HARNESS_DUT,
-                             netlist="harness_ecp5.json")
-        e = _rename(e, HARNESS_DUT, top)
-    else:
-        e = yosys.ecp5_stats("design.v", top, work)
+    ecp5_error = None
+    try:
+        if with_harness:
+            _write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
+            e = yosys.ecp5_stats("harness.v", "harness", work, block=HARNESS_DUT,
+                                 netlist="harness_ecp5.json")
+            e = _rename(e, HARNESS_DUT, top)
+        else:
+            e = yosys.ecp5_stats("design.v", top, work)
+    except RuntimeError as exc:   # e.g. a yosys abc9 assertion on a large design: ECP5 -> n/a
+        ecp5_error = str(exc)[-400:]
+        e = {"total": {k: None for k in ("ecp5_luts", "ecp5_trellis_ff", "ecp5_mult18x18d",
+                                         "ecp5_alu54b", "ecp5_dp16kd", "ecp5_trellis_dpr16x4")},
+             "modules": {}}
     t2 = time.monotonic()
     tot = {**g["total"], **s["total"], **e["total"]}
     ib, ob = port_bits(design.top)
@@ -133,12 +140,16 @@ def _synth(job, design, work, liberty, with_harness):
         "in_bits": ib, "out_bits": ob, "modules": _merge_modules(g, s, e),
         "yosys_transistors": g["yosys_transistors"],
         "seconds": {"asic": round(t1 - t0, 1), "ecp5": round(t2 - t1, 1)},
+        **({"ecp5_error": ecp5_error, "fmax_mhz": None,
+            "fmax_note": "ECP5 synthesis failed"} if ecp5_error else {}),
     }
 
 
 def _fmax(res, work):
     """Place and route the harness netlist written by :func:`_synth`."""
     from . import pnr
+    if res.get("ecp5_error"):
+        return {"fmax_mhz": None, "fmax_note": "ECP5 synthesis failed"}
     part = pnr.pick_part(res["ecp5_luts"], res["ecp5_mult18"], res["ecp5_dp16kd"])
     if part is None:
         return {"fmax_mhz": None, "fmax_note": "does not fit LFE5U-85F at 80% fill"}
@@ -239,5 +250,5 @@ def _report_progress(progress, r):
         how = "cached" if r.get("cached") else f"{r.get('elapsed', 0):.0f} s"
         f = r.get("fmax_mhz")
         progress(f"  {r['row']:<22} [{r['preset']}] cells={r['cells']:>9,} "
-                 f"um2={r['um2_sky130']:>12,.0f} luts={r['ecp5_luts']:>8,} "
+                 f"um2={r['um2_sky130']:>12,.0f} luts={r['ecp5_luts'] if r['ecp5_luts'] is not None else 'n/a':>8} "
                  f"fmax={'n/a' if f is None else f'{f:.1f}'} ({how})")
