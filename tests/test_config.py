@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The one config: presets are valid, bad values raise errors naming the field and its range."""
+
+import dataclasses
+
+import pytest
+
+from rtl.config import (BF16, CoreConfig, FORMATS, FPFormat, PRESETS, cfp8_format, get_preset,
+                        preset_from_env)
+
+
+def test_presets_exist_and_are_consistent():
+    assert {"small", "default", "trainium", "bf16_only", "fp8_only"} <= set(PRESETS)
+    t = PRESETS["trainium"]
+    assert (t.partitions, t.pe_rows, t.pe_cols, t.psum_banks, t.psum_bank_fp32) == \
+        (128, 128, 128, 8, 512)
+    for c in PRESETS.values():
+        assert c.pe_rows == c.partitions and c.pe_cols <= c.partitions
+        assert c.psum_bits == 32 * c.psum_bank_fp32 * c.psum_banks * c.partitions
+
+
+def test_config_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PRESETS["small"].pe_rows = 8
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("partitions", 3, r"'partitions' must be a power of two in \[2, 128\], not 3"),
+    ("partitions", 256, r"'partitions' must be in \[2, 128\], not 256"),
+    ("pe_rows", 8, r"'pe_rows' must be in \[16, 16\], not 8"),
+    ("pe_cols", 32, r"'pe_cols' must be in \[1, 16\], not 32"),
+    ("pe_cols", 6, r"'pe_cols' must be a power of two in \[1, 16\], not 6"),
+    ("psum_banks", 0, r"'psum_banks' must be in \[1, 16\], not 0"),
+    ("psum_bank_fp32", 100, r"'psum_bank_fp32' must be a power of two"),
+    ("formats", ("bf16", "int4"), r"'formats' entries must be in"),
+    ("formats", ("bf16", "bf16"), r"'formats' must not repeat"),
+    ("mx_formats", ("mxfp6",), r"'mx_formats' entries must be in"),
+    ("mx_block", 24, r"'mx_block' must be a power of two in \[2, 256\], not 24"),
+    ("cfp8_exp_bits", 6, r"'cfp8_exp_bits' must be in \[3, 5\], not 6"),
+    ("cfp8_bias", 200, r"'cfp8_bias' must be in \[-121, 146\] for 3 exponent bits, not 200"),
+    ("sr_seed", 0, r"'sr_seed' must be in \[1, 4294967295\], not 0"),
+    ("add_stages", 9, r"'add_stages' must be in \[0, 4\], not 9"),
+])
+def test_bad_values_name_the_field_and_range(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        PRESETS["default"].replace(**{field: value})
+
+
+@pytest.mark.parametrize("field, value", [("pe_cols", 4.0), ("sr_seed", True),
+                                          ("formats", ["bf16"])])
+def test_wrong_types_raise_type_error(field, value):
+    with pytest.raises(TypeError, match=f"'{field}'"):
+        PRESETS["default"].replace(**{field: value})
+
+
+def test_cfp8_bias_range_matches_fp32_subset():
+    for e in (3, 4, 5):
+        lo = (1 << e) - 2 - 127
+        hi = 150 - (7 - e)
+        assert cfp8_format(e, lo).is_fp32_subset and cfp8_format(e, hi).is_fp32_subset
+        for bad in (lo - 1, hi + 1):
+            with pytest.raises(ValueError, match="cfp8_bias"):
+                cfp8_format(e, bad)
+
+
+def test_format_policies():
+    assert FORMATS["fp8_e4m3"].max_finite == 240.0
+    assert FORMATS["fp8_e4m3fn"].max_finite == 448.0
+    assert FORMATS["fp8_e5m2"].max_finite == 57344.0
+    assert FORMATS["fp4_e2m1"].max_finite == 6.0
+    assert FORMATS["fp8_e4m3fn"].nan_code == 0x7F and FORMATS["fp8_e4m3fn"].inf_code is None
+    assert BF16.nan_code == 0x7FC0 and BF16.inf_code == 0x7F80
+    with pytest.raises(ValueError, match="'overflow' must be 'saturate' for a format without Inf"):
+        FPFormat(name="x", exp_bits=4, man_bits=3, bias=7, specials="fn")
+
+
+def test_preset_lookup(monkeypatch):
+    with pytest.raises(ValueError, match=r"CONFIG must be one of \[.*'small'.*\], not 'huge'"):
+        get_preset("huge")
+    monkeypatch.setenv("CONFIG", "trainium")
+    assert preset_from_env() is PRESETS["trainium"]
+    monkeypatch.setenv("CONFIG", "")
+    assert preset_from_env("small") is PRESETS["small"]
+
+
+def test_fmt_resolves_cfp8_from_config():
+    c = PRESETS["default"].replace(cfp8_exp_bits=4, cfp8_bias=9)
+    assert c.fmt("cfp8") == cfp8_format(4, 9)
+    with pytest.raises(ValueError, match="format must be one of"):
+        c.fmt("fp64")
+    assert isinstance(CoreConfig(), CoreConfig)
