@@ -15,13 +15,10 @@ NAME = "formats"
 
 
 def run(cfg):
-    parts = [formats_arith.run(cfg), formats_convert.run(cfg)]
-    out = {}
-    for p in parts:
-        out.update({k: v for k, v in p.items()
-                    if k not in ("cases_per_second", "verilator_build_seconds")})
-    cases = sum(p[k] for p in parts for k in p if k.endswith("_cases"))
-    secs = sum(p[k] / p[k + "_per_second"] for p in parts for k in p if k.endswith("_cases"))
-    out["cases_per_second"] = cases / secs
-    out["verilator_build_seconds"] = sum(p["verilator_build_seconds"] for p in parts)
-    return out
+    out = {**formats_arith.run(cfg), **formats_convert.run(cfg)}
+    units = [k[:-len("_cases")] for k in out if k.endswith("_cases")]
+    cases = sum(out[f"{u}_cases"] for u in units)
+    secs = sum(out[f"{u}_cases"] / out[f"{u}_cases_per_second"] for u in units)
+    return {"cases_per_second": cases / secs,
+            "verilator_build_seconds": sum(out[f"{u}_verilator_build_seconds"] for u in units),
+            **out}
