@@ -93,10 +93,9 @@ def _build_pe(cfg, variant):
 
 
 def _build_array(cfg, variant):
-    from rtl.tensor.array import SystolicArray, pe_module_name
-    from rtl.tensor.pe import PE
+    from rtl.tensor.array import SystolicArray, array_leaf_modules
     from synth.design import Design
-    return Design(top=SystolicArray(cfg), modules={pe_module_name(cfg): PE(cfg)})
+    return Design(top=SystolicArray(cfg), modules=array_leaf_modules(cfg))
 
 
 def _array_pe_module(cfg):

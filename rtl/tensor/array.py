@@ -3,20 +3,22 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Instance, ClockSignal, ResetSignal, Const, Cat
+from amaranth.hdl import Module, Signal, Instance, ClockSignal, ResetSignal, Cat
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig
-from rtl.tensor.layouts import config_tag
+from rtl.fp.pipe import owned
 from rtl.tensor.pe import PE, FP32_EXP_MASK
+from rtl.tensor.row import PERow, pe_module_name, row_module_name
 
-__all__ = ["SystolicArray", "pe_module_name"]
+__all__ = ["SystolicArray", "pe_module_name", "row_module_name", "array_leaf_modules"]
 
 
-def pe_module_name(cfg: CoreConfig) -> str:
-    """Verilog module name of the PE of ``cfg`` (content hash: two configs never clash)."""
-    return f"nc_pe_{config_tag(cfg)}"
+def array_leaf_modules(cfg: CoreConfig):
+    """``{Verilog module name: component}`` the array instantiates by name, each to be converted
+    once: the PE, and the row of PEs (which instantiates the PE)."""
+    return {pe_module_name(cfg): PE(cfg), row_module_name(cfg): PERow(cfg, use_instances=True)}
 
 
 class SystolicArray(wiring.Component):
@@ -36,9 +38,11 @@ class SystolicArray(wiring.Component):
     ----------
     cfg : CoreConfig
     use_instances : bool
-        True (default): PEs are ``Instance(pe_module_name(cfg))`` of the separately converted
-        :class:`PE` (one Verilog module for the whole grid; pass its Verilog as an extra source).
-        False: PEs are Amaranth submodules (for the Amaranth simulator, small configs only).
+        True (default): the rows are ``Instance(row_module_name(cfg))`` of the separately
+        converted :class:`~rtl.tensor.row.PERow`, whose PEs are ``Instance(pe_module_name(cfg))``
+        (two Verilog modules for the whole grid, see :func:`array_leaf_modules`; pass their
+        Verilog as extra sources). False: rows and PEs are Amaranth submodules (for the Amaranth
+        simulator, small configs only).
 
     Members
     -------
@@ -55,7 +59,7 @@ class SystolicArray(wiring.Component):
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
         self.cfg = cfg
         self.use_instances = use_instances
-        self.pe_proto = PE(cfg)
+        self.pe_proto = owned(PE(cfg))
         self.mv_layout = self.pe_proto.mv_layout
         self.ld_layout = self.pe_proto.ld_layout
         self.ps_layout = self.pe_proto.ps_layout
@@ -84,14 +88,7 @@ class SystolicArray(wiring.Component):
         cfg = self.cfg
         R, C, D = cfg.pe_rows, cfg.pe_cols, self.row_skew
         en = self.en
-        name = pe_module_name(cfg)
-        colw = self.ld_layout["col"].shape.width
-        mv = [[Signal(self.mv_layout, name=f"mv_{k}_{c}") for c in range(C + 1)]
-              for k in range(R)]
-        ld = [[Signal(self.ld_layout, name=f"ld_{k}_{c}") for c in range(C + 1)]
-              for k in range(R)]
-        ps = [[Signal(self.ps_layout, name=f"ps_{k}_{c}") for c in range(C)]
-              for k in range(R + 1)]
+        ps = [Signal(data.ArrayLayout(self.ps_layout, C), name=f"ps_{k}") for k in range(R + 1)]
         # input skew, triangular: stage s is one register holding every row that still
         # needs delay (row k taps stage k * D), so the skew costs (R - 1) * D registers
         mvw = self.mv_layout.size
@@ -103,31 +100,24 @@ class SystolicArray(wiring.Component):
                 m.d.sync += vec.eq(Cat(*[cur[k] for k in rows]))
             for i, k in enumerate(rows):
                 cur[k] = vec[i * mvw:(i + 1) * mvw]
-        for k in range(R):
-            m.d.comb += [mv[k][0].eq(cur[k]), ld[k][0].eq(self.ld_in[k])]
         for c in range(C):
             m.d.comb += [ps[0][c].value.eq(0x80000000), ps[0][c].flag.eq(0),
                          ps[0][c].valid.eq(0)]
         for k in range(R):
-            for c in range(C):
-                ports = dict(en=en, col=Const(c, colw), mv_i=mv[k][c], ld_i=ld[k][c],
-                             ps_i=ps[k][c], mv_o=mv[k][c + 1], ld_o=ld[k][c + 1],
-                             ps_o=ps[k + 1][c])
-                if self.use_instances:
-                    ins = {}
-                    for p, s in ports.items():
-                        pre = "o_" if p.endswith("_o") else "i_"
-                        ins[pre + p] = s.as_value() if hasattr(s, "as_value") else s
-                    m.submodules[f"pe_{k}_{c}"] = Instance(
-                        name, i_clk=ClockSignal(), i_rst=ResetSignal(), **ins)
-                else:
-                    pe = PE(cfg)
-                    m.submodules[f"pe_{k}_{c}"] = pe
-                    for p, s in ports.items():
-                        if p.endswith("_o"):
-                            m.d.comb += s.eq(getattr(pe, p))
-                        else:
-                            m.d.comb += getattr(pe, p).eq(s)
+            ports = dict(en=en, mv_i=cur[k], ld_i=self.ld_in[k], ps_i=ps[k], ps_o=ps[k + 1])
+            if self.use_instances:
+                ins = {("o_" if p.endswith("_o") else "i_") + p:
+                       (s.as_value() if hasattr(s, "as_value") else s) for p, s in ports.items()}
+                m.submodules[f"row_{k}"] = Instance(
+                    row_module_name(cfg), i_clk=ClockSignal(), i_rst=ResetSignal(), **ins)
+            else:
+                row = PERow(cfg, use_instances=False)
+                m.submodules[f"row_{k}"] = row
+                for p, s in ports.items():
+                    if p.endswith("_o"):
+                        m.d.comb += s.eq(getattr(row, p))
+                    else:
+                        m.d.comb += getattr(row, p).eq(s)
         # de-skew: column c waits C - 1 - c cycles; the flag restores the exponent field
         # (triangular as well: stage s holds every column that still needs delay)
         res = {}

@@ -10,10 +10,9 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig
-from rtl.tensor.array import SystolicArray, pe_module_name
+from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name
 from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
                                 ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
-from rtl.tensor.pe import PE
 from rtl.tensor.psum import PsumUnit, psum_adder_module_name
 from rtl.fp.adder import FP32Adder
 
@@ -345,31 +344,35 @@ class TensorEngine(wiring.Component):
 
 def leaf_modules(cfg: CoreConfig):
     """``{Verilog module name: component}`` of the modules the engine instantiates by name
-    (the PE and the PSUM lane adder), each to be converted once."""
-    return {pe_module_name(cfg): PE(cfg), psum_adder_module_name(cfg): FP32Adder(cfg)}
+    (the PE, the row of PEs and the PSUM lane adder), each to be converted once."""
+    return {**array_leaf_modules(cfg), psum_adder_module_name(cfg): FP32Adder(cfg)}
 
 
-def leaf_verilog(component, name, *, no_inline=True):
-    """Verilog text of a leaf module; with ``no_inline`` a ``verilator no_inline_module``
-    metacomment keeps Verilator from inlining (and so compiling) every instance separately:
-    all instances then share one C++ class."""
+def leaf_verilog(component, name, *, pragma=None):
+    """Verilog text of a leaf module, with an optional Verilator metacomment after its port
+    list: ``"hier_block"`` (with ``verilator --hierarchical`` the module is verilated and
+    compiled once, as a library, however many instances the design has) or
+    ``"no_inline_module"`` (all instances share one C++ class)."""
     from amaranth.back import verilog
     text = verilog.convert(component, name=name, emit_src=False)
-    if no_inline:
+    if pragma:
         head = f"module {name}("
         i = text.index(head)
         j = text.index(";\n", i) + 2
-        text = text[:j] + "  /*verilator no_inline_module*/\n" + text[j:]
+        text = text[:j] + f"  /*verilator {pragma}*/\n" + text[j:]
     return text
 
 
 def emit_leaf_verilog(cfg: CoreConfig, out_dir):
-    """Convert every leaf module once to ``<out_dir>/<name>.v`` (only if changed); the paths."""
+    """Convert every leaf module once to ``<out_dir>/<name>.v`` (only if changed), for
+    Verilator: the PE is a ``hier_block`` (build with ``--hierarchical``), the others
+    ``no_inline_module``. Returns the paths."""
     from tb.runner import write_if_changed
     out = []
     for n, c in leaf_modules(cfg).items():
+        pragma = "hier_block" if n == pe_module_name(cfg) else "no_inline_module"
         path = Path(out_dir) / f"{n}.v"
-        write_if_changed(path, leaf_verilog(c, n))
+        write_if_changed(path, leaf_verilog(c, n, pragma=pragma))
         out.append(path)
     return out
 

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.config import CoreConfig
 from rtl.fp.fused_add import FusedAdd
 from rtl.fp.multiplier import ExactMultiplier
-from rtl.fp.pipe import delay
+from rtl.fp.pipe import delay, owned
 from rtl.fp.unpack import exact_layout
 from rtl.tensor.layouts import TensorLayouts
 
@@ -89,8 +89,8 @@ class PE(wiring.Component):
         self.cfg = cfg
         self.tl = TensorLayouts(cfg)
         self.mv_layout, self.ld_layout, self.ps_layout = pe_layouts(cfg)
-        self._mul = ExactMultiplier(cfg, formats_a=self.tl.pe_formats,
-                                    formats_b=self.tl.pe_formats)
+        self._mul = owned(ExactMultiplier(cfg, formats_a=self.tl.pe_formats,
+                                    formats_b=self.tl.pe_formats))
         self.mx = bool(cfg.mx_formats)
         term = self._mul.out_layout
         if self.mx:
@@ -98,7 +98,7 @@ class PE(wiring.Component):
             ew = max(ew, 11)
             term = exact_layout(term["sig"].width, signed(ew))
         self.term_layout = term
-        self._fadd = FusedAdd(cfg, term)
+        self._fadd = owned(FusedAdd(cfg, term))
         super().__init__({
             "en": In(1),
             "col": In(self.ld_layout["col"].shape),

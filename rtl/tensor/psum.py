@@ -8,6 +8,7 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig
+from rtl.fp.pipe import owned
 from rtl.fp.adder import FP32Adder
 from rtl.tensor.layouts import config_tag
 
@@ -68,7 +69,7 @@ class PsumUnit(wiring.Component):
         self.lanes = data.ArrayLayout(32, C)
         self.in_layout = data.StructLayout({"addr": range(self.depth), "acc": 1, "mask": C,
                                             "value": self.lanes})
-        self._adder = FP32Adder(cfg)
+        self._adder = owned(FP32Adder(cfg))
         super().__init__({
             "i_valid": In(1), "i": In(self.in_layout), "i_ready": Out(1),
             "busy": Out(1), "we": Out(1),

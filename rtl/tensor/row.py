@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One row of the systolic array: ``pe_cols`` PEs chained left to right."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal, Instance, ClockSignal, ResetSignal, Const
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.config import CoreConfig
+from rtl.fp.pipe import owned
+from rtl.tensor.layouts import config_tag
+from rtl.tensor.pe import PE
+
+__all__ = ["PERow", "pe_module_name", "row_module_name"]
+
+
+def pe_module_name(cfg: CoreConfig) -> str:
+    """Verilog module name of the PE of ``cfg`` (content hash: two configs never clash)."""
+    return f"nc_pe_{config_tag(cfg)}"
+
+
+def row_module_name(cfg: CoreConfig) -> str:
+    """Verilog module name of the PE row of ``cfg``."""
+    return f"nc_perow_{config_tag(cfg)}"
+
+
+class PERow(wiring.Component):
+    """``pe_cols`` PEs in a row: the moving and weight-load buses enter at column 0 and move
+    one PE per cycle to the right (inside each PE); each column's partial sum comes from the row
+    above and leaves for the row below.
+
+    The array is built of ``pe_rows`` identical rows, so the Verilog of a 128 x 128 array holds
+    one PE module, one row module (128 PE instances) and 128 row instances, instead of 16,384
+    PE instances in one module: Amaranth elaborates it, and yosys and Verilator read it, in a
+    fraction of the time.
+
+    Latency: combinational wiring between PEs only; every register is inside a PE (see
+    :class:`~rtl.tensor.pe.PE` for the per-PE latencies). Every register stops when ``en`` is
+    low.
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    use_instances : bool
+        True (default): the PEs are ``Instance(pe_module_name(cfg))`` of the separately converted
+        :class:`PE`; False: Amaranth submodules (for the Amaranth simulator).
+
+    Members
+    -------
+    en : In(1)
+    mv_i : In(mv layout)
+        Moving bus entering column 0.
+    ld_i : In(ld layout)
+        Weight-load bus entering column 0.
+    ps_i : In(ArrayLayout(ps layout, pe_cols))
+        Partial sums from the row above (column c = lane c).
+    ps_o : Out(ArrayLayout(ps layout, pe_cols))
+        Partial sums to the row below.
+    """
+
+    def __init__(self, cfg: CoreConfig, *, use_instances=True):
+        if not isinstance(cfg, CoreConfig):
+            raise TypeError(f"PERow cfg must be a CoreConfig, not {cfg!r}")
+        self.cfg = cfg
+        self.use_instances = use_instances
+        self.pe_proto = owned(PE(cfg))
+        p = self.pe_proto
+        super().__init__({
+            "en": In(1),
+            "mv_i": In(p.mv_layout),
+            "ld_i": In(p.ld_layout),
+            "ps_i": In(data.ArrayLayout(p.ps_layout, cfg.pe_cols)),
+            "ps_o": Out(data.ArrayLayout(p.ps_layout, cfg.pe_cols)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, p = self.cfg, self.pe_proto
+        C = cfg.pe_cols
+        colw = p.ld_layout["col"].shape.width
+        mv = [self.mv_i] + [Signal(p.mv_layout, name=f"mv_{c}") for c in range(1, C + 1)]
+        ld = [self.ld_i] + [Signal(p.ld_layout, name=f"ld_{c}") for c in range(1, C + 1)]
+        for c in range(C):
+            ports = dict(en=self.en, col=Const(c, colw), mv_i=mv[c], ld_i=ld[c],
+                         ps_i=self.ps_i[c], mv_o=mv[c + 1], ld_o=ld[c + 1], ps_o=self.ps_o[c])
+            if self.use_instances:
+                ins = {}
+                for name, sig in ports.items():
+                    pre = "o_" if name.endswith("_o") else "i_"
+                    ins[pre + name] = sig.as_value() if hasattr(sig, "as_value") else sig
+                m.submodules[f"pe_{c}"] = Instance(
+                    pe_module_name(cfg), i_clk=ClockSignal(), i_rst=ResetSignal(), **ins)
+            else:
+                pe = PE(cfg)
+                m.submodules[f"pe_{c}"] = pe
+                for name, sig in ports.items():
+                    if name.endswith("_o"):
+                        m.d.comb += sig.eq(getattr(pe, name))
+                    else:
+                        m.d.comb += getattr(pe, name).eq(sig)
+        return m
