@@ -26,11 +26,11 @@ def depths_for(cfg, tiles=8):
 
 def cycle_formula(cfg, *, M, N, tiles=1):
     """Predicted cycles from the first stationary beat to the last PSUM write for ``tiles``
-    back-to-back full tiles (loads overlapped): ``M + 1 + tiles * N + (tiles - 1) + L`` with
+    back-to-back full tiles (loads overlapped): ``M + 1 + tiles * N + L`` with
     ``L = TensorEngine.latency = 1 + (R-1)*La + (Lm+La) + (C-1) + (1+La)``: the first load
-    (M beats), one dispatch cycle, the moving beats, one dispatch bubble between consecutive
-    matmuls, and the fill/drain latency of the last beat."""
-    return M + 1 + tiles * N + (tiles - 1) + TensorEngine(cfg).latency
+    (M beats), one dispatch cycle, the moving beats (consecutive matmuls issue without a gap),
+    and the fill/drain latency of the last beat."""
+    return M + 1 + tiles * N + TensorEngine(cfg).latency
 
 
 def scalesim_ws(cfg, *, N):

@@ -293,7 +293,11 @@ class TensorEngine(wiring.Component):
         # a load may replace a shadow no matmul has taken yet; it must not touch one whose
         # swap is still travelling down the rows
         can_load = ~ld_busy & ~swap_pending & (cd == 0)
-        can_mm = ~mv_busy & ~ld_busy & ops.w_rdy & ~(rd_busy & (rd_bank == c.bank))
+        # the next matmul may be dispatched in the cycle its predecessor issues its last beat,
+        # so back-to-back matmuls issue one beat per cycle with no gap
+        last_beat = issue & (mv_left == 1)
+        can_mm = ((~mv_busy | last_beat) & ~ld_busy & ops.w_rdy
+                  & ~(rd_busy & (rd_bank == c.bank)))
         can_read = ~mv_busy & ~rd_busy & (inflight == 0) & ~psu.busy
         take = Signal()
         with m.If(bad):
