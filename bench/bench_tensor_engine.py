@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 
+from rtl.fp.pipe import owned
 from rtl.tensor.engine import TensorEngine
 from tb.runner import build_dir_for
 from tb.tensor.build import tensor_sim
@@ -30,7 +31,7 @@ def cycle_formula(cfg, *, M, N, tiles=1):
     ``L = TensorEngine.latency = 1 + (R-1)*La + (Lm+La) + (C-1) + (1+La)``: the first load
     (M beats), one dispatch cycle, the moving beats (consecutive matmuls issue without a gap),
     and the fill/drain latency of the last beat."""
-    return M + 1 + tiles * N + TensorEngine(cfg).latency
+    return M + 1 + tiles * N + owned(TensorEngine(cfg)).latency
 
 
 def scalesim_ws(cfg, *, N):
@@ -62,7 +63,7 @@ def _run_one(cfg, seed, scenarios):
     sim.run("tb.tensor.tb_bench", params=params, tag="bench")
     r = json.loads(out.read_text())
     N, M = cfg.psum_bank_fp32, cfg.pe_cols
-    lat = TensorEngine(cfg).latency
+    lat = owned(TensorEngine(cfg)).latency
     m = {}
     if "b2b_bf16" in r:
         m["utilization_back_to_back_bf16"] = r["b2b_bf16"]["utilization"]

@@ -15,6 +15,7 @@ from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE,
                                 ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
 from rtl.tensor.psum import PsumUnit, psum_adder_module_name
 from rtl.fp.adder import FP32Adder
+from rtl.fp.pipe import owned
 
 __all__ = ["TensorEngine", "build_tensor_engine", "leaf_modules", "emit_leaf_verilog"]
 
@@ -86,8 +87,8 @@ class TensorEngine(wiring.Component):
             raise TypeError(f"TensorEngine cfg must be a CoreConfig, not {cfg!r}")
         self.cfg = cfg
         self.tl = tl = TensorLayouts(cfg)
-        self.array = SystolicArray(cfg, use_instances=use_instances)
-        self.psum = PsumUnit(cfg, use_instances=use_instances)
+        self.array = owned(SystolicArray(cfg, use_instances=use_instances))
+        self.psum = owned(PsumUnit(cfg, use_instances=use_instances))
         super().__init__({
             "cmd": In(stream.Signature(tl.cmd)),
             "st": In(stream.Signature(tl.lanes_in)),
