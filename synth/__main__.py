@@ -41,8 +41,9 @@ def format_configs():
 
 
 def plan(cfg, blocks, *, fmax, sweep):
-    """``(jobs, estimates)``: jobs to run and array estimates to derive from their results."""
-    jobs, est = [], []
+    """``(jobs, estimates, skipped)``: jobs to run, array estimates to derive from their results,
+    and notes on blocks too large to synthesize directly (``Block.max_direct_pes``)."""
+    jobs, est, skipped = [], [], []
     seen = set()
 
     def add(job):
@@ -56,6 +57,11 @@ def plan(cfg, blocks, *, fmax, sweep):
         in_preset = fc is cfg
         for b in blocks:
             if not (in_preset or b.sweep):
+                continue
+            if b.max_direct_pes is not None and fc.macs > b.max_direct_pes:
+                skipped.append(f"`{b.name}` [{fc.name}] not synthesized: {fc.pe_rows} x "
+                               f"{fc.pe_cols} PEs exceed its direct-synthesis limit of "
+                               f"{b.max_direct_pes} (see the hierarchical array estimate)")
                 continue
             variants = b.variants(fc) if b.variants else (None,)
             for v in variants:
@@ -85,7 +91,7 @@ def plan(cfg, blocks, *, fmax, sweep):
                                 "targets": targets, "in_preset": in_preset})
     # biggest first, so the two workers finish together
     jobs.sort(key=lambda j: -(j.extra.get("n", 0) ** 2))
-    return jobs, est
+    return jobs, est, skipped
 
 
 def pe_block(block):
@@ -150,7 +156,9 @@ def main(argv=None):
     print(f"synth: preset {cfg.name}, {'sweep' if a.sweep else 'default run'}, "
           f"fmax {'on' if a.fmax else 'off'}; blocks: {', '.join(b.name for b in avail) or 'none'}"
           + (f"; not available yet: {', '.join(b.name for b in missing)}" if missing else ""))
-    jobs, est = plan(cfg, avail, fmax=a.fmax, sweep=a.sweep)
+    jobs, est, skipped = plan(cfg, avail, fmax=a.fmax, sweep=a.sweep)
+    for note in skipped:
+        print("synth: " + note.replace("`", ""))
     results = run_jobs(jobs, out, processes=a.jobs)
     errors = [r for r in results if "error" in r]
     good = [r for r in results if "error" not in r and not r.get("helper")]
@@ -170,7 +178,8 @@ def main(argv=None):
                runtime_s=round(runtime, 1), checks=checks)
     md = write_markdown(out / "area.md", preset_rows, preset=cfg.name,
                         sweep_rows=sweep_rows if (a.sweep or est_rows) else (),
-                        checks=checks, missing=missing, errors=errors, runtime=runtime)
+                        checks=checks, missing=missing, errors=errors, runtime=runtime,
+                        notes=skipped)
     plots = write_plots(out, preset_rows, sweep_rows)
     if a.sweep:   # keep the sweep when a later `make synth` rewrites area.csv / area.md
         import shutil

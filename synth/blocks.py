@@ -51,6 +51,10 @@ class Block:
     sweep : bool
         Whether ``make synth-sweep`` also synthesizes the block for every format configuration
         (False: only for the chosen preset, e.g. a whole engine that costs as much as an array).
+    max_direct_pes : int or None
+        A non-array block holding the whole array is synthesized only up to this many PEs
+        (``pe_rows * pe_cols``); above it the report names it as not synthesized (the array's
+        own area is then estimated hierarchically). None: no limit.
     description : str
         One line for the Markdown report.
     """
@@ -63,6 +67,7 @@ class Block:
     pe_module: Optional[object] = None
     pnr: bool = True
     sweep: bool = True
+    max_direct_pes: Optional[int] = None
     description: str = ""
 
 
@@ -123,8 +128,11 @@ BLOCKS = (
     Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,
           pe_module=_array_pe_module, pnr=False,
           description="pe_rows x pe_cols systolic array of tensor_pe with input skew/de-skew"),
+    # Above 16 x 16 the engine's skew triangles and its PSUM memory (whose initial block alone is
+    # megabytes of Verilog at 128 x 128) keep yosys' front end busy for far longer than
+    # `make synth` may take; the array's area is estimated, the PSUM bits follow the config.
     Block(name="tensor_engine", module="rtl.tensor.engine", build=_build_engine, pnr=False,
-          sweep=False,
+          sweep=False, max_direct_pes=256,
           description="tensor engine: array + PSUM banks (memory) + lane adders + control"),
 )
 

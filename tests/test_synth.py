@@ -223,11 +223,25 @@ def test_cli_writes_csv_markdown_and_plots(outdir):
     assert meta["preset"] == "small"
 
 
+def test_whole_engine_beyond_direct_limit_is_named_not_synthesized():
+    """The Trainium preset's engine (16,384 PEs) is not handed to yosys; the report says why,
+    while its array is still synthesized at the direct sizes and estimated at 128 x 128."""
+    from rtl.config import get_preset
+    trn = get_preset("trainium")
+    blocks = [registry.get_block("tensor_engine"), registry.get_block("tensor_array")]
+    jobs, est, skipped = plan(trn, blocks, fmax=False, sweep=False)
+    assert not [j for j in jobs if j.block.name == "tensor_engine"]
+    assert len(skipped) == 1 and "tensor_engine" in skipped[0] and "128 x 128" in skipped[0]
+    assert {j.extra["n"] for j in jobs if j.block.name == "tensor_array"} == {2, 4, 8, 16}
+    assert est and 128 in est[0]["targets"]
+
+
 @pytest.mark.full
 def test_every_registered_block_reports_nonzero_cells(small, outdir):
     avail, missing = registry.available_blocks()
     assert avail, f"no registered block is available yet (missing: {[b.name for b in missing]})"
-    jobs, est = plan(small, avail, fmax=False, sweep=False)
+    jobs, est, skipped = plan(small, avail, fmax=False, sweep=False)
+    assert not skipped, skipped
     res = run_jobs(jobs, outdir, processes=2, progress=None)
     for r in res:
         assert "error" not in r, r.get("traceback")
