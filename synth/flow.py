@@ -110,16 +110,25 @@ def _synth(job, design, work, liberty, with_harness):
     t0 = time.monotonic()
     g, s = yosys.asic_stats("design.v", top, work, liberty)
     t1 = time.monotonic()
-    ecp5_error = None
-    try:
+    ecp5_error = ecp5_note = None
+
+    def ecp5(abc):
         if with_harness:
             _write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
             e = yosys.ecp5_stats("harness.v", "harness", work, block=HARNESS_DUT,
-                                 netlist="harness_ecp5.json")
-            e = _rename(e, HARNESS_DUT, top)
-        else:
-            e = yosys.ecp5_stats("design.v", top, work)
-    except RuntimeError as exc:   # e.g. a yosys abc9 assertion on a large design: ECP5 -> n/a
+                                 netlist="harness_ecp5.json", abc=abc)
+            return _rename(e, HARNESS_DUT, top)
+        return yosys.ecp5_stats("design.v", top, work, abc=abc)
+
+    try:
+        try:
+            e = ecp5("abc9")
+        except RuntimeError as exc:
+            # yosys' abc9 hits an internal assertion on some designs (the tensor engine, at any
+            # size): map that block's LUTs with classic abc instead, and say so
+            ecp5_note = f"LUTs mapped with classic abc: abc9 failed ({str(exc)[-160:].strip()})"
+            e = ecp5("abc")
+    except RuntimeError as exc:   # both mappers failed: ECP5 -> n/a
         ecp5_error = str(exc)[-400:]
         e = {"total": {k: None for k in ("ecp5_luts", "ecp5_trellis_ff", "ecp5_mult18x18d",
                                          "ecp5_alu54b", "ecp5_dp16kd", "ecp5_trellis_dpr16x4")},
@@ -142,6 +151,7 @@ def _synth(job, design, work, liberty, with_harness):
         "seconds": {"asic": round(t1 - t0, 1), "ecp5": round(t2 - t1, 1)},
         **({"ecp5_error": ecp5_error, "fmax_mhz": None,
             "fmax_note": "ECP5 synthesis failed"} if ecp5_error else {}),
+        **({"ecp5_note": ecp5_note} if ecp5_note else {}),
     }
 
 

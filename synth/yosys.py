@@ -202,8 +202,13 @@ def _ecp5_per(cells, _m):
     return r
 
 
-def ecp5_stats(verilog, top, workdir, block=None, netlist=None):
+def ecp5_stats(verilog, top, workdir, block=None, netlist=None, abc="abc9"):
     """ECP5 resources from ``synth_ecp5 -noflatten`` (hierarchical).
+
+    ``abc="abc"`` maps LUTs with classic ``abc -lut 4`` instead of ``synth_ecp5``'s ``abc9``
+    (the flow's fallback when abc9 fails, as it does with an internal assertion on the tensor
+    engine): ``synth_ecp5`` runs up to ``map_luts``, then ``abc -lut 4``, then from
+    ``map_cells`` on.
 
     ``top`` is synthesized; the figures are those of the module ``block`` (default ``top``) with
     everything it instantiates. With ``netlist``, the design is then flattened and written as a
@@ -212,9 +217,16 @@ def ecp5_stats(verilog, top, workdir, block=None, netlist=None):
     hierarchy boundary keeps the harness from merging into the block).
     """
     block = block or top
-    script = (f"read_verilog {verilog}\nhierarchy -check -top {top}\n"
-              f"synth_ecp5 -top {top} -noflatten\n"
-              "tee -q -o ecp5_stat.json stat -json\n")
+    if abc not in ("abc9", "abc"):
+        raise ValueError(f"abc must be 'abc9' or 'abc', not {abc!r}")
+    if abc == "abc9":
+        mapping = f"synth_ecp5 -top {top} -noflatten\n"
+    else:
+        mapping = (f"synth_ecp5 -top {top} -noflatten -run :map_luts\n"
+                   "techmap -map +/lattice/latches_map.v\nabc -lut 4\nclean\n"
+                   f"synth_ecp5 -top {top} -noflatten -run map_cells:\n")
+    script = (f"read_verilog {verilog}\nhierarchy -check -top {top}\n" + mapping
+              + "tee -q -o ecp5_stat.json stat -json\n")
     if netlist:
         script += f"flatten\nopt_clean\nwrite_json {netlist}\n"
     run_yosys(script, workdir, "ecp5")
