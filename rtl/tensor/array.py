@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Instance, ClockSignal, ResetSignal, Cat
+from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig
 from rtl.fp.pipe import owned
+from rtl.tensor.hier import place_leaf
 from rtl.tensor.pe import PE, FP32_EXP_MASK
 from rtl.tensor.row import PERow, pe_module_name, row_module_name
 
@@ -105,19 +106,9 @@ class SystolicArray(wiring.Component):
                          ps[0][c].valid.eq(0)]
         for k in range(R):
             ports = dict(en=en, mv_i=cur[k], ld_i=self.ld_in[k], ps_i=ps[k], ps_o=ps[k + 1])
-            if self.use_instances:
-                ins = {("o_" if p.endswith("_o") else "i_") + p:
-                       (s.as_value() if hasattr(s, "as_value") else s) for p, s in ports.items()}
-                m.submodules[f"row_{k}"] = Instance(
-                    row_module_name(cfg), i_clk=ClockSignal(), i_rst=ResetSignal(), **ins)
-            else:
-                row = PERow(cfg, use_instances=False)
-                m.submodules[f"row_{k}"] = row
-                for p, s in ports.items():
-                    if p.endswith("_o"):
-                        m.d.comb += s.eq(getattr(row, p))
-                    else:
-                        m.d.comb += getattr(row, p).eq(s)
+            place_leaf(m, f"row_{k}", ports, module_name=row_module_name(cfg),
+                       make=lambda: PERow(cfg, use_instances=False),
+                       use_instances=self.use_instances)
         # de-skew: column c waits C - 1 - c cycles; the flag restores the exponent field
         # (triangular as well: stage s holds every column that still needs delay)
         res = {}

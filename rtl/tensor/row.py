@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Instance, ClockSignal, ResetSignal, Const
+from amaranth.hdl import Module, Signal, Const
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig
 from rtl.fp.pipe import owned
+from rtl.tensor.hier import place_leaf
 from rtl.tensor.layouts import config_tag
 from rtl.tensor.pe import PE
 
@@ -84,19 +85,6 @@ class PERow(wiring.Component):
         for c in range(C):
             ports = dict(en=self.en, col=Const(c, colw), mv_i=mv[c], ld_i=ld[c],
                          ps_i=self.ps_i[c], mv_o=mv[c + 1], ld_o=ld[c + 1], ps_o=self.ps_o[c])
-            if self.use_instances:
-                ins = {}
-                for name, sig in ports.items():
-                    pre = "o_" if name.endswith("_o") else "i_"
-                    ins[pre + name] = sig.as_value() if hasattr(sig, "as_value") else sig
-                m.submodules[f"pe_{c}"] = Instance(
-                    pe_module_name(cfg), i_clk=ClockSignal(), i_rst=ResetSignal(), **ins)
-            else:
-                pe = PE(cfg)
-                m.submodules[f"pe_{c}"] = pe
-                for name, sig in ports.items():
-                    if name.endswith("_o"):
-                        m.d.comb += sig.eq(getattr(pe, name))
-                    else:
-                        m.d.comb += getattr(pe, name).eq(sig)
+            place_leaf(m, f"pe_{c}", ports, module_name=pe_module_name(cfg),
+                       make=lambda: PE(cfg), use_instances=self.use_instances)
         return m
