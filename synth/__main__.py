@@ -42,7 +42,7 @@ def format_configs():
 
 def plan(cfg, blocks, *, fmax, sweep):
     """``(jobs, estimates, skipped)``: jobs to run, array estimates to derive from their results,
-    and notes on blocks too large to synthesize directly (``Block.max_direct_pes``)."""
+    and notes on blocks too large to synthesize directly (``Block.holds_array``)."""
     jobs, est, skipped = [], [], []
     seen = set()
 
@@ -58,10 +58,11 @@ def plan(cfg, blocks, *, fmax, sweep):
         for b in blocks:
             if not (in_preset or b.sweep):
                 continue
-            if b.max_direct_pes is not None and fc.macs > b.max_direct_pes:
-                skipped.append(f"`{b.name}` [{fc.name}] not synthesized: {fc.pe_rows} x "
-                               f"{fc.pe_cols} PEs exceed its direct-synthesis limit of "
-                               f"{b.max_direct_pes} (see the hierarchical array estimate)")
+            nd = max(DIRECT_SIZES)
+            if b.holds_array and max(fc.pe_rows, fc.pe_cols) > nd:
+                skipped.append(f"`{b.name}` [{fc.name}] not synthesized: its {fc.pe_rows} x "
+                               f"{fc.pe_cols} array is larger than the largest directly "
+                               f"synthesized one ({nd} x {nd}; see the hierarchical estimate)")
                 continue
             variants = b.variants(fc) if b.variants else (None,)
             for v in variants:

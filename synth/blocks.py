@@ -51,10 +51,11 @@ class Block:
     sweep : bool
         Whether ``make synth-sweep`` also synthesizes the block for every format configuration
         (False: only for the chosen preset, e.g. a whole engine that costs as much as an array).
-    max_direct_pes : int or None
-        A non-array block holding the whole array is synthesized only up to this many PEs
-        (``pe_rows * pe_cols``); above it the report names it as not synthesized (the array's
-        own area is then estimated hierarchically). None: no limit.
+    holds_array : bool
+        A non-array block that contains the whole array (e.g. the engine): it is synthesized
+        only while the preset's array is no larger than the largest directly synthesized array
+        size (``synth.__main__.DIRECT_SIZES``); above it the report names it as not synthesized
+        and the array's own area is estimated hierarchically.
     description : str
         One line for the Markdown report.
     """
@@ -67,7 +68,7 @@ class Block:
     pe_module: Optional[object] = None
     pnr: bool = True
     sweep: bool = True
-    max_direct_pes: Optional[int] = None
+    holds_array: bool = False
     description: str = ""
 
 
@@ -132,7 +133,7 @@ BLOCKS = (
     # megabytes of Verilog at 128 x 128) keep yosys' front end busy for far longer than
     # `make synth` may take; the array's area is estimated, the PSUM bits follow the config.
     Block(name="tensor_engine", module="rtl.tensor.engine", build=_build_engine, pnr=False,
-          sweep=False, max_direct_pes=256,
+          sweep=False, holds_array=True,
           description="tensor engine: array + PSUM banks (memory) + lane adders + control"),
 )
 
