@@ -50,7 +50,7 @@ synth-sweep: $(STAMP)
 
 ## make verilog: generated Verilog of the chosen preset under build/<preset>/verilog/
 verilog: $(STAMP)
-	CONFIG=$(SIM_CONFIG) $(PY) -m rtl.generate
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth.generate
 
 clean:
 	rm -rf build

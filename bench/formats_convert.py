@@ -8,24 +8,23 @@ test caches are untouched. ``cases_per_second`` counts checked vectors over the 
 streaming them (harness memory writes, simulation, read-back; golden model excluded).
 """
 
-from tb.fp_convert import designs
 from bench.unit_bench import cold_run
+from tb.fp_convert import designs
+from tb.units import DEPTH
 
 NAME = "formats_convert"  # part of bench_formats
 SEED = 12345
 N_RANDOM = 200_000
 
 
-def _unit(cfg, unit, make, formats):
-    params = {"seed": SEED, "formats": list(formats), "lane": 0, "depth": designs.DEPTH,
+def _unit(cfg, unit, formats):
+    params = {"seed": SEED, "formats": list(formats), "lane": 0, "depth": DEPTH,
               "tier": "fast", "n_random": N_RANDOM}
-    dut = make(cfg, params)
-    return cold_run(cfg, unit=unit, top=designs.harness(dut, params),
-                    test_module=f"tb.fp_convert.tb_{unit}", params=params, latency=dut.latency)
+    return cold_run(cfg, unit=unit, test_module=f"tb.fp_convert.tb_{unit}", params=params)
 
 
 def run(cfg):
     out = {}
-    out.update(_unit(cfg, "convert", designs.convert_dut, designs.CONVERT_FORMATS))
-    out.update(_unit(cfg, "widen", designs.widen_dut, designs.WIDEN_FORMATS))
+    out.update(_unit(cfg, "convert", designs.CONVERT_FORMATS))
+    out.update(_unit(cfg, "widen", designs.WIDEN_FORMATS))
     return out

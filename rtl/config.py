@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "FPFormat", "FORMATS", "FP32", "TF32", "BF16", "FP16", "FP8_E5M2", "FP8_E4M3", "FP8_E4M3FN",
-    "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "PRESETS", "get_preset", "preset_from_env",
+    "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "check_config", "PRESETS", "get_preset",
+    "preset_from_env",
 ]
 
 
@@ -344,6 +345,16 @@ class CoreConfig:
         d["derived"] = {"macs": self.macs, "psum_bank_bytes": self.psum_bank_bytes,
                         "sbuf_bits": self.sbuf_bits, "psum_bits": self.psum_bits}
         return d
+
+
+def check_config(cfg, owner):
+    """``cfg`` itself; ``TypeError`` naming ``owner`` unless it is a :class:`CoreConfig`.
+
+    The one check every block's constructor (and its ``Signature``) runs on its config.
+    """
+    if not isinstance(cfg, CoreConfig):
+        raise TypeError(f"{owner} cfg must be a CoreConfig, not {cfg!r}")
+    return cfg
 
 
 DEFAULT = CoreConfig(name="default")

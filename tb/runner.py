@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build generated Verilog with Verilator and run a cocotb module on it, from pytest or a script.
 
-One build directory per (preset, design name) under ``build/sim/``; the build is locked with
+One naming scheme (:func:`sim_name`): a build is ``build/sim/<preset>/<unit>_<hash>``, the hash
+over the whole config and the variant parameters that change the Verilog, so two designs never
+share a directory and a rerun reuses its own. The build is locked with
 ``fcntl.flock`` so pytest-xdist workers never build the same directory at once, and Verilator
 skips unchanged Verilog (compared by content), so a warm rerun costs a fraction of a second.
 The cocotb module receives the config and any parameters as JSON in environment variables and
@@ -11,6 +13,7 @@ rebuilds the same Python objects (for ``latency`` and layouts) instead of restat
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import sys
@@ -18,6 +21,8 @@ import time
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from pathlib import Path
+
+from rtl.emit import write_design
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -57,24 +62,16 @@ def setup_verilator_env():
 
 def drop_stale_objects(build_dir: Path, flags: str):
     """make does not track compiler flags: drop the objects and precompiled headers of a build
-    directory last built with other ``flags``."""
+    directory last built with other ``flags``. A build interrupted before Verilator wrote its
+    makefile leaves a file list that makes the next Verilator run skip its work: drop it."""
     stamp = build_dir / "make_flags.txt"
     if build_dir.exists() and (not stamp.exists() or stamp.read_text() != flags):
         for f in list(build_dir.glob("*.o")) + list(build_dir.glob("*.gch")):
             f.unlink()
+    if not (build_dir / "Vtop.mk").exists():
+        (build_dir / "Vtop__verFiles.dat").unlink(missing_ok=True)
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(flags)
-
-
-def write_if_changed(path: Path, text: str) -> bool:
-    """Write ``text`` to ``path`` unless it already holds exactly that; True if written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.read_text() == text:
-        return False
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    tmp.replace(path)
-    return True
 
 
 @contextmanager
@@ -89,13 +86,11 @@ def locked(path: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def emit_verilog(top, name: str, out_dir: Path) -> Path:
-    """Convert the Amaranth component ``top`` to ``<out_dir>/<name>.v`` (only if it changed)."""
-    from amaranth.back import verilog
-    text = verilog.convert(top, name=name, emit_src=False)
-    path = out_dir / f"{name}.v"
-    write_if_changed(path, text)
-    return path
+def sim_name(unit, cfg, variant=None):
+    """Build directory and top-level module name of ``unit`` built from ``cfg`` and the
+    JSON-able ``variant`` (the parameters that change the Verilog): ``<unit>_<8 hex>``."""
+    key = json.dumps({"cfg": cfg.to_dict(), "variant": variant}, sort_keys=True, default=str)
+    return f"{unit}_{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 
 
 def build_dir_for(cfg, name: str) -> Path:
@@ -107,34 +102,38 @@ class SimBuild:
 
     Parameters
     ----------
-    top : wiring.Component
-        The design; converted to Verilog once per call (cheap) and rebuilt only if changed.
-    name : str
-        Verilog top-level module name; also the build sub-directory.
+    design : wiring.Component or rtl.emit.Design
+        The design (a top with any modules it instantiates by name); converted to Verilog by
+        :mod:`rtl.emit` once per call (cheap) and rebuilt only if its text changed.
+    unit : str
+        What is built (``"fma"``, ``"tensor_engine"``...); with ``cfg`` and ``variant`` it
+        makes the name (:func:`sim_name`), used for the top-level module and the build
+        directory. ``name`` overrides it (benchmarks that measure a cold build).
     cfg : CoreConfig
         The config, passed on to the cocotb module.
-    extra_sources : list of Path
-        Further Verilog files (e.g. a PE module converted once and instantiated).
+    variant : dict, optional
+        Parameters that change the Verilog (formats, depths...), for the name.
     build_args : sequence of str
         Verilator options added to :data:`FAST_BUILD_ARGS` (e.g. ``--hierarchical``).
     """
 
-    def __init__(self, top, *, name, cfg, extra_sources=(), build_args=(), waves=False):
+    def __init__(self, design, *, unit, cfg, variant=None, name=None, build_args=(),
+                 waves=False):
         setup_verilator_env()
         from cocotb_tools.runner import get_runner
-        self.name = name
+        self.name = name = name or sim_name(unit, cfg, variant)
         self.cfg = cfg
         self.build_dir = build_dir_for(cfg, name)
         self.waves = waves
         self.runner = get_runner("verilator")
         with locked(self.build_dir):
-            vfile = emit_verilog(top, name, self.build_dir / "src")
+            vfile, mods = write_design(design, name, self.build_dir / "src")
             t0 = time.monotonic()
             args = list(FAST_BUILD_ARGS) + list(build_args)
             drop_stale_objects(self.build_dir, " ".join([os.environ["MAKEFLAGS"], *args]))
             if waves:
                 args += ["--trace"]
-            self.runner.build(sources=[vfile, *extra_sources], hdl_toplevel=name,
+            self.runner.build(sources=[vfile, *mods], hdl_toplevel=name,
                               build_dir=self.build_dir, build_args=args, waves=waves,
                               log_file=self.build_dir / "build.log")
             self.build_seconds = time.monotonic() - t0

@@ -5,21 +5,19 @@ import random
 
 import cocotb
 
-from tb import env
 from tb.vectors import VectorTB
 
 
 @cocotb.test()
 async def stream_all_vectors(dut):
-    p = env.params()
-    seed = p["seed"]
+    tb = VectorTB(dut, latency=8)
+    p, seed = tb.params, tb.seed
     rng = random.Random(seed)
     mask = (1 << p["width"]) - 1
-    tb = VectorTB(dut, p["depth"])
     await tb.reset()
     for bubbles in (False, True):
         words = [rng.randrange(1 << p["width"]) for _ in range(p["count"])]
-        got = await tb.run(words, bubbles=bubbles)
+        got = await tb.run_words(words, bubbles=bubbles)
         want = [(3 * w + 1) & mask for w in words]
         assert got == want, f"seed={seed} bubbles={bubbles}: first mismatch at " \
             f"{next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)}"

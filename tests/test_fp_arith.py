@@ -1,44 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
 """FP arithmetic units (exact multiplier, FMA, FP32 adder) against ``golden.arith``, bit for bit.
 
-cocotb + Verilator through ``tb.runner.SimBuild`` and ``tb.harness.VectorHarness``: one build
+cocotb + Verilator through ``tb.units.sim`` (a ``tb.harness.VectorHarness`` around the unit): one build
 per unit covers every enabled format pair through the run-time format selects. The fast tier
 runs the exhaustive FP8 x FP8 products, directed corners and ~50-100k random cases per unit;
 ``@pytest.mark.full`` runs >= 1,000,000 random cases per unit.
 """
 
 import gc
-import json
 
 import pytest
 
-from tb.fp_arith import designs
-from tb.runner import SimBuild
+from tb import units
 
 #: Constructors that raise leave a never-elaborated object behind: intended in those tests
 #: (which collect it with ``gc.collect()`` while this filter is active).
 NOT_ELABORATED = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
 
-def probe(design):
-    """``design``, built only to read its layouts and latency (never elaborated, no warning)."""
-    from rtl.fp.pipe import owned
-    return owned(design)
-
-
-def run_unit(unit, cfg, seed, *, tier, metrics=None, **params):
+def run_unit(unit, cfg, seed, *, tier, **params):
     """Build (cached) and run one unit's cocotb module; returns the SimBuild."""
     params = {"seed": seed, **params}
-    if metrics:
-        params["metrics"] = str(metrics)
-    sim = SimBuild(designs.harness(unit, cfg), name=designs.build_name(unit, cfg), cfg=cfg)
+    sim = units.sim(unit, cfg, params)
     print(f"{unit}: verilator build {sim.build_seconds:.1f} s")
     sim.run(f"tb.fp_arith.tb_{unit}", params=params, tag=tier)
     return sim
-
-
-def read_metrics(path):
-    return [json.loads(line) for line in open(path)] if path.exists() else []
 
 
 # --- multiplier ---------------------------------------------------------------------------------
@@ -81,8 +67,8 @@ def test_adder_full(cfg, seed):
 # --- pipeline depths (amaranth.sim, no Verilator build) -----------------------------------------
 
 def simulate(design, words, gaps):
-    """Feed packed ``words`` to ``design`` (``i_valid`` low on cycles where ``gaps`` is True)
-    in ``amaranth.sim``; return the packed ``o`` of every ``o_valid`` cycle, in order."""
+    """Feed packed ``words`` to ``design`` (``i.valid`` low on cycles where ``gaps`` is True)
+    in ``amaranth.sim``; return the packed ``o.payload`` of every ``o.valid`` cycle, in order."""
     from amaranth.hdl import Value
     from amaranth.sim import Simulator
     out = []
@@ -91,10 +77,10 @@ def simulate(design, words, gaps):
         k = 0
         for cyc in range(len(words) + len(gaps) + design.latency + 2):
             feed = k < len(words) and not (cyc < len(gaps) and gaps[cyc])
-            ctx.set(design.i_valid, int(feed))
-            ctx.set(Value.cast(design.i), words[k] if feed else 0)
-            if ctx.get(design.o_valid):
-                out.append(ctx.get(Value.cast(design.o)))
+            ctx.set(design.i.valid, int(feed))
+            ctx.set(Value.cast(design.i.payload), words[k] if feed else 0)
+            if ctx.get(design.o.valid):
+                out.append(ctx.get(Value.cast(design.o.payload)))
             k += feed
             await ctx.tick()
 
@@ -116,14 +102,15 @@ def test_fma_pipeline_depths(cfg, seed, mul_stages, add_stages):
     keeps order through valid gaps (the Verilator tests cover the preset's depth)."""
     import numpy as np
     from tb.fp_arith import vectors as v
+    from tb.pack import pack, unpack
     c2 = cfg.replace(mul_stages=mul_stages, add_stages=add_stages)
-    d = designs.dut("fma", c2)
+    d = units.dut("fma", c2)
     assert d.latency == mul_stages + add_stages
     rng = np.random.default_rng([seed, mul_stages, add_stages])
     fm = d.formats_a
     ia, a, ib, b, c = v.fma_random(rng, fm, 300)
-    words = v.pack(d.in_layout, a=a, b=b, fmt_a=ia, fmt_b=ib, c=c)
-    got = v.unpack(d.out_layout, simulate(d, words, list(rng.random(400) < 0.3)))["result"]
+    words = pack(d.in_layout, a=a, b=b, fmt_a=ia, fmt_b=ib, c=c)
+    got = unpack(d.out_layout, simulate(d, words, list(rng.random(400) < 0.3)))["result"]
     want = v.fma_expect(fm, ia, a, fm, ib, b, c)
     assert len(got) == len(want), f"seed={seed}: {len(got)} results for {len(want)} inputs"
     bad = np.flatnonzero(got.astype(np.uint32) != want)
@@ -136,26 +123,30 @@ def test_fma_pipeline_depths(cfg, seed, mul_stages, add_stages):
 # --- construction ------------------------------------------------------------------------------
 
 def test_interfaces_and_latency(cfg):
-    """Pipeline members, layouts and latencies the PE and the testbenches rely on."""
+    """Pipeline members, layouts and latencies the PE and the testbenches rely on, read from
+    the signatures (no unit is built)."""
     from rtl.config import FP4_E2M1
     from rtl.fp.adder import FP32Adder
     from rtl.fp.fma import FMA
     from rtl.fp.multiplier import ExactMultiplier
+    from rtl.pipeline import PipelineSignature
     c2 = cfg.replace(mul_stages=2, add_stages=3)
-    fma = probe(FMA(c2, formats_a=("bf16",), formats_b=("bf16",)))
+    fma = FMA.Signature(c2, formats_a=("bf16",), formats_b=("bf16",))
+    assert isinstance(fma, PipelineSignature)
     assert fma.latency == 5
     assert [n for n, _ in fma.in_layout] == ["a", "b", "fmt_a", "fmt_b", "c"]
     assert (fma.in_layout["a"].width, fma.in_layout["fmt_a"].width) == (16, 0)
     assert [n for n, _ in fma.out_layout] == ["result"]
-    assert set(fma.signature.members) == {"i_valid", "i", "o_valid", "o"}
-    mul = probe(ExactMultiplier(c2, formats_a=(FP4_E2M1,),
-                                formats_b=("fp8_e4m3fn", "fp8_e5m2")))
+    assert set(fma.members) == {"i", "o"}
+    assert set(fma.members["i"].signature.members) == {"payload", "valid", "ready"}
+    mul = ExactMultiplier.Signature(c2, formats_a=(FP4_E2M1,),
+                                    formats_b=("fp8_e4m3fn", "fp8_e5m2"))
     assert mul.latency == 2 and mul.sig_width == 2 + 4
     assert mul.in_layout["fmt_b"].width == 1
-    full = probe(ExactMultiplier(cfg, formats_a=("fp32",), formats_b=("fp32",)))
+    full = ExactMultiplier.Signature(cfg, formats_a=("fp32",), formats_b=("fp32",))
     assert full.out_layout["sig"].width == 48
-    assert probe(FP32Adder(c2)).latency == 3
-    assert probe(FMA(cfg)).formats_a == cfg.dense_formats
+    assert FP32Adder.Signature(c2).latency == 3
+    assert FMA.Signature(cfg).formats_a == cfg.dense_formats
 
 
 @NOT_ELABORATED
@@ -182,7 +173,7 @@ def test_bad_cfg_and_layout(cfg):
     with pytest.raises(TypeError, match="cfg must be a CoreConfig"):
         FP32Adder("small")
     with pytest.raises(TypeError, match="term_layout must be"):
-        FusedAdd(cfg, data.StructLayout({"x": 4}))
+        FusedAdd(cfg, term_layout=data.StructLayout({"x": 4}))
     with pytest.raises(ValueError, match="'sig' width must be in"):
-        FusedAdd(cfg, exact_layout(49, range(-300, 300)))
+        FusedAdd(cfg, term_layout=exact_layout(49, range(-300, 300)))
     gc.collect()

@@ -14,28 +14,24 @@ from rtl.config import E8M0
 from rtl.fp.convert import ConvertFromFP32, default_convert_formats
 from rtl.fp.prng import XorWow
 from rtl.fp.widen import WidenToFP32, default_widen_formats
+from tb import units
 from tb.fp_convert import designs
-from tb.runner import SimBuild
 
-#: Constructors that raise still leave a half-built Elaboratable for the garbage collector,
-#: which Amaranth reports as unused; that is expected in the rejection tests.
-pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+#: A constructor that raises still leaves a half-built Elaboratable for the garbage collector,
+#: which Amaranth reports as unused: expected in the rejection tests (and only there).
+NOT_ELABORATED = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
 FAST_RANDOM = 100_000
 FULL_RANDOM = 1_000_000
 
 
-def run_unit(unit, cfg, seed, *, tier, n_random, formats=None, lane=0, metrics=None):
+def run_unit(unit, cfg, seed, *, tier, n_random, formats=None, lane=0):
     """Build (cached) and run one unit's cocotb module; returns the SimBuild."""
     formats = formats or (designs.CONVERT_FORMATS if unit == "convert"
                           else designs.WIDEN_FORMATS)
-    params = {"seed": seed, "formats": list(formats), "lane": lane, "depth": designs.DEPTH,
+    params = {"seed": seed, "formats": list(formats), "lane": lane, "depth": units.DEPTH,
               "tier": tier, "n_random": n_random}
-    if metrics:
-        params["metrics"] = str(metrics)
-    make = designs.convert_dut if unit == "convert" else designs.widen_dut
-    top = designs.harness(make(cfg, params), params)
-    sim = SimBuild(top, name=designs.build_name(unit, cfg, params), cfg=cfg)
+    sim = units.sim(unit, cfg, params)
     print(f"{unit}: verilator build {sim.build_seconds:.1f} s")
     sim.run(f"tb.fp_convert.tb_{unit}", params=params, tag=tier)
     return sim
@@ -85,33 +81,40 @@ def test_xorwow_rejects_bad_args():
 
 # --- construction -------------------------------------------------------------------------------
 
+@NOT_ELABORATED
 def test_convert_rejects_bad_args(cfg):
     with pytest.raises(ValueError, match="format must be one of"):
-        ConvertFromFP32(cfg, ["bf17"])
+        ConvertFromFP32(cfg, formats=["bf17"])
     with pytest.raises(ValueError, match="formats must not be empty"):
-        ConvertFromFP32(cfg, [])
+        ConvertFromFP32(cfg, formats=[])
     with pytest.raises(ValueError, match="must not repeat"):
-        ConvertFromFP32(cfg, ["bf16", "bf16"])
+        ConvertFromFP32(cfg, formats=["bf16", "bf16"])
     with pytest.raises(TypeError, match="formats entries"):
-        ConvertFromFP32(cfg, [E8M0])
+        ConvertFromFP32(cfg, formats=[E8M0])
     with pytest.raises(TypeError, match="formats must be a sequence"):
-        ConvertFromFP32(cfg, "bf16")
+        ConvertFromFP32(cfg, formats="bf16")
     with pytest.raises(ValueError, match="lane"):
-        ConvertFromFP32(cfg, ["bf16"], lane=-1)
+        ConvertFromFP32(cfg, formats=["bf16"], lane=-1)
     with pytest.raises(TypeError, match="cfg"):
-        WidenToFP32(None, ["bf16"])
+        WidenToFP32(None, formats=["bf16"])
+    with pytest.raises(TypeError, match="positional"):
+        ConvertFromFP32(cfg, ["bf16"])      # formats is keyword-only
+    import gc
+    gc.collect()
 
 
 def test_defaults_follow_config(cfg):
-    conv = designs.unelaborated(ConvertFromFP32(cfg))
+    """Defaults from the config, read from the signatures (no unit is built)."""
+    conv = ConvertFromFP32.Signature(cfg)
     assert conv.formats == default_convert_formats(cfg)
     assert "fp32" not in [f.name for f in conv.formats]
     assert conv.code_width == max(f.width for f in conv.formats)
-    widen = designs.unelaborated(WidenToFP32(cfg))
+    assert conv.latency == 3
+    widen = WidenToFP32.Signature(cfg)
     assert widen.formats == default_widen_formats(cfg)
     assert (E8M0 in widen.formats) == bool(cfg.mx_formats)
-    bf16 = designs.unelaborated(
-        ConvertFromFP32(cfg.replace(name="x", formats=("bf16",), mx_formats=())))
+    assert widen.latency == 2
+    bf16 = ConvertFromFP32.Signature(cfg.replace(name="x", formats=("bf16",), mx_formats=()))
     assert [f.name for f in bf16.formats] == ["bf16"] and bf16.code_width == 16
 
 

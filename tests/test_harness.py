@@ -12,6 +12,6 @@ from tb.runner import SimBuild
 def test_harness_streams_in_order(cfg, seed, latency):
     depth = 64
     top = VectorHarness(AffinePipeline(width=16, latency=latency), depth=depth)
-    sim = SimBuild(top, name=f"harness_selftest_l{latency}", cfg=cfg)
+    sim = SimBuild(top, unit="harness_selftest", cfg=cfg, variant={"latency": latency})
     sim.run("tb.tb_harness_selftest", params={"seed": seed, "width": 16, "depth": depth,
                                               "count": 150})

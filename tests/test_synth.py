@@ -22,7 +22,7 @@ from amaranth.lib import memory, wiring  # noqa: E402
 from amaranth.lib.wiring import In, Out  # noqa: E402
 
 from synth import blocks as registry  # noqa: E402
-from synth.__main__ import derive_estimates, main, plan  # noqa: E402
+from synth.cli import derive_estimates, main, plan  # noqa: E402
 from synth.blocks import Block  # noqa: E402
 from synth.design import Design  # noqa: E402
 from synth.estimate import METRICS  # noqa: E402
@@ -133,7 +133,7 @@ def test_area_only_liberty_areas_come_from_the_lefs(tmp_path):
 # --- the flow on fixtures ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def fixture_results(small, outdir):
-    from synth.__main__ import array_cfg
+    from synth.cli import array_cfg
     jobs = [Job(FIX_PE, None, small, fmax=True), Job(FIX_MEM, None, small)]
     jobs += [Job(FIX_GRID, None, array_cfg(small, n), extra={"format_cfg": "small", "n": n})
              for n in (2, 4, 8, 16)]
@@ -258,7 +258,7 @@ def test_every_registered_block_reports_nonzero_cells(small, outdir):
 def test_tensor_array_estimate_within_5_percent(small, outdir):
     """The real array (BF16-only small config to keep the PE small): synthesized at 2, 4, 8, 16;
     area grows as N^2 PEs + fitted edge; the estimate of 16 from 2, 4, 8 is within 5 %."""
-    from synth.__main__ import array_cfg
+    from synth.cli import array_cfg
     b = registry.get_block("tensor_array")
     assert registry.is_available(b)
     fc = small.replace(name="small_bf16", formats=("bf16",), mx_formats=())

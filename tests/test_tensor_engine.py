@@ -8,9 +8,8 @@ Fast tier: the ``small`` preset (or ``CONFIG=``). ``full``: more seeds and longe
 
 import pytest
 
-from bench.bench_tensor_engine import depths_for
 from rtl.config import get_preset
-from tb.tensor.build import tensor_sim
+from tb.tensor.build import depths_for, tensor_sim
 
 
 def test_tensor_engine(cfg, seed):

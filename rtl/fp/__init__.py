@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Floating-point datapath.
 
-Every unit is a ``wiring.Component`` with the pipeline members ``i_valid: In(1)``,
-``i: In(in_layout)``, ``o_valid: Out(1)``, ``o: Out(out_layout)`` (``StructLayout`` views; the
-layouts are also attributes), a ``latency`` property, one operation per cycle and no
-back-pressure (registers load every cycle; ``o_valid`` is ``i_valid`` delayed by ``latency``).
+Every unit is a :class:`rtl.pipeline.Pipeline`: members ``i`` and ``o``, each an
+``amaranth.lib.stream`` interface (``valid``, ``payload``; ``ready`` is the constant 1) whose
+payload is a ``StructLayout`` view; one operation per cycle and no back-pressure (registers load
+every cycle; ``o.valid`` is ``i.valid`` delayed by ``latency``). Each unit has a nested
+``Signature`` class taking the unit's own arguments, which gives ``in_layout``, ``out_layout`` and
+``latency`` without building the unit: ``FMA.Signature(cfg).latency``.
 
 Arithmetic half (numbers in ``docs/number-formats.md`` §2, §5):
 
@@ -21,7 +23,7 @@ unit                              ``i`` -> ``o``                            late
 A processing element uses :class:`rtl.fp.fma.FMA`::
 
     mac = FMA(cfg)                       # every cfg.dense_formats for a and b, run-time select
-    m.d.comb += [mac.i_valid.eq(v), mac.i.a.eq(x), mac.i.b.eq(w),
-                 mac.i.fmt_a.eq(k), mac.i.fmt_b.eq(k), mac.i.c.eq(acc)]
-    # mac.o.result (FP32 bits) is valid mac.latency cycles later, with mac.o_valid
+    m.d.comb += [mac.i.valid.eq(v), mac.i.payload.a.eq(x), mac.i.payload.b.eq(w),
+                 mac.i.payload.fmt_a.eq(k), mac.i.payload.fmt_b.eq(k), mac.i.payload.c.eq(acc)]
+    # mac.o.payload.result (FP32 bits) is valid mac.latency cycles later, with mac.o.valid
 """

@@ -3,17 +3,16 @@
 
 from amaranth.hdl import Module
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from rtl.config import FP32
 from rtl.fp.fused_add import FusedAdd
-from rtl.fp.pipe import owned
-from rtl.fp.unpack import Unpack, check_cfg
+from rtl.fp.unpack import Unpack
+from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["FP32Adder"]
 
 
-class FP32Adder(wiring.Component):
+class FP32Adder(Pipeline):
     """``result = RNE_fp32(a + b)``: IEEE 754 binary32 with subnormals, overflow to ±Inf,
     canonical NaN ``0x7FC00000``, ``+0`` for an exact zero sum of opposite signs
     (contract §5; equal to numpy float32 addition up to the NaN encoding).
@@ -27,43 +26,36 @@ class FP32Adder(wiring.Component):
 
     Members
     -------
-    i_valid : In(1)
-    i : In(StructLayout)
+    i : In(stream.Signature(in_layout, always_ready=True))
         ``a``, ``b`` (``unsigned(32)`` each, FP32 bits).
-    o_valid : Out(1)
-        ``i_valid`` delayed by ``latency``.
-    o : Out(StructLayout)
-        ``result`` (``unsigned(32)``).
+    o : Out(stream.Signature(out_layout, always_ready=True))
+        ``result`` (``unsigned(32)``); ``o.valid`` is ``i.valid`` delayed by ``latency``.
 
     Latency ``cfg.add_stages`` cycles; one addition per cycle; no back-pressure.
     """
 
-    def __init__(self, cfg):
-        self.cfg = check_cfg(cfg)
-        self._unpack = owned(Unpack((FP32,)))
-        self._add = owned(FusedAdd(cfg, self._unpack.layout))
-        self.in_layout = data.StructLayout({"a": 32, "b": 32})
-        self.out_layout = self._add.out_layout
-        super().__init__({
-            "i_valid": In(1), "i": In(self.in_layout),
-            "o_valid": Out(1), "o": Out(self.out_layout),
-        })
+    class Signature(PipelineSignature):
+        """Layouts and latency (``cfg.add_stages``) of an :class:`FP32Adder`."""
 
-    @property
-    def latency(self):
-        """Cycles from ``i`` to ``o`` (``cfg.add_stages``)."""
-        return self._add.latency
+        def __init__(self, cfg):
+            self.term_layout = Unpack.Signature((FP32,)).layout
+            add = FusedAdd.Signature(cfg, term_layout=self.term_layout)
+            super().__init__(data.StructLayout({"a": 32, "b": 32}), add.out_layout,
+                             latency=add.latency)
+
+    def __init__(self, cfg):
+        super().__init__(self.Signature(cfg))
+        self.cfg = cfg
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.unpack_b = ub = self._unpack
-        m.submodules.add = add = self._add
+        m.submodules.unpack_b = ub = Unpack((FP32,))
+        m.submodules.add = add = FusedAdd(self.cfg, term_layout=self.signature.term_layout)
         m.d.comb += [
-            ub.code.eq(self.i.b),
-            add.i_valid.eq(self.i_valid),
-            add.i.c.eq(self.i.a),
-            add.i.p.eq(ub.o),
-            self.o_valid.eq(add.o_valid),
-            self.o.eq(add.o),
+            ub.code.eq(self.i.payload.b),
+            add.i.valid.eq(self.i.valid),
+            add.i.payload.c.eq(self.i.payload.a),
+            add.i.payload.p.eq(ub.o),
         ]
+        wiring.connect(m, add.o, wiring.flipped(self.o))
         return m

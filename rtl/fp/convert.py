@@ -2,11 +2,11 @@
 """FP32 -> narrower format conversion with RNE or stochastic rounding (contract §2-§3)."""
 
 from amaranth.hdl import Module, Signal, signed, Cat, Mux, Const
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
-from rtl.config import CoreConfig, FPFormat, E8M0
+from rtl.config import FPFormat, E8M0, check_config
 from rtl.fp.prng import XorWow
+from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["ConvertFromFP32", "resolve_formats", "default_convert_formats"]
 
@@ -19,8 +19,7 @@ _SHIFT_MAX = _SIG + _FRAC          # any larger shift leaves I = 0 and F32 = 0
 
 def resolve_formats(cfg, formats, owner, *, allow_e8m0=False):
     """``formats`` (names or :class:`FPFormat`) as a tuple of format objects, validated."""
-    if not isinstance(cfg, CoreConfig):
-        raise TypeError(f"{owner} cfg must be a CoreConfig, not {cfg!r}")
+    check_config(cfg, owner)
     if isinstance(formats, (str, FPFormat)) or not hasattr(formats, "__iter__"):
         raise TypeError(f"{owner} formats must be a sequence of format names or FPFormat, "
                         f"not {formats!r}")
@@ -53,7 +52,7 @@ def default_convert_formats(cfg):
     return tuple(fmts)
 
 
-class ConvertFromFP32(wiring.Component):
+class ConvertFromFP32(Pipeline):
     """Convert FP32 bits to the code of a format chosen per element at run time.
 
     Implements ``docs/number-formats.md`` §2-§3 bit for bit: RNE or stochastic rounding (SR),
@@ -62,7 +61,7 @@ class ConvertFromFP32(wiring.Component):
     format without NaN), Inf to ±Inf or ±max.
 
     Pipeline: 3 register stages (unpack/align amount, shift, round/pack); one element per
-    cycle, no stalls; ``o_valid`` follows ``i_valid`` by :attr:`latency` cycles. The lane's
+    cycle, no stalls; ``o.valid`` follows ``i.valid`` by :attr:`latency` cycles. The lane's
     :class:`~rtl.fp.prng.XorWow` advances exactly once per valid element with ``sr = 1``
     (whatever its value, NaN/Inf/zero included), in element order, so bubbles do not change
     results; RNE elements do not advance it. Reset restores the seed state.
@@ -71,7 +70,7 @@ class ConvertFromFP32(wiring.Component):
     ----------
     cfg : CoreConfig
         Supplies ``sr_seed`` and resolves format names (``"cfp8"``).
-    formats : sequence of str or FPFormat, optional
+    formats : sequence of str or FPFormat, keyword-only, optional
         Selectable destination formats; ``i.fmt`` indexes this tuple. Default:
         :func:`default_convert_formats`. An ``i.fmt`` beyond the tuple selects the last format.
     lane : int
@@ -79,34 +78,36 @@ class ConvertFromFP32(wiring.Component):
 
     Members
     -------
-    i_valid : In(1)
-    i : In(StructLayout({"x": 32, "fmt": range(len(formats)), "sr": 1}))
+    i : In(stream.Signature(StructLayout({"x": 32, "fmt": range(len(formats)), "sr": 1}),
+            always_ready=True))
         ``x``: FP32 bits; ``fmt``: destination index; ``sr``: 0 = RNE, 1 = stochastic.
-    o_valid : Out(1)
-    o : Out(StructLayout({"code": widest format width}))
+    o : Out(stream.Signature(StructLayout({"code": widest format width}), always_ready=True))
         The code, zero-extended above the selected format's width.
     """
 
-    def __init__(self, cfg, formats=None, *, lane=0):
-        if formats is None:
-            formats = default_convert_formats(cfg)
-        self.formats = resolve_formats(cfg, formats, "ConvertFromFP32")
+    class Signature(PipelineSignature):
+        """Layouts and latency (3) of a :class:`ConvertFromFP32`; attributes ``formats`` and
+        ``code_width``."""
+
+        def __init__(self, cfg, *, formats=None):
+            if formats is None:
+                formats = default_convert_formats(check_config(cfg, "ConvertFromFP32"))
+            self.formats = resolve_formats(cfg, formats, "ConvertFromFP32")
+            self.code_width = max(f.width for f in self.formats)
+            super().__init__(
+                data.StructLayout({"x": 32, "fmt": range(len(self.formats)), "sr": 1}),
+                data.StructLayout({"code": self.code_width}), latency=3)
+
+    def __init__(self, cfg, *, formats=None, lane=0):
         if isinstance(lane, bool) or not isinstance(lane, int) or lane < 0:
             raise ValueError(f"ConvertFromFP32 lane must be an integer >= 0, not {lane!r}")
+        super().__init__(self.Signature(cfg, formats=formats))
+        self.formats = self.signature.formats
         self.cfg, self.lane = cfg, lane
-        self.code_width = max(f.width for f in self.formats)
+        self.code_width = self.signature.code_width
         #: FP32 subnormal inputs need a leading-zero count only if some format has normals
         #: below 2**-126.
         self._need_lzc = any(f.emin < -126 for f in self.formats)
-        self.in_layout = data.StructLayout({"x": 32, "fmt": range(len(self.formats)), "sr": 1})
-        self.out_layout = data.StructLayout({"code": self.code_width})
-        super().__init__({"i_valid": In(1), "i": In(self.in_layout),
-                          "o_valid": Out(1), "o": Out(self.out_layout)})
-
-    @property
-    def latency(self):
-        """Cycles from ``i_valid`` to ``o_valid``."""
-        return 3
 
     def _cases(self, m, sel):
         """``m.Switch(sel)`` with one case per format; the last is the default."""
@@ -122,7 +123,7 @@ class ConvertFromFP32(wiring.Component):
         nf = len(self.formats)
 
         # ---- stage 1: unpack, classify, quantum exponent and alignment shift ---------------
-        x = self.i.x
+        x = self.i.payload.x
         sgn, ef, man = x[31], x[23:31], x[:23]
         ex = Signal(signed(12))         # floor(log2|x|) for finite nonzero x (clamped below)
         lsb = Signal(signed(12))        # log2 of the FP32 significand's LSB
@@ -139,7 +140,7 @@ class ConvertFromFP32(wiring.Component):
             m.d.comb += ex.eq(Mux(ef == 0, -127, ef - 127))
         shift = Signal(range(_SHIFT_MAX + 1))
         bexp = Signal(range(1 << 10))   # biased exponent field - 1 of the quantum's binade
-        for f in self._cases(m, self.i.fmt):
+        for f in self._cases(m, self.i.payload.fmt):
             eq = Mux(ex > f.emin, ex, f.emin)          # max(E, emin)
             sh = eq - f.man_bits - lsb                 # >= 0 for every FP32 subset format
             m.d.comb += [shift.eq(Mux(sh > _SHIFT_MAX, _SHIFT_MAX, sh)),
@@ -148,8 +149,8 @@ class ConvertFromFP32(wiring.Component):
         s1 = Signal(data.StructLayout({
             "valid": 1, "sr": 1, "fmt": range(nf), "sgn": 1, "nan": 1, "inf": 1,
             "sig": _SIG, "shift": range(_SHIFT_MAX + 1), "bexp": range(1 << 10)}))
-        m.d.sync += s1.valid.eq(self.i_valid)
-        m.d.sync += [s1.sr.eq(self.i.sr), s1.fmt.eq(self.i.fmt), s1.sgn.eq(sgn),
+        m.d.sync += s1.valid.eq(self.i.valid)
+        m.d.sync += [s1.sr.eq(self.i.payload.sr), s1.fmt.eq(self.i.payload.fmt), s1.sgn.eq(sgn),
                      s1.nan.eq((ef == 0xFF) & (man != 0)), s1.inf.eq((ef == 0xFF) & (man == 0)),
                      s1.sig.eq(Cat(man, ef != 0)), s1.shift.eq(shift), s1.bexp.eq(bexp)]
 
@@ -193,6 +194,6 @@ class ConvertFromFP32(wiring.Component):
                     m.d.comb += res.eq(f.nan_code)
             m.d.comb += code.eq(Cat(res, sgn))
 
-        m.d.sync += self.o_valid.eq(s2.valid)
-        m.d.sync += self.o.code.eq(code)
+        m.d.sync += self.o.valid.eq(s2.valid)
+        m.d.sync += self.o.payload.code.eq(code)
         return m

@@ -2,12 +2,12 @@
 """FP32 addend + exact term, rounded once to FP32 (RNE): the adder half of the fused MAC."""
 
 from amaranth.hdl import Module, Signal, Mux, Cat, Const, signed
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
-from rtl.config import FP32
+from rtl.config import FP32, check_config
 from rtl.fp.pipe import stage
-from rtl.fp.unpack import Unpack, check_cfg
+from rtl.fp.unpack import Unpack
+from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["FusedAdd", "lzc"]
 
@@ -36,7 +36,7 @@ def lzc(m, value, *, name="lzc"):
     return out
 
 
-class FusedAdd(wiring.Component):
+class FusedAdd(Pipeline):
     """``result = RNE_fp32(c + p)`` for an FP32 addend ``c`` and an exact term ``p``.
 
     One rounding, IEEE 754 binary32: subnormals in and out, overflow to ±Inf, canonical NaN
@@ -56,18 +56,16 @@ class FusedAdd(wiring.Component):
     ----------
     cfg : CoreConfig
         Supplies ``add_stages`` (the latency, 0..4 pipeline registers).
-    term_layout : StructLayout
+    term_layout : StructLayout, keyword-only
         :func:`rtl.fp.unpack.exact_layout` of the term (e.g. ``ExactMultiplier.out_layout``).
 
     Members
     -------
-    i_valid : In(1)
-    i : In(StructLayout)
+    i : In(stream.Signature(in_layout, always_ready=True))
         ``c`` (``unsigned(32)``, FP32 bits) and ``p`` (``term_layout``).
-    o_valid : Out(1)
-        ``i_valid`` delayed by ``latency``.
-    o : Out(StructLayout)
-        ``result`` (``unsigned(32)``, FP32 bits).
+    o : Out(stream.Signature(out_layout, always_ready=True))
+        ``result`` (``unsigned(32)``, FP32 bits); ``o.valid`` is ``i.valid`` delayed by
+        ``latency``.
 
     Latency ``cfg.add_stages``; one input per cycle, no back-pressure. Registers sit after the
     add (2 stages), after the alignment (3) and after the normalizing shift (4), and always at
@@ -76,38 +74,38 @@ class FusedAdd(wiring.Component):
 
     G = 26
 
-    def __init__(self, cfg, term_layout):
-        self.cfg = check_cfg(cfg)
-        if not isinstance(term_layout, data.StructLayout) or \
-                {n for n, _ in term_layout} != {"sign", "sig", "exp", "is_zero", "is_inf",
-                                                 "is_nan"}:
-            raise TypeError(f"term_layout must be an rtl.fp.unpack.exact_layout, "
-                            f"not {term_layout!r}")
+    class Signature(PipelineSignature):
+        """Layouts and latency (``cfg.add_stages``) of a :class:`FusedAdd`."""
+
+        def __init__(self, cfg, *, term_layout):
+            check_config(cfg, "FusedAdd")
+            if not isinstance(term_layout, data.StructLayout) or \
+                    {n for n, _ in term_layout} != {"sign", "sig", "exp", "is_zero", "is_inf",
+                                                     "is_nan"}:
+                raise TypeError(f"term_layout must be an rtl.fp.unpack.exact_layout, "
+                                f"not {term_layout!r}")
+            width = term_layout["sig"].width
+            if not 1 <= width <= 48:
+                raise ValueError(f"term_layout 'sig' width must be in [1, 48], not {width}")
+            self.term_layout = term_layout
+            super().__init__(data.StructLayout({"c": 32, "p": term_layout}),
+                             data.StructLayout({"result": 32}), latency=cfg.add_stages)
+
+    def __init__(self, cfg, *, term_layout):
+        super().__init__(self.Signature(cfg, term_layout=term_layout))
+        self.cfg = cfg
         self.term_layout = term_layout
         self.W = term_layout["sig"].width
-        if not 1 <= self.W <= 48:
-            raise ValueError(f"term_layout 'sig' width must be in [1, 48], not {self.W}")
         self.P_MAX = self.G + self.W + 2     # highest LSB position of c in the window
         self.T = self.P_MAX + 25              # window width (c's 24 bits + carry)
-        self.in_layout = data.StructLayout({"c": 32, "p": term_layout})
-        self.out_layout = data.StructLayout({"result": 32})
-        super().__init__({
-            "i_valid": In(1), "i": In(self.in_layout),
-            "o_valid": Out(1), "o": Out(self.out_layout),
-        })
-
-    @property
-    def latency(self):
-        """Cycles from ``i`` to ``o`` (``cfg.add_stages``)."""
-        return self.cfg.add_stages
 
     def elaborate(self, platform):
         m = Module()
         cuts = _CUTS[self.latency]
         G, W, P_MAX, T = self.G, self.W, self.P_MAX, self.T
         m.submodules.unpack_c = uc = Unpack((FP32,))
-        m.d.comb += uc.code.eq(self.i.c)
-        c, p = uc.o, self.i.p
+        m.d.comb += uc.code.eq(self.i.payload.c)
+        c, p = uc.o, self.i.payload.p
         ew = max(len(p.exp), len(c.exp)) + T.bit_length() + 3    # internal exponent width
 
         # --- specials and alignment --------------------------------------------------------
@@ -120,7 +118,7 @@ class FusedAdd(wiring.Component):
             m.d.comb += special.eq(Cat(Const(FP32_INF, 31), inf_sign))
         with m.Elif(p.is_zero):
             m.d.comb += special.eq(Mux(c.is_zero, Cat(Const(0, 31), c.sign & p.sign),
-                                       self.i.c))
+                                       self.i.payload.c))
         is_special = nan | c.is_inf | p.is_inf | p.is_zero
 
         d = Signal(signed(ew))      # right shift of c from its highest place P_MAX
@@ -141,7 +139,7 @@ class FusedAdd(wiring.Component):
         p_al = Signal(G + W)
         m.d.comb += p_al.eq(p.sig << G)
 
-        valid, x = stage(m, "align" in cuts, self.i_valid,
+        valid, x = stage(m, "align" in cuts, self.i.valid,
                          {"c_al": c_al, "p_al": p_al, "c_sign": c.sign, "p_sign": p.sign,
                           "base": base, "special": special, "is_special": is_special},
                          name="align")
@@ -205,5 +203,5 @@ class FusedAdd(wiring.Component):
             m.d.comb += result.eq(Cat(packed[:31], x["sign"]))
 
         valid, x = stage(m, "out" in cuts, valid, {"result": result}, name="out")
-        m.d.comb += [self.o_valid.eq(valid), self.o.result.eq(x["result"])]
+        m.d.comb += [self.o.valid.eq(valid), self.o.payload.result.eq(x["result"])]
         return m

@@ -3,7 +3,7 @@
 
 from amaranth.hdl import Signal
 
-__all__ = ["stage", "delay", "owned"]
+__all__ = ["stage", "delay"]
 
 
 def stage(m, enabled, valid, values, *, name):
@@ -32,10 +32,3 @@ def delay(m, value, cycles, *, name):
         m.d.sync += r.eq(value)
         value = r
     return value
-
-
-def owned(sub):
-    """Mark ``sub``, an Elaboratable created in its owner's ``__init__`` (to read its layouts),
-    as reported through the owner: only the owner warns if it is never elaborated."""
-    sub._MustUse__silence = True
-    return sub

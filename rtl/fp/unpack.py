@@ -6,9 +6,9 @@ from amaranth.hdl import Module, Shape, Mux
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.config import FPFormat, CoreConfig
+from rtl.config import FPFormat
 
-__all__ = ["exact_layout", "exp_range", "check_formats", "check_cfg", "Unpack"]
+__all__ = ["exact_layout", "exp_range", "check_formats", "Unpack"]
 
 
 def exact_layout(sig_width, exp_shape):
@@ -54,13 +54,6 @@ def check_formats(arg, formats, cfg=None):
     return tuple(out)
 
 
-def check_cfg(cfg):
-    """``cfg`` itself; ``TypeError`` unless it is a :class:`CoreConfig`."""
-    if not isinstance(cfg, CoreConfig):
-        raise TypeError(f"cfg must be a CoreConfig, not {cfg!r}")
-    return cfg
-
-
 class Unpack(wiring.Component):
     """Combinational decode of a code of one of ``formats``, chosen at run time by ``fmt``.
 
@@ -82,19 +75,27 @@ class Unpack(wiring.Component):
         ``is_nan``. Latency 0 (combinational).
     """
 
-    def __init__(self, formats):
-        self.formats = check_formats("formats", formats)
-        self.code_width = max(f.width for f in self.formats)
-        self.sig_width = max(f.man_bits for f in self.formats) + 1
-        lo = min(exp_range(f)[0] for f in self.formats)
-        hi = max(exp_range(f)[1] for f in self.formats)
-        self.layout = exact_layout(self.sig_width, range(min(lo, -1), hi + 1))
-        super().__init__({
-            "code": In(self.code_width), "fmt": In(range(len(self.formats))),
-            "o": Out(self.layout),
-        })
+    class Signature(wiring.Signature):
+        """The decoder's members for ``formats``, with ``formats``, ``code_width``,
+        ``sig_width`` and ``layout`` (the exact layout of ``o``) as attributes."""
+
+        def __init__(self, formats):
+            self.formats = check_formats("formats", formats)
+            self.code_width = max(f.width for f in self.formats)
+            self.sig_width = max(f.man_bits for f in self.formats) + 1
+            lo = min(exp_range(f)[0] for f in self.formats)
+            hi = max(exp_range(f)[1] for f in self.formats)
+            self.layout = exact_layout(self.sig_width, range(min(lo, -1), hi + 1))
+            super().__init__({
+                "code": In(self.code_width), "fmt": In(range(len(self.formats))),
+                "o": Out(self.layout),
+            })
 
     latency = 0
+
+    def __init__(self, formats):
+        super().__init__(self.Signature(formats))
+        self.formats = self.signature.formats
 
     def _decode(self, m, fmt):
         o = self.o

@@ -2,11 +2,11 @@
 """Decode (widen) a narrow format's code to exact FP32 bits (contract §2, §5 "Decode")."""
 
 from amaranth.hdl import Module, Signal, signed, Cat, Mux
-from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
-from rtl.config import E8M0
+from rtl.config import E8M0, check_config
 from rtl.fp.convert import resolve_formats, default_convert_formats
+from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["WidenToFP32", "default_widen_formats"]
 
@@ -20,7 +20,7 @@ def default_widen_formats(cfg):
     return fmts + ((E8M0,) if cfg.mx_formats else ())
 
 
-class WidenToFP32(wiring.Component):
+class WidenToFP32(Pipeline):
     """Widen the code of a format chosen per element at run time to its exact FP32 bits.
 
     Every format is an FP32 subset, so this is exact: subnormal codes are normalised (or stay
@@ -30,46 +30,47 @@ class WidenToFP32(wiring.Component):
     ``0x7FC00000``.
 
     Pipeline: 2 register stages (unpack; normalise/pack), one element per cycle, no stalls;
-    ``o_valid`` follows ``i_valid`` by :attr:`latency` cycles.
+    ``o.valid`` follows ``i.valid`` by :attr:`latency` cycles.
 
     Parameters
     ----------
     cfg : CoreConfig
         Resolves format names (``"cfp8"``).
-    formats : sequence of str, FPFormat or E8M0, optional
+    formats : sequence of str, FPFormat or E8M0, keyword-only, optional
         Selectable source formats (``"e8m0"`` allowed); ``i.fmt`` indexes this tuple.
         Default: :func:`default_widen_formats`. An ``i.fmt`` beyond the tuple selects the last.
 
     Members
     -------
-    i_valid : In(1)
-    i : In(StructLayout({"code": widest format width, "fmt": range(len(formats))}))
+    i : In(stream.Signature(StructLayout({"code": widest width, "fmt": range(len(formats))}),
+            always_ready=True))
         The code in its low ``width`` bits (higher bits ignored) and the format index.
-    o_valid : Out(1)
-    o : Out(StructLayout({"x": 32}))
+    o : Out(stream.Signature(StructLayout({"x": 32}), always_ready=True))
         FP32 bits.
     """
 
-    def __init__(self, cfg, formats=None):
-        if formats is None:
-            formats = default_widen_formats(cfg)
-        self.formats = resolve_formats(cfg, formats, "WidenToFP32", allow_e8m0=True)
-        self.cfg = cfg
-        self.code_width = max(f.width for f in self.formats)
-        self.in_layout = data.StructLayout({"code": self.code_width,
-                                            "fmt": range(len(self.formats))})
-        self.out_layout = data.StructLayout({"x": 32})
-        super().__init__({"i_valid": In(1), "i": In(self.in_layout),
-                          "o_valid": Out(1), "o": Out(self.out_layout)})
+    class Signature(PipelineSignature):
+        """Layouts and latency (2) of a :class:`WidenToFP32`; attributes ``formats`` and
+        ``code_width``."""
 
-    @property
-    def latency(self):
-        """Cycles from ``i_valid`` to ``o_valid``."""
-        return 2
+        def __init__(self, cfg, *, formats=None):
+            if formats is None:
+                formats = default_widen_formats(check_config(cfg, "WidenToFP32"))
+            self.formats = resolve_formats(cfg, formats, "WidenToFP32", allow_e8m0=True)
+            self.code_width = max(f.width for f in self.formats)
+            super().__init__(data.StructLayout({"code": self.code_width,
+                                                "fmt": range(len(self.formats))}),
+                             data.StructLayout({"x": 32}), latency=2)
+
+    def __init__(self, cfg, *, formats=None):
+        super().__init__(self.Signature(cfg, formats=formats))
+        self.formats = self.signature.formats
+        self.cfg = cfg
+        self.code_width = self.signature.code_width
 
     def elaborate(self, platform):
         m = Module()
-        c = self.i.code
+        c = self.i.payload.code
         # ---- stage 1: per-format unpack into sign, class, 24-bit significand, exponent -------
         # value = sig / 2**23 * 2**pexp (sig's MSB at bit 23 for a normal code).
         s1 = Signal(data.StructLayout({"valid": 1, "sgn": 1, "nan": 1, "inf": 1, "zero": 1,
@@ -77,7 +78,7 @@ class WidenToFP32(wiring.Component):
         sgn, nan, inf, zero = Signal(), Signal(), Signal(), Signal()
         sig, pexp = Signal(_SIG), Signal(signed(10))
         last = len(self.formats) - 1
-        with m.Switch(self.i.fmt):
+        with m.Switch(self.i.payload.fmt):
             for k, f in enumerate(self.formats):
                 with (m.Default() if k == last else m.Case(k)):
                     if f is E8M0:
@@ -95,7 +96,7 @@ class WidenToFP32(wiring.Component):
                                      nan.eq((e == top) & (mm != 0))]
                     elif f.specials == "fn":
                         m.d.comb += nan.eq((e == top) & (mm == (1 << mb) - 1))
-        m.d.sync += s1.valid.eq(self.i_valid)
+        m.d.sync += s1.valid.eq(self.i.valid)
         m.d.sync += [s1.sgn.eq(sgn), s1.nan.eq(nan), s1.inf.eq(inf), s1.zero.eq(zero),
                      s1.sig.eq(sig), s1.pexp.eq(pexp)]
 
@@ -121,6 +122,6 @@ class WidenToFP32(wiring.Component):
             m.d.comb += bits.eq(0x7F800000)
         with m.If(s1.nan):
             m.d.comb += bits.eq(0x7FC00000)
-        m.d.sync += self.o_valid.eq(s1.valid)
-        m.d.sync += self.o.x.eq(Cat(bits[:31], s1.sgn))
+        m.d.sync += self.o.valid.eq(s1.valid)
+        m.d.sync += self.o.payload.x.eq(Cat(bits[:31], s1.sgn))
         return m

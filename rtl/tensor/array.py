@@ -7,8 +7,7 @@ from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.config import CoreConfig
-from rtl.fp.pipe import owned
+from rtl.config import CoreConfig, check_config
 from rtl.tensor.hier import place_leaf
 from rtl.tensor.pe import PE, FP32_EXP_MASK
 from rtl.tensor.row import PERow, pe_module_name, row_module_name
@@ -57,32 +56,46 @@ class SystolicArray(wiring.Component):
         enabled cycles after the ``mv_in`` beat of the same ``n``.
     """
 
+    class Signature(wiring.Signature):
+        """The array's members for ``cfg``, with ``pe`` (the :class:`PE.Signature`), the bus
+        layouts, ``row_skew`` and ``latency`` (enabled cycles from a beat on ``mv_in`` to its
+        result on ``out``: fill + drain of one column, ``(rows - 1) * row_skew + pe latency +
+        cols - 1``) as attributes."""
+
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "SystolicArray")
+            self.pe = pe = PE.Signature(cfg)
+            self.mv_layout, self.ld_layout, self.ps_layout = \
+                pe.mv_layout, pe.ld_layout, pe.ps_layout
+            self.out_layout = data.StructLayout({"valid": 1,
+                                                 "value": data.ArrayLayout(32, cfg.pe_cols)})
+            self.row_skew = pe.row_skew
+            R, C = cfg.pe_rows, cfg.pe_cols
+            self.latency = (R - 1) * pe.row_skew + pe.latency + (C - 1)
+            super().__init__({
+                "en": In(1),
+                "mv_in": In(data.ArrayLayout(self.mv_layout, cfg.pe_rows)),
+                "ld_in": In(data.ArrayLayout(self.ld_layout, cfg.pe_rows)),
+                "out": Out(self.out_layout),
+            })
+
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
+        super().__init__(self.Signature(cfg))
         self.cfg = cfg
         self.use_instances = use_instances
-        self.pe_proto = owned(PE(cfg))
-        self.mv_layout = self.pe_proto.mv_layout
-        self.ld_layout = self.pe_proto.ld_layout
-        self.ps_layout = self.pe_proto.ps_layout
-        self.out_layout = data.StructLayout({"valid": 1,
-                                             "value": data.ArrayLayout(32, cfg.pe_cols)})
-        super().__init__({
-            "en": In(1),
-            "mv_in": In(data.ArrayLayout(self.mv_layout, cfg.pe_rows)),
-            "ld_in": In(data.ArrayLayout(self.ld_layout, cfg.pe_rows)),
-            "out": Out(self.out_layout),
-        })
+        sig = self.signature
+        self.mv_layout, self.ld_layout, self.ps_layout = \
+            sig.mv_layout, sig.ld_layout, sig.ps_layout
+        self.out_layout = sig.out_layout
 
     @property
     def row_skew(self):
-        return self.pe_proto.row_skew
+        return self.signature.row_skew
 
     @property
     def latency(self):
-        """Enabled cycles from a beat on ``mv_in`` to its result on ``out`` (fill + drain of
-        one column: ``(rows - 1) * row_skew + pe_latency + cols - 1``)."""
-        R, C = self.cfg.pe_rows, self.cfg.pe_cols
-        return (R - 1) * self.row_skew + self.pe_proto.latency + (C - 1)
+        """Enabled cycles from a beat on ``mv_in`` to its result on ``out``."""
+        return self.signature.latency
 
     def elaborate(self, platform):
         m = Module()

@@ -3,21 +3,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from amaranth.hdl import Module, Signal, Mux, Cat, Const
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.config import CoreConfig
-from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name
+from rtl.config import CoreConfig, check_config
+from rtl.emit import Design
+from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name, row_module_name
 from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
                                 ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
 from rtl.tensor.psum import PsumUnit, psum_adder_module_name
 from rtl.fp.adder import FP32Adder
-from rtl.fp.pipe import owned
 
-__all__ = ["TensorEngine", "build_tensor_engine", "leaf_modules", "emit_leaf_verilog"]
+__all__ = ["TensorEngine", "build_tensor_engine", "leaf_modules", "leaf_pragmas"]
 
 #: Operations in flight between dispatch and their last PSUM write (op-descriptor FIFO depth).
 OPS_IN_FLIGHT = 8
@@ -82,40 +80,52 @@ class TensorEngine(wiring.Component):
     accepted; back-to-back matmuls issue one beat per cycle with no gap.
     """
 
+    class Signature(wiring.Signature):
+        """The engine's members for ``cfg``, with ``tl`` (its :class:`TensorLayouts`),
+        ``array`` and ``psum`` (the signatures of its parts), ``latency`` (cycles from a moving
+        beat's acceptance to its PSUM write with no stalls: input register, array, PSUM
+        pipeline) and ``swap_guard`` (enabled cycles after a weight swap starts before the next
+        load may enter the array: the swap must reach the last row first) as attributes."""
+
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "TensorEngine")
+            self.tl = tl = TensorLayouts(cfg)
+            self.array = SystolicArray.Signature(cfg)
+            self.psum = PsumUnit.Signature(cfg)
+            self.latency = 1 + self.array.latency + self.psum.latency
+            self.swap_guard = (cfg.pe_rows - 1) * self.array.row_skew + 1
+            super().__init__({
+                "cmd": In(stream.Signature(tl.cmd)),
+                "st": In(stream.Signature(tl.lanes_in)),
+                "mv": In(stream.Signature(tl.lanes_in)),
+                "res": Out(stream.Signature(tl.lanes_out)),
+                "err": Out(1), "err_code": Out(3), "busy": Out(1),
+                "mv_fire": Out(1), "psum_we": Out(1),
+            })
+
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
-        if not isinstance(cfg, CoreConfig):
-            raise TypeError(f"TensorEngine cfg must be a CoreConfig, not {cfg!r}")
+        super().__init__(self.Signature(cfg))
         self.cfg = cfg
-        self.tl = tl = TensorLayouts(cfg)
-        self.array = owned(SystolicArray(cfg, use_instances=use_instances))
-        self.psum = owned(PsumUnit(cfg, use_instances=use_instances))
-        super().__init__({
-            "cmd": In(stream.Signature(tl.cmd)),
-            "st": In(stream.Signature(tl.lanes_in)),
-            "mv": In(stream.Signature(tl.lanes_in)),
-            "res": Out(stream.Signature(tl.lanes_out)),
-            "err": Out(1), "err_code": Out(3), "busy": Out(1),
-            "mv_fire": Out(1), "psum_we": Out(1),
-        })
+        self.tl = self.signature.tl
+        self.use_instances = use_instances
 
     @property
     def latency(self):
-        """Cycles from a moving beat's acceptance to its PSUM write (no stalls): input register,
-        array (skew, rows, columns, de-skew), PSUM pipeline."""
-        return 1 + self.array.latency + self.psum.latency
+        """Cycles from a moving beat's acceptance to its PSUM write (no stalls)."""
+        return self.signature.latency
 
     @property
     def swap_guard(self):
-        """Enabled cycles after a weight swap starts before the next load may enter the array
-        (the swap must reach the last row first)."""
-        return (self.cfg.pe_rows - 1) * self.array.row_skew + 1
+        """Enabled cycles after a weight swap starts before the next load may enter the
+        array."""
+        return self.signature.swap_guard
 
     def elaborate(self, platform):
         m = Module()
         cfg, tl = self.cfg, self.tl
         R, C, B = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
-        m.submodules.array = arr = self.array
-        m.submodules.psum = psu = self.psum
+        m.submodules.array = arr = SystolicArray(cfg, use_instances=self.use_instances)
+        m.submodules.psum = psu = PsumUnit(cfg, use_instances=self.use_instances)
         desc = data.StructLayout({"bank": tl.cmd["bank"].shape, "acc": 1, "mask": C,
                                   "n": range(B + 1)})
         m.submodules.ops = ops = fifo.SyncFIFO(width=desc.size, depth=OPS_IN_FLIGHT)
@@ -132,15 +142,15 @@ class TensorEngine(wiring.Component):
         head = data.View(desc, ops.r_data)
         out_n = Signal(range(B))
         m.d.comb += [
-            psu.i_valid.eq(arr.out.valid),
-            psu.i.addr.eq(addr(head.bank, out_n)),
-            psu.i.acc.eq(head.acc),
-            psu.i.mask.eq(head.mask),
-            psu.i.value.eq(arr.out.value),
-            en.eq(~(arr.out.valid & ~psu.i_ready)),
+            psu.i.valid.eq(arr.out.valid),
+            psu.i.payload.addr.eq(addr(head.bank, out_n)),
+            psu.i.payload.acc.eq(head.acc),
+            psu.i.payload.mask.eq(head.mask),
+            psu.i.payload.value.eq(arr.out.value),
+            en.eq(~(arr.out.valid & ~psu.i.ready)),
             self.psum_we.eq(psu.we),
         ]
-        with m.If(arr.out.valid & psu.i_ready):
+        with m.If(arr.out.valid & psu.i.ready):
             with m.If(out_n == head.n - 1):
                 m.d.sync += out_n.eq(0)
                 m.d.comb += ops.r_en.eq(1)
@@ -232,17 +242,17 @@ class TensorEngine(wiring.Component):
                 m.d.sync += ld_busy.eq(0)
 
         # ---------------------------------------------------------- in-flight beats
-        acc_beat = arr.out.valid & psu.i_ready
+        acc_beat = arr.out.valid & psu.i.ready
         m.d.sync += inflight.eq(inflight + issue - acc_beat)
 
         # ---------------------------------------------------------- read-out
         res_v = Signal()
         slot = ~res_v | self.res.ready
         m.d.comb += [
-            psu.rd_en.eq(slot),
-            psu.rd_addr.eq(addr(rd_bank, rd_n)),
+            psu.rd.en.eq(slot),
+            psu.rd.addr.eq(addr(rd_bank, rd_n)),
             self.res.valid.eq(res_v),
-            self.res.payload.eq(psu.rd_data),
+            self.res.payload.eq(psu.rd.data),
         ]
         with m.If(slot):
             m.d.sync += res_v.eq(rd_busy)
@@ -353,37 +363,17 @@ def leaf_modules(cfg: CoreConfig):
     return {**array_leaf_modules(cfg), psum_adder_module_name(cfg): FP32Adder(cfg)}
 
 
-def leaf_verilog(component, name, *, pragma=None):
-    """Verilog text of a leaf module, with an optional Verilator metacomment after its port
-    list: ``"hier_block"`` (with ``verilator --hierarchical`` the module is verilated and
-    compiled once, as a library, however many instances the design has) or
-    ``"no_inline_module"`` (all instances share one C++ class)."""
-    from amaranth.back import verilog
-    text = verilog.convert(component, name=name, emit_src=False)
-    if pragma:
-        head = f"module {name}("
-        i = text.index(head)
-        j = text.index(";\n", i) + 2
-        text = text[:j] + f"  /*verilator {pragma}*/\n" + text[j:]
-    return text
-
-
-def emit_leaf_verilog(cfg: CoreConfig, out_dir):
-    """Convert every leaf module once to ``<out_dir>/<name>.v`` (only if changed), for
-    Verilator: the PE is a ``hier_block`` (build with ``--hierarchical``), the others
-    ``no_inline_module``. Returns the paths."""
-    from tb.runner import write_if_changed
-    out = []
-    for n, c in leaf_modules(cfg).items():
-        pragma = "hier_block" if n == pe_module_name(cfg) else "no_inline_module"
-        path = Path(out_dir) / f"{n}.v"
-        write_if_changed(path, leaf_verilog(c, n, pragma=pragma))
-        out.append(path)
-    return out
+def leaf_pragmas(cfg: CoreConfig):
+    """Verilator metacomment of each leaf module: the PE is a ``hier_block`` (with
+    ``verilator --hierarchical`` it is verilated and compiled once, as a library, however many
+    instances the design has), the others ``no_inline_module`` (all instances share one C++
+    class). Comments only: synthesis ignores them."""
+    return {pe_module_name(cfg): "hier_block", row_module_name(cfg): "no_inline_module",
+            psum_adder_module_name(cfg): "no_inline_module"}
 
 
 def build_tensor_engine(cfg: CoreConfig):
-    """``(top, {module name: component})`` for synthesis / simulation flows: the engine whose
-    array and PSUM instantiate the leaf modules by name, and those leaf components (convert
-    each once, e.g. with :func:`emit_leaf_verilog`)."""
-    return TensorEngine(cfg, use_instances=True), leaf_modules(cfg)
+    """The engine as a :class:`~rtl.emit.Design`: the top whose array and PSUM instantiate the
+    leaf modules by name, and those leaf components (each converted once)."""
+    return Design(top=TensorEngine(cfg, use_instances=True), modules=leaf_modules(cfg),
+                  pragmas=leaf_pragmas(cfg))

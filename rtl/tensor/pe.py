@@ -7,10 +7,10 @@ from amaranth.hdl import Module, Signal, Mux, Cat, Const, EnableInserter, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.config import CoreConfig
+from rtl.config import CoreConfig, check_config
 from rtl.fp.fused_add import FusedAdd
 from rtl.fp.multiplier import ExactMultiplier
-from rtl.fp.pipe import delay, owned
+from rtl.fp.pipe import delay
 from rtl.fp.unpack import exact_layout
 from rtl.tensor.layouts import TensorLayouts
 
@@ -83,50 +83,69 @@ class PE(wiring.Component):
         (``ps_o.valid`` is the delayed ``mv_i.valid``).
     """
 
+    class Signature(wiring.Signature):
+        """The PE's members for ``cfg``, with its layouts (``mv_layout``, ``ld_layout``,
+        ``ps_layout``, ``term_layout``) and latencies (``latency``, ``row_skew``,
+        ``mul_latency``) as attributes: read them without building a PE."""
+
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "PE")
+            tl = TensorLayouts(cfg)
+            self.mv_layout, self.ld_layout, self.ps_layout = pe_layouts(cfg)
+            self.mul = ExactMultiplier.Signature(cfg, formats_a=tl.pe_formats,
+                                                 formats_b=tl.pe_formats)
+            term = self.mul.out_layout
+            if cfg.mx_formats:
+                ew = term["exp"].shape.width + 2    # + (ws + xs - 254) in [-254, 256]
+                ew = max(ew, 11)
+                term = exact_layout(term["sig"].width, signed(ew))
+            self.term_layout = term
+            self.fadd = FusedAdd.Signature(cfg, term_layout=term)
+            #: Enabled cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder).
+            self.latency = self.mul.latency + self.fadd.latency
+            #: Enabled cycles from ``ps_i`` to ``ps_o`` (the fused adder): the moving skew
+            #: between consecutive rows. ``ps_i`` is consumed ``mul_latency`` cycles after
+            #: ``mv_i``.
+            self.row_skew = self.fadd.latency
+            self.mul_latency = self.mul.latency
+            super().__init__({
+                "en": In(1),
+                "col": In(self.ld_layout["col"].shape),
+                "mv_i": In(self.mv_layout), "mv_o": Out(self.mv_layout),
+                "ld_i": In(self.ld_layout), "ld_o": Out(self.ld_layout),
+                "ps_i": In(self.ps_layout), "ps_o": Out(self.ps_layout),
+            })
+
     def __init__(self, cfg: CoreConfig):
-        if not isinstance(cfg, CoreConfig):
-            raise TypeError(f"PE cfg must be a CoreConfig, not {cfg!r}")
+        super().__init__(self.Signature(cfg))
         self.cfg = cfg
         self.tl = TensorLayouts(cfg)
-        self.mv_layout, self.ld_layout, self.ps_layout = pe_layouts(cfg)
-        self._mul = owned(ExactMultiplier(cfg, formats_a=self.tl.pe_formats,
-                                    formats_b=self.tl.pe_formats))
+        sig = self.signature
+        self.mv_layout, self.ld_layout, self.ps_layout = sig.mv_layout, sig.ld_layout, \
+            sig.ps_layout
+        self.term_layout = sig.term_layout
         self.mx = bool(cfg.mx_formats)
-        term = self._mul.out_layout
-        if self.mx:
-            ew = term["exp"].shape.width + 2    # + (ws + xs - 254) in [-254, 256]
-            ew = max(ew, 11)
-            term = exact_layout(term["sig"].width, signed(ew))
-        self.term_layout = term
-        self._fadd = owned(FusedAdd(cfg, term))
-        super().__init__({
-            "en": In(1),
-            "col": In(self.ld_layout["col"].shape),
-            "mv_i": In(self.mv_layout), "mv_o": Out(self.mv_layout),
-            "ld_i": In(self.ld_layout), "ld_o": Out(self.ld_layout),
-            "ps_i": In(self.ps_layout), "ps_o": Out(self.ps_layout),
-        })
 
     @property
     def latency(self):
         """Enabled cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder)."""
-        return self._mul.latency + self._fadd.latency
+        return self.signature.latency
 
     @property
     def row_skew(self):
-        """Enabled cycles from ``ps_i`` to ``ps_o`` (the fused adder): the moving skew between
-        consecutive rows. ``ps_i`` is consumed :attr:`mul_latency` cycles after ``mv_i``."""
-        return self._fadd.latency
+        """Enabled cycles from ``ps_i`` to ``ps_o`` (the fused adder)."""
+        return self.signature.row_skew
 
     @property
     def mul_latency(self):
-        return self._mul.latency
+        return self.signature.mul_latency
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mul = mul = self._mul
-        m.submodules.fadd = fadd = self._fadd
         tl = self.tl
+        m.submodules.mul = mul = ExactMultiplier(self.cfg, formats_a=tl.pe_formats,
+                                                 formats_b=tl.pe_formats)
+        m.submodules.fadd = fadd = FusedAdd(self.cfg, term_layout=self.term_layout)
         mv, ld = self.mv_i, self.ld_i
         wl = data.StructLayout({"code": tl.code_width, "fmt": tl.fmt_shape,
                                 **({"scale": 8} if self.mx else {})})
@@ -145,11 +164,11 @@ class PE(wiring.Component):
         forced = ~mv.active | mv.tp
         f0 = tl.pe_formats[0]
         m.d.comb += [
-            mul.i_valid.eq(mv.valid),
-            mul.i.a.eq(Mux(forced, 1 << (f0.width - 1), w.code)),
-            mul.i.fmt_a.eq(Mux(forced, 0, w.fmt)),
-            mul.i.b.eq(Mux(forced, 0, mv.code)),
-            mul.i.fmt_b.eq(Mux(forced, 0, mv.fmt)),
+            mul.i.valid.eq(mv.valid),
+            mul.i.payload.a.eq(Mux(forced, 1 << (f0.width - 1), w.code)),
+            mul.i.payload.fmt_a.eq(Mux(forced, 0, w.fmt)),
+            mul.i.payload.b.eq(Mux(forced, 0, mv.code)),
+            mul.i.payload.fmt_b.eq(Mux(forced, 0, mv.fmt)),
         ]
         # transpose hit: this PE's weight code, zero-extended and encoded, replaces the addend
         hit = mv.tp & mv.hit & mv.active
@@ -168,29 +187,30 @@ class PE(wiring.Component):
             scd = data.View(sc.shape(), delay(m, sc.as_value(), mul.latency, name="scale"))
             snan = scd.on & ((scd.ws == 0xFF) | (scd.xs == 0xFF))
             shift = Mux(scd.on, Cat(scd.ws + scd.xs, Const(0, 1)).as_signed() - 254, 0)
+            prod = mul.o.payload
             m.d.comb += [
-                term.sign.eq(mul.o.sign), term.sig.eq(mul.o.sig),
-                term.exp.eq(mul.o.exp + shift),
-                term.is_nan.eq(mul.o.is_nan | snan),
-                term.is_inf.eq(mul.o.is_inf & ~snan),
-                term.is_zero.eq(mul.o.is_zero & ~snan),
+                term.sign.eq(prod.sign), term.sig.eq(prod.sig),
+                term.exp.eq(prod.exp + shift),
+                term.is_nan.eq(prod.is_nan | snan),
+                term.is_inf.eq(prod.is_inf & ~snan),
+                term.is_zero.eq(prod.is_zero & ~snan),
             ]
         else:
-            m.d.comb += term.eq(mul.o)
+            m.d.comb += term.eq(mul.o.payload)
         # the sum from above arrives when the product leaves the multiplier (rows are skewed
         # by the adder latency only); the transpose replacement is delayed to meet it
         hd = delay(m, Cat(enc, raw_flag, hit), mul.latency, name="hit")
         c_val = Mux(hd[33], hd[:32], self.ps_i.value)
         c_flag = Mux(hd[33], hd[32], self.ps_i.flag)
         m.d.comb += [
-            fadd.i_valid.eq(mul.o_valid),
-            fadd.i.c.eq(c_val),
-            fadd.i.p.eq(term),
+            fadd.i.valid.eq(mul.o.valid),
+            fadd.i.payload.c.eq(c_val),
+            fadd.i.payload.p.eq(term),
         ]
         flag_o = delay(m, c_flag, fadd.latency, name="flag")
         m.d.comb += [
-            self.ps_o.valid.eq(fadd.o_valid),
-            self.ps_o.value.eq(fadd.o.result),
+            self.ps_o.valid.eq(fadd.o.valid),
+            self.ps_o.value.eq(fadd.o.payload.result),
             self.ps_o.flag.eq(flag_o),
         ]
         return EnableInserter(self.en)(m)

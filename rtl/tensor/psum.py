@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from amaranth.hdl import Module, Signal, Mux, Cat, Instance, ClockSignal, ResetSignal
-from amaranth.lib import data, memory, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, memory
+from amaranth.lib.wiring import Out
 
-from rtl.config import CoreConfig
-from rtl.fp.pipe import owned
+from rtl.config import CoreConfig, check_config
 from rtl.fp.adder import FP32Adder
+from rtl.pipeline import Pipeline, PipelineSignature
 from rtl.tensor.layouts import config_tag
 
 __all__ = ["PsumUnit", "psum_adder_module_name"]
@@ -20,7 +20,7 @@ def psum_adder_module_name(cfg: CoreConfig) -> str:
     return f"nc_psadd_{config_tag(cfg)}"
 
 
-class PsumUnit(wiring.Component):
+class PsumUnit(Pipeline):
     """``psum_banks x psum_bank_fp32`` entries of ``pe_cols`` FP32 lanes (lane m = partition m).
 
     One result beat (all lanes of one ``n``) is accepted per cycle. Pipeline: cycle 0 accepts
@@ -31,7 +31,7 @@ class PsumUnit(wiring.Component):
     path, so writes land in arrival order.
 
     A read-after-write hazard (an accumulating beat whose address is still in the pipeline) holds
-    ``i_ready`` low until that write has landed; nothing else ever stalls the input.
+    ``i.ready`` low until that write has landed; nothing else ever stalls the input.
 
     Parameters
     ----------
@@ -42,44 +42,44 @@ class PsumUnit(wiring.Component):
 
     Members
     -------
-    i_valid : In(1)
-    i : In(StructLayout)
-        ``addr`` (``bank * psum_bank_fp32 + n``), ``acc``, ``mask`` (``pe_cols`` bits),
-        ``value`` (``ArrayLayout(32, pe_cols)``).
-    i_ready : Out(1)
-        The beat is taken in a cycle with ``i_valid & i_ready`` (combinational from registers and
-        ``i``; never depends on ``i_valid``).
+    i : In(stream.Signature(in_layout))
+        Write beats: ``addr`` (``bank * psum_bank_fp32 + n``), ``acc``, ``mask`` (``pe_cols``
+        bits), ``value`` (``ArrayLayout(32, pe_cols)``). A beat is taken in a cycle with
+        ``i.valid & i.ready``; ``i.ready`` is combinational from registers and the payload and
+        never depends on ``i.valid``.
+    rd : Out(memory.ReadPort.Signature(addr_width, ArrayLayout(32, pe_cols)))
+        Read-out port, as a synchronous memory read port: ``rd.data`` shows the entry at
+        ``rd.addr`` one cycle after a cycle with ``rd.en`` (and holds while ``rd.en`` is low).
     busy : Out(1)
         A beat is in the pipeline (not yet written).
     we : Out(1)
         A write lands this cycle (for benchmarks).
-    rd_en, rd_addr : In
-        Read-out port: ``rd_data`` shows the entry at ``rd_addr`` one cycle after a cycle with
-        ``rd_en`` (and holds while ``rd_en`` is low).
-    rd_data : Out(ArrayLayout(32, pe_cols))
     """
 
-    def __init__(self, cfg: CoreConfig, *, use_instances=True):
-        self.use_instances = use_instances
-        if not isinstance(cfg, CoreConfig):
-            raise TypeError(f"PsumUnit cfg must be a CoreConfig, not {cfg!r}")
-        self.cfg = cfg
-        C = cfg.pe_cols
-        self.depth = cfg.psum_banks * cfg.psum_bank_fp32
-        self.lanes = data.ArrayLayout(32, C)
-        self.in_layout = data.StructLayout({"addr": range(self.depth), "acc": 1, "mask": C,
-                                            "value": self.lanes})
-        self._adder = owned(FP32Adder(cfg))
-        super().__init__({
-            "i_valid": In(1), "i": In(self.in_layout), "i_ready": Out(1),
-            "busy": Out(1), "we": Out(1),
-            "rd_en": In(1), "rd_addr": In(range(self.depth)), "rd_data": Out(self.lanes),
-        })
+    class Signature(PipelineSignature):
+        """Layouts and write latency of a :class:`PsumUnit` (attributes ``depth``, ``lanes``,
+        ``in_layout``, ``latency``: cycles from an accepted beat to its write, which lands at
+        the end of that cycle)."""
 
-    @property
-    def latency(self):
-        """Cycles from an accepted beat to its write (the write lands at the end of it)."""
-        return 1 + self._adder.latency
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "PsumUnit")
+            C = cfg.pe_cols
+            self.depth = cfg.psum_banks * cfg.psum_bank_fp32
+            self.lanes = data.ArrayLayout(32, C)
+            in_layout = data.StructLayout({"addr": range(self.depth), "acc": 1, "mask": C,
+                                           "value": self.lanes})
+            rd = memory.ReadPort.Signature(addr_width=(self.depth - 1).bit_length(),
+                                           shape=self.lanes)
+            super().__init__(in_layout, None, ready=True,
+                             latency=1 + FP32Adder.Signature(cfg).latency,
+                             members={"rd": Out(rd), "busy": Out(1), "we": Out(1)})
+
+    def __init__(self, cfg: CoreConfig, *, use_instances=True):
+        super().__init__(self.Signature(cfg))
+        self.use_instances = use_instances
+        self.cfg = cfg
+        self.depth = self.signature.depth
+        self.lanes = self.signature.lanes
 
     def elaborate(self, platform):
         m = Module()
@@ -88,13 +88,14 @@ class PsumUnit(wiring.Component):
         rp = mem.read_port(domain="sync")
         op = mem.read_port(domain="sync")
         wp = mem.write_port(granularity=32)
-        A = self._adder.latency
+        A = FP32Adder.Signature(self.cfg).latency
+        i = self.i.payload
 
         fire = Signal()
-        m.d.comb += [fire.eq(self.i_valid & self.i_ready), rp.addr.eq(self.i.addr), rp.en.eq(1)]
+        m.d.comb += [fire.eq(self.i.valid & self.i.ready), rp.addr.eq(i.addr), rp.en.eq(1)]
         st = Signal(self.in_layout, name="s1")
         sv = Signal(name="s1_valid")
-        m.d.sync += [st.eq(self.i), sv.eq(fire)]
+        m.d.sync += [st.eq(i), sv.eq(fire)]
         stages = [(sv, st)]
         for j in range(A):
             r, rv = Signal(self.in_layout, name=f"d{j}"), Signal(name=f"d{j}_valid")
@@ -108,12 +109,12 @@ class PsumUnit(wiring.Component):
             if self.use_instances:
                 m.submodules[f"add_{c}"] = Instance(
                     psum_adder_module_name(self.cfg), i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_i_valid=sv, i_i=Cat(old[c], st.value[c]), o_o=res)
+                    i_i__valid=sv, i_i__payload=Cat(old[c], st.value[c]), o_o__payload=res)
             else:
                 add = FP32Adder(self.cfg)
                 m.submodules[f"add_{c}"] = add
-                m.d.comb += [add.i_valid.eq(sv), add.i.a.eq(old[c]), add.i.b.eq(st.value[c]),
-                             res.eq(add.o.result)]
+                m.d.comb += [add.i.valid.eq(sv), add.i.payload.a.eq(old[c]),
+                             add.i.payload.b.eq(st.value[c]), res.eq(add.o.payload.result)]
             sums.append(Mux(ws.acc, res, ws.value[c]))
         m.d.comb += [
             wp.addr.eq(ws.addr),
@@ -122,12 +123,12 @@ class PsumUnit(wiring.Component):
             self.we.eq(wv),
         ]
         hazard = Signal()
-        m.d.comb += hazard.eq(self.i.acc & Cat(*[v & (s.addr == self.i.addr)
-                                                 for v, s in stages]).any())
+        m.d.comb += hazard.eq(i.acc & Cat(*[v & (s.addr == i.addr)
+                                            for v, s in stages]).any())
         m.d.comb += [
-            self.i_ready.eq(~hazard),
+            self.i.ready.eq(~hazard),
             self.busy.eq(Cat(*[v for v, _ in stages]).any()),
-            op.addr.eq(self.rd_addr), op.en.eq(self.rd_en),
-            self.rd_data.eq(op.data),
+            op.addr.eq(self.rd.addr), op.en.eq(self.rd.en),
+            self.rd.data.eq(op.data),
         ]
         return m

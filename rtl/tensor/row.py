@@ -7,8 +7,7 @@ from amaranth.hdl import Module, Signal, Const
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.config import CoreConfig
-from rtl.fp.pipe import owned
+from rtl.config import CoreConfig, check_config
 from rtl.tensor.hier import place_leaf
 from rtl.tensor.layouts import config_tag
 from rtl.tensor.pe import PE
@@ -60,24 +59,28 @@ class PERow(wiring.Component):
         Partial sums to the row below.
     """
 
+    class Signature(wiring.Signature):
+        """The row's members for ``cfg``; ``pe`` is the :class:`PE.Signature` of its PEs."""
+
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "PERow")
+            self.pe = p = PE.Signature(cfg)
+            super().__init__({
+                "en": In(1),
+                "mv_i": In(p.mv_layout),
+                "ld_i": In(p.ld_layout),
+                "ps_i": In(data.ArrayLayout(p.ps_layout, cfg.pe_cols)),
+                "ps_o": Out(data.ArrayLayout(p.ps_layout, cfg.pe_cols)),
+            })
+
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
-        if not isinstance(cfg, CoreConfig):
-            raise TypeError(f"PERow cfg must be a CoreConfig, not {cfg!r}")
+        super().__init__(self.Signature(cfg))
         self.cfg = cfg
         self.use_instances = use_instances
-        self.pe_proto = owned(PE(cfg))
-        p = self.pe_proto
-        super().__init__({
-            "en": In(1),
-            "mv_i": In(p.mv_layout),
-            "ld_i": In(p.ld_layout),
-            "ps_i": In(data.ArrayLayout(p.ps_layout, cfg.pe_cols)),
-            "ps_o": Out(data.ArrayLayout(p.ps_layout, cfg.pe_cols)),
-        })
 
     def elaborate(self, platform):
         m = Module()
-        cfg, p = self.cfg, self.pe_proto
+        cfg, p = self.cfg, self.signature.pe
         C = cfg.pe_cols
         colw = p.ld_layout["col"].shape.width
         mv = [self.mv_i] + [Signal(p.mv_layout, name=f"mv_{c}") for c in range(1, C + 1)]

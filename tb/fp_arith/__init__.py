@@ -2,8 +2,7 @@
 """Testbenches of the FP arithmetic units (``rtl.fp.multiplier``, ``rtl.fp.fma``,
 ``rtl.fp.adder``).
 
-``designs`` rebuilds the designs the pytest side built (same config, same params), ``vectors``
-makes numpy stimulus and golden expectations, ``common`` streams and compares, and ``tb_mul``,
-``tb_fma``, ``tb_add`` are the cocotb modules run through ``tb.runner.SimBuild`` +
-``tb.harness.VectorHarness``.
+``vectors`` makes numpy stimulus and golden expectations; ``tb_mul``, ``tb_fma``, ``tb_add`` are
+the cocotb modules, run through ``tb.units.sim`` (a ``tb.harness.VectorHarness`` around the
+unit) and streamed with ``tb.units.pipeline_tb``.
 """

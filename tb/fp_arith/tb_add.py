@@ -8,28 +8,20 @@ import numpy as np
 
 from golden import arith as ga
 from tb.fp_arith import vectors as v
-from tb.fp_arith.common import Stream
+from tb.units import pipeline_tb
 
 
 async def check(st, what, a, b, bubbles=False):
-    out = await st.run(what, bubbles=bubbles, a=a, b=b)
-    got = out["result"].astype(np.uint32)
-    want = ga.add_fp32(a, b)
-    bad = np.flatnonzero(got != want)
-
-    def row(i):
-        return (f"  {int(a[i]):#010x} + {int(b[i]):#010x}: RTL {int(got[i]):#010x}, "
-                f"golden {int(want[i]):#010x}")
-    assert len(bad) == 0, st.fail_text(what, len(bad), len(a), v.mismatch_text(bad, row),
-                                       bubbles)
-    return len(a)
+    out = await st.stream(what, bubbles=bubbles, a=a, b=b)
+    return st.check_equal(f"{what} (bubbles={bubbles})", out["result"], ga.add_fp32(a, b),
+                          lambda i: f"{int(a[i]):#010x} + {int(b[i]):#010x}")
 
 
 @cocotb.test()
 async def adder(dut):
-    st = Stream(dut, "add")
-    p = st.p
-    await st.tb.reset()
+    st = pipeline_tb(dut, "add")
+    p = st.params
+    await st.reset()
     total = await check(st, "corners", *v.add_corners())
     n = p["n_random"]
     rng = st.rng(1)
@@ -40,4 +32,4 @@ async def adder(dut):
     nb = p.get("n_bubbles", 0)
     if nb:
         total += await check(st, "bubbles", *v.add_random(st.rng(2), nb), bubbles=True)
-    st.log.info("adder: %d cases bit-exact, latency %d", total, st.design.latency)
+    st.log.info("adder: %d cases bit-exact, latency %d", total, st.signature.latency)

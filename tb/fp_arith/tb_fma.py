@@ -6,23 +6,18 @@ import cocotb
 import numpy as np
 
 from tb.fp_arith import vectors as v
-from tb.fp_arith.common import Stream
+from tb.units import pipeline_tb
 
 
 async def check(st, what, ia, a, ib, b, c, bubbles=False):
-    d = st.design
-    out = await st.run(what, bubbles=bubbles, a=a, b=b, fmt_a=ia, fmt_b=ib, c=c)
-    got = out["result"].astype(np.uint32)
+    d = st.signature
+    out = await st.stream(what, bubbles=bubbles, a=a, b=b, fmt_a=ia, fmt_b=ib, c=c)
     want = v.fma_expect(d.formats_a, ia, a, d.formats_b, ib, b, c)
-    bad = np.flatnonzero(got != want)
 
     def row(i):
         fa, fb = d.formats_a[ia[i]].name, d.formats_b[ib[i]].name
-        return (f"  c={int(c[i]):#010x} + {fa} {int(a[i]):#x} x {fb} {int(b[i]):#x}: "
-                f"RTL {int(got[i]):#010x}, golden {int(want[i]):#010x}")
-    assert len(bad) == 0, st.fail_text(what, len(bad), len(a), v.mismatch_text(bad, row),
-                                       bubbles)
-    return len(a)
+        return f"c={int(c[i]):#010x} + {fa} {int(a[i]):#x} x {fb} {int(b[i]):#x}"
+    return st.check_equal(f"{what} (bubbles={bubbles})", out["result"], want, row)
 
 
 def directed(fmts):
@@ -62,12 +57,12 @@ def directed(fmts):
 
 @cocotb.test()
 async def fma(dut):
-    st = Stream(dut, "fma")
-    p = st.p
-    d = st.design
+    st = pipeline_tb(dut, "fma")
+    p = st.params
+    d = st.signature
     fmts = d.formats_a
     assert d.formats_b == fmts
-    await st.tb.reset()
+    await st.reset()
     total = 0
     names = [f.name for f in fmts]
     if "fp32" in names:

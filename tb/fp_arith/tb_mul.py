@@ -6,12 +6,12 @@ import cocotb
 import numpy as np
 
 from tb.fp_arith import vectors as v
-from tb.fp_arith.common import Stream
+from tb.units import pipeline_tb
 
 
 async def check(st, what, ia, a, ib, b, bubbles=False):
-    d = st.design
-    out = await st.run(what, bubbles=bubbles, a=a, b=b, fmt_a=ia, fmt_b=ib)
+    d = st.signature
+    out = await st.stream(what, bubbles=bubbles, a=a, b=b, fmt_a=ia, fmt_b=ib)
     got, bad_flags = v.mul_value(out)
     want = v.mul_expect(d.formats_a, ia, a, d.formats_b, ib, b)
     bad = np.flatnonzero(~v.same_f64(got, want) | bad_flags)
@@ -22,17 +22,18 @@ async def check(st, what, ia, a, ib, b, bubbles=False):
         return (f"  {fa} {int(a[i]):#x} x {fb} {int(b[i]):#x}: RTL sign={out['sign'][i]} "
                 f"sig={int(out['sig'][i]):#x} exp={out['exp'][i]} flags={fl or '-'} "
                 f"= {got[i]!r}, golden {want[i]!r}")
-    assert len(bad) == 0, st.fail_text(what, len(bad), len(a), v.mismatch_text(bad, row),
-                                       bubbles)
+    assert len(bad) == 0, st.fail_text(
+        f"{what} (bubbles={bubbles})",
+        f"{len(bad)}/{len(a)} mismatches with golden, first:\n" + v.mismatch_text(bad, row))
     return len(a)
 
 
 @cocotb.test()
 async def multiplier(dut):
-    st = Stream(dut, "mul")
-    p = st.p
-    d = st.design
-    await st.tb.reset()
+    st = pipeline_tb(dut, "mul")
+    p = st.params
+    d = st.signature
+    await st.reset()
     fmts = d.formats_a
     assert d.formats_b == fmts
     total = 0

@@ -3,51 +3,15 @@
 
 Stimulus: codes per operand with a per-element format index into the DUT's format tuple, and
 FP32 bit patterns. Expectations come only from ``golden.arith`` (never from the RTL). Packing
-uses the DUT's own ``StructLayout`` field offsets (checked against ``layout.const``).
+uses the DUT's own layouts (:mod:`tb.pack`).
 """
 
 import numpy as np
-from amaranth.hdl import Shape
 
 from golden import arith as ga
 from rtl.config import FP32
 
 U32 = np.uint32
-
-
-# --- packing ------------------------------------------------------------------------------------
-
-def pack(layout, **fields):
-    """Pack integer arrays into layout words (Python ints) by the layout's field offsets."""
-    names = {name for name, _ in layout}
-    if set(fields) != names:
-        raise ValueError(f"pack: fields must be {sorted(names)}, not {sorted(fields)}")
-    n = len(next(iter(fields.values())))
-    acc = np.zeros(n, dtype=object)
-    for name, field in layout:
-        if field.width == 0:
-            continue
-        v = np.asarray(fields[name]).astype(np.uint64) & np.uint64((1 << field.width) - 1)
-        acc = acc + (v.astype(object) << field.offset)
-    words = [int(a) for a in acc]
-    for j in range(min(4, n)):
-        ref = layout.const({k: int(v[j]) for k, v in fields.items()
-                            if layout[k].width}).as_bits()
-        assert words[j] == ref, f"pack mismatch at {j}: {words[j]:#x} != {ref:#x}"
-    return words
-
-
-def unpack(layout, words):
-    """Every field of the packed ``words`` as ``np.int64`` arrays (signed fields sign-extended)."""
-    w = np.array(words, dtype=object)
-    out = {}
-    for name, field in layout:
-        mask = (1 << field.width) - 1
-        v = ((w >> field.offset) & mask).astype(np.int64)
-        if Shape.cast(field.shape).signed:
-            v = np.where(v >= (1 << (field.width - 1)), v - (1 << field.width), v)
-        out[name] = v
-    return out
 
 
 # --- codes --------------------------------------------------------------------------------------

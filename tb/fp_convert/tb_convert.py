@@ -9,8 +9,6 @@ harness, one word per SR element in stream order.
 import cocotb
 import numpy as np
 
-from tb import env
-from tb.fp_convert import designs
 from tb.fp_convert.common import StreamChecker
 from tb.fp_convert.vectors import (GoldenXorWow, midpoints, format_corners, random_fp32,
                                    expected_convert)
@@ -18,13 +16,11 @@ from tb.fp_convert.vectors import (GoldenXorWow, midpoints, format_corners, rand
 
 class ConvertChecker(StreamChecker):
     def __init__(self, dut):
-        cfg, p = env.config(), env.params()
-        super().__init__(dut, designs.unelaborated(designs.convert_dut(cfg, p)), "code")
-        self.formats = self.design.formats
-        self.prng = GoldenXorWow(cfg.sr_seed, self.p.get("lane", 0))
+        super().__init__(dut, "convert", "code")
+        self.prng = GoldenXorWow(self.cfg.sr_seed, self.params.get("lane", 0))
 
     async def reset(self):
-        await self.tb.reset()
+        await super().reset()
         self.prng.reset()
 
     async def run(self, what, xbits, fsel, sr, bubbles=False):
@@ -62,7 +58,7 @@ async def rne_midpoints(dut):
     c = ConvertChecker(dut)
     await c.reset()
     rng = c.rng(1)
-    sample = None if c.p["tier"] == "full" else 20000
+    sample = None if c.params["tier"] == "full" else 20000
 
     def make(f):
         return midpoints(f, rng, sample if f.width > 16 else None)
@@ -94,7 +90,7 @@ async def random_mixed(dut):
     """Random values, formats and modes interleaved per element (PRNG advances on SR only)."""
     c = ConvertChecker(dut)
     await c.reset()
-    x, f, s = c.random_mixed(c.rng(2), c.p["n_random"])
+    x, f, s = c.random_mixed(c.rng(2), c.params["n_random"])
     await c.run("random_mixed", x, f, s)
 
 
@@ -103,5 +99,5 @@ async def random_mixed_bubbles(dut):
     """Valid gaps do not change SR results: the PRNG advances per valid element only."""
     c = ConvertChecker(dut)
     await c.reset()
-    x, f, s = c.random_mixed(c.rng(3), max(1000, c.p["n_random"] // 10))
+    x, f, s = c.random_mixed(c.rng(3), max(1000, c.params["n_random"] // 10))
     await c.run("random_mixed_bubbles", x, f, s, bubbles=True)

@@ -9,17 +9,13 @@ Params: ``seed``, ``formats``, ``depth``, ``tier``, ``n_random``, optional ``met
 import cocotb
 import numpy as np
 
-from tb import env
-from tb.fp_convert import designs
 from tb.fp_convert.common import StreamChecker
 from tb.fp_convert.vectors import expected_widen
 
 
 class WidenChecker(StreamChecker):
     def __init__(self, dut):
-        cfg, p = env.config(), env.params()
-        super().__init__(dut, designs.unelaborated(designs.widen_dut(cfg, p)), "x")
-        self.formats = self.design.formats
+        super().__init__(dut, "widen", "x")
 
     async def run(self, what, codes, fsel, bubbles=False):
         """``codes`` may have bits set above the selected format's width (the RTL ignores
@@ -38,12 +34,12 @@ async def every_code(dut):
     """All codes of every format up to 16 bits; all 2**19 tf32 codes in the full tier, else
     a random sample plus its extreme binades."""
     c = WidenChecker(dut)
-    await c.tb.reset()
+    await c.reset()
     rng = c.rng(1)
     codes, fsel = [], []
     for k, f in enumerate(c.formats):
         n = 1 << f.width
-        if f.width <= 16 or c.p["tier"] == "full":
+        if f.width <= 16 or c.params["tier"] == "full":
             cc = np.arange(n)
         else:
             edge = 1 << (f.width - 1 - f.exp_bits + 2)      # codes of the two lowest binades
@@ -61,11 +57,11 @@ async def random_codes(dut):
     """Random codes of random formats (bits above the format's width set at random too:
     they must be ignored), once with valid bubbles."""
     c = WidenChecker(dut)
-    await c.tb.reset()
+    await c.reset()
     rng = c.rng(2)
-    n = c.p["n_random"]
+    n = c.params["n_random"]
     fsel = rng.integers(0, len(c.formats), n)
-    raw = rng.integers(0, 1 << c.design.code_width, n)
+    raw = rng.integers(0, 1 << c.signature.code_width, n)
     await c.run("random_codes", raw, fsel)
     m = max(1000, n // 10)
     await c.run("random_codes_bubbles", raw[:m], fsel[:m], bubbles=True)

@@ -3,7 +3,7 @@
 
 Stimulus is FP32 bit patterns (``np.uint32``) or codes, a per-element format index and, for
 the converter, a per-element rounding mode. Expectations come only from ``golden`` (never
-from the RTL). Packing uses the DUT's own ``StructLayout`` field offsets.
+from the RTL). Packing is :mod:`tb.pack`.
 """
 
 import numpy as np
@@ -21,38 +21,6 @@ FP32_CORNERS = np.array([
     0x7F800000, 0xFF800000, 0x00000000, 0x80000000, 0x7F7FFFFF, 0xFF7FFFFF, 0x00800000,
     0x80800000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x3F800000, 0xBF800000,
 ], dtype=U32)
-
-
-def pack(layout, **fields):
-    """Pack numpy integer arrays into layout words (Python ints), by the layout's offsets."""
-    n = len(next(iter(fields.values())))
-    acc = np.zeros(n, dtype=object)
-    names = {name for name, _ in layout}
-    if set(fields) != names:
-        raise ValueError(f"pack: fields must be {sorted(names)}, not {sorted(fields)}")
-    for name, field in layout:
-        w = field.width
-        if w == 0:
-            continue
-        v = np.asarray(fields[name]).astype(np.uint64) & np.uint64((1 << w) - 1)
-        acc = acc + (v.astype(object) << field.offset)
-    return [int(a) for a in acc]
-
-
-def unpack(layout, words, name):
-    """The field ``name`` of every packed word, as ``np.int64``."""
-    field = layout[name]
-    mask = (1 << field.width) - 1
-    return np.array([(w >> field.offset) & mask for w in words], dtype=np.int64)
-
-
-def check_pack(layout, **fields):
-    """``pack`` agrees with ``layout.const(...).as_bits()`` on the first few elements."""
-    words = pack(layout, **fields)
-    for j in range(min(4, len(words))):
-        ref = layout.const({k: int(v[j]) for k, v in fields.items()}).as_bits()
-        assert words[j] == ref, f"pack mismatch at {j}: {words[j]:#x} != {ref:#x}"
-    return words
 
 
 # --- converter stimulus --------------------------------------------------------------------------
@@ -145,12 +113,5 @@ def expected_widen(formats, codes, fsel):
     return out
 
 
-def first_mismatches(got, want, describe, limit=8):
-    bad = np.nonzero(np.asarray(got) != np.asarray(want))[0]
-    lines = [describe(j) + f": got {int(got[j]):#x} want {int(want[j]):#x}" for j in bad[:limit]]
-    return len(bad), "\n".join(lines)
-
-
-__all__ = ["FP32_CORNERS", "pack", "unpack", "check_pack", "finite_values", "midpoints",
-           "format_corners", "random_fp32", "expected_convert", "expected_widen",
-           "first_mismatches", "GoldenXorWow", "E8M0"]
+__all__ = ["FP32_CORNERS", "finite_values", "midpoints", "format_corners", "random_fp32",
+           "expected_convert", "expected_widen", "GoldenXorWow", "E8M0"]

@@ -11,13 +11,12 @@ no compiler gets through in a regression), and its internal signals stay out of 
 
 from __future__ import annotations
 
-import os
-
-from rtl.tensor.engine import emit_leaf_verilog
-from tb.runner import SimBuild, build_dir_for
+from rtl.emit import Design
+from rtl.tensor.engine import TensorEngine, leaf_modules, leaf_pragmas
+from tb.runner import SimBuild
 from tb.tensor.harness import TensorHarness
 
-__all__ = ["DEPTHS", "HIER_BUILD_ARGS", "tensor_sim"]
+__all__ = ["DEPTHS", "HIER_BUILD_ARGS", "tensor_sim", "depths_for", "cycle_formula"]
 
 #: Default harness memory depths (commands, stationary beats, moving beats, result beats).
 DEPTHS = dict(cmd=128, st=512, mv=1024, res=512)
@@ -26,13 +25,29 @@ DEPTHS = dict(cmd=128, st=512, mv=1024, res=512)
 HIER_BUILD_ARGS = ("--hierarchical",)
 
 
+def depths_for(cfg, tiles=8):
+    """Harness depths for ``tiles`` back-to-back full tiles (the benchmark's programs)."""
+    return dict(cmd=64, st=tiles * cfg.pe_cols, mv=tiles * cfg.psum_bank_fp32,
+                res=cfg.psum_bank_fp32)
+
+
+def cycle_formula(cfg, *, M, N, tiles=1):
+    """Predicted cycles from the first stationary beat to the last PSUM write for ``tiles``
+    back-to-back full tiles (loads overlapped): ``M + 1 + tiles * N + L`` with
+    ``L = TensorEngine latency = 1 + (R-1)*La + (Lm+La) + (C-1) + (1+La)``: the first load
+    (M beats), one dispatch cycle, the moving beats (consecutive matmuls issue without a gap),
+    and the fill/drain latency of the last beat."""
+    return M + 1 + tiles * N + TensorEngine.Signature(cfg).latency
+
+
 def tensor_sim(cfg, depths=None, name=None) -> SimBuild:
-    """A (cached) Verilator build of ``TensorHarness(cfg)``; ``.build_seconds`` is measured."""
+    """A (cached) Verilator build of ``TensorHarness(cfg)``; ``.build_seconds`` is measured.
+    The leaf modules (PE, row, PSUM adder) are converted once each (:mod:`rtl.emit`)."""
     depths = dict(DEPTHS if depths is None else depths)
-    name = name or ("tensor_engine_" + "_".join(f"{k}{v}" for k, v in sorted(depths.items())))
-    leaves = emit_leaf_verilog(cfg, build_dir_for(cfg, name) / "leaves")
     top = TensorHarness(cfg, cmd_depth=depths["cmd"], st_depth=depths["st"],
                         mv_depth=depths["mv"], res_depth=depths["res"])
-    sim = SimBuild(top, name=name, cfg=cfg, extra_sources=leaves, build_args=HIER_BUILD_ARGS)
+    design = Design(top=top, modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
+    sim = SimBuild(design, unit="tensor_engine", cfg=cfg, variant=depths, name=name,
+                   build_args=HIER_BUILD_ARGS)
     sim.depths = depths
     return sim

@@ -4,36 +4,23 @@ unattended, read back the result beats and the cycle counters."""
 
 import time
 
-import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge, ReadOnly, Timer
+from cocotb.triggers import RisingEdge
+
+from tb.base import TB
 
 __all__ = ["EngineDriver"]
 
 
-class EngineDriver:
-    """Preload / start / await ``done`` on a ``TensorHarness`` top level."""
+class EngineDriver(TB):
+    """Preload / start / await ``done`` on a ``TensorHarness`` top level (harness memory
+    depths from ``params["depths"]``)."""
 
-    def __init__(self, dut, cfg, depths):
-        self.dut = dut
-        self.cfg = cfg
-        self.depths = depths
-        self._clock = False
+    def __init__(self, dut):
+        super().__init__(dut)
+        self.depths = self.params["depths"]
 
     async def reset(self):
-        dut = self.dut
-        if not self._clock:
-            cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-            self._clock = True
-        dut.rst.value = 1
-        dut.start.value = 0
-        dut.bubbles.value = 0
-        for s in ("n_cmd", "n_st", "n_mv"):
-            getattr(dut, s).value = 0
-        await RisingEdge(dut.clk)
-        await RisingEdge(dut.clk)
-        dut.rst.value = 0
-        await RisingEdge(dut.clk)
+        await super().reset(start=0, bubbles=0, n_cmd=0, n_st=0, n_mv=0)
 
     def clear_psum(self):
         """Zero every PSUM entry through the simulator (the golden model starts at zero; PSUM
@@ -68,16 +55,13 @@ class EngineDriver:
         await RisingEdge(dut.clk)
         limit = timeout_cycles or (20 * (len(prog.mv) + len(prog.st) + n_exp)
                                    + 200 * (len(prog.cmds) + 10) + 10000)
-        # await done in chunks of simulated time (no per-cycle Python)
+        # await done in chunks of simulated time (no per-cycle Python), bounded
         t0 = time.monotonic()
-        waited = 0
-        while not int(dut.done.value):
-            await Timer(10 * 256, unit="ns")
-            waited += 256
-            if waited > limit:
-                raise AssertionError(f"engine did not finish within {limit} cycles "
-                                     f"(cmd taken: {int(dut.cmd_idx.value)}/{len(prog.cmds)})")
-        await ReadOnly()
+        try:
+            await self.wait_high(dut.done, cycles=limit, what="tensor program (done)")
+        except AssertionError as e:
+            raise AssertionError(f"{e} (commands taken: {int(dut.cmd_idx.value)}/"
+                                 f"{len(prog.cmds)})") from None
         run_seconds = time.monotonic() - t0
         mem = dut.res_mem
         C = self.cfg.pe_cols

@@ -10,7 +10,6 @@ import json
 import cocotb
 import numpy as np
 
-from tb.env import config, params
 from tb.tensor.driver import EngineDriver, compare
 from tb.tensor.program import Program, rand_codes
 
@@ -54,11 +53,9 @@ def scenarios(cfg):
 
 @cocotb.test()
 async def bench(dut):
-    cfg = config()
-    p = params()
-    seed = int(p["seed"])
+    drv = EngineDriver(dut)
+    cfg, p, seed = drv.cfg, drv.params, drv.seed
     rng = np.random.default_rng(seed)
-    drv = EngineDriver(dut, cfg, p["depths"])
     want = p.get("scenarios")
     R, C = cfg.pe_rows, cfg.pe_cols
     res = {}

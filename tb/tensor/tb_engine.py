@@ -13,18 +13,14 @@ from amaranth.hdl import Shape
 
 from rtl.tensor.layouts import (OP_MATMUL, OP_LOAD, OP_READ, OP_TRANSPOSE, ERR_SHAPE, ERR_PAIR,
                                 ERR_FORMAT)
-from tb.env import config, params
 from tb.tensor.driver import EngineDriver, compare
 from tb.tensor.program import Program, rand_codes, allowed_pairs
 
 
 def _setup(dut, salt):
-    cfg = config()
-    p = params()
-    seed = int(p["seed"]) + salt
-    rng = np.random.default_rng(seed)
-    drv = EngineDriver(dut, cfg, p["depths"])
-    return cfg, p, seed, rng, drv
+    drv = EngineDriver(dut)
+    seed = drv.seed + salt
+    return drv.cfg, drv.params, seed, np.random.default_rng(seed), drv
 
 
 def _dims(rng, cfg, nmax):

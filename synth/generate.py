@@ -14,14 +14,15 @@ import time
 from pathlib import Path
 
 from rtl.config import preset_from_env, get_preset
+from rtl.emit import write_if_changed
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def generate(cfg, out_dir=None):
     """Emit every available block of ``cfg``; returns ``[(file, seconds)]``."""
+    from rtl.emit import emit_verilog
     from synth.blocks import BLOCKS, is_available
-    from synth.design import as_design, emit_verilog
     out_dir = Path(out_dir or ROOT / "build" / cfg.name / "verilog")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
@@ -33,9 +34,9 @@ def generate(cfg, out_dir=None):
         for v in variants:
             name = block.name if v is None else f"{block.name}_{v}"
             t0 = time.monotonic()
-            text = emit_verilog(as_design(block.build(cfg, v)), name)
+            text = emit_verilog(block.build(cfg, v), name)
             path = out_dir / f"{name}.v"
-            path.write_text(text)
+            write_if_changed(path, text)
             written.append((path, time.monotonic() - t0))
     return written
 

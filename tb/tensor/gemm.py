@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+"""GEMM scenarios on the tensor engine (Verilator) with their metrics: cycles, utilization, the
+cycle formula, simulation speed. Used by ``make sim`` (``tb.demo_tensor``) and by
+``make bench BENCH=tensor_engine``; every result is checked bit for bit (``tb.tensor.tb_bench``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from rtl.tensor.engine import TensorEngine
+from tb.runner import build_dir_for
+from tb.tensor.build import cycle_formula, depths_for, tensor_sim
+
+__all__ = ["run", "scalesim_ws"]
+
+
+def scalesim_ws(cfg, *, N):
+    """SCALE-Sim-style weight-stationary fold time ``2R + C + T - 2`` (T = moving columns)."""
+    return 2 * cfg.pe_rows + cfg.pe_cols + N - 2
+
+
+def run(cfg, seed=1, scenarios=None):
+    """Metrics of the GEMM scenarios ``scenarios`` (default: every one of ``cfg``, see
+    ``tb.tensor.tb_bench.scenarios``) on ``cfg``."""
+    sim = tensor_sim(cfg, depths_for(cfg), name="tensor_bench")
+    build = sim.build_seconds
+    out = build_dir_for(cfg, "tensor_bench") / "bench_result.json"
+    params = {"seed": seed, "depths": sim.depths, "out": str(out)}
+    if scenarios:
+        params["scenarios"] = list(scenarios)
+    sim.run("tb.tensor.tb_bench", params=params, tag="bench")
+    r = json.loads(out.read_text())
+    N, M = cfg.psum_bank_fp32, cfg.pe_cols
+    lat = TensorEngine.Signature(cfg).latency
+    m = {}
+    if "b2b_bf16" in r:
+        m["utilization_back_to_back_bf16"] = r["b2b_bf16"]["utilization"]
+        m["cycles_back_to_back_bf16"] = r["b2b_bf16"]["window_cycles"]
+    if "single_bf16" in r:
+        m["utilization_single_tile_bf16"] = r["single_bf16"]["utilization"]
+        m["cycles_single_tile_bf16"] = r["single_bf16"]["window_cycles"]
+    cps = [v["sim_cycles_per_second"] for v in r.values()]
+    m["sim_cycles_per_second"] = max(cps) if cps else 0.0
+    m["verilator_build_seconds"] = build
+    m["formula_single_tile_cycles"] = cycle_formula(cfg, M=M, N=N)
+    m["formula_back_to_back_cycles"] = cycle_formula(cfg, M=M, N=N, tiles=8)
+    m["engine_latency_cycles"] = lat
+    m["scalesim_ws_fold_cycles"] = scalesim_ws(cfg, N=N)
+    for name in ("b2b_fp8", "b2b_fp32", "b2b_mx"):
+        if name in r:
+            m[f"utilization_{name}"] = r[name]["utilization"]
+            if "b2b_bf16" in r:
+                # MACs per cycle relative to BF16 (1.0 = same rate)
+                m[f"rate_vs_bf16_{name[4:]}"] = (
+                    (r[name]["macs"] / r[name]["window_cycles"])
+                    / (r["b2b_bf16"]["macs"] / r["b2b_bf16"]["window_cycles"]))
+    return m
