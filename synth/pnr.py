@@ -19,8 +19,8 @@ FILL = 0.8
 
 def pick_part(luts, dsps, brams):
     """Smallest ECP5 part whose LUTs/DSPs/BRAMs hold the block at <= 80 % fill, else ``None``."""
-    for flag, l, d, b in ECP5_PARTS:
-        if luts <= FILL * l and dsps <= d and brams <= b:
+    for flag, part_luts, part_dsps, part_brams in ECP5_PARTS:
+        if luts <= FILL * part_luts and dsps <= part_dsps and brams <= part_brams:
             return flag
     return None
 

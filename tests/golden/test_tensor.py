@@ -15,7 +15,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from golden.formats import convert_rne
 from golden.mx import mx_dequantize, mx_quantize
 from golden.tensor import (FP32_NEG_ZERO, PsumModel, matmul, matmul_mx, psum_update, transpose,
                            transpose_formats)
@@ -674,7 +673,7 @@ def test_full_every_pair_bit_exact_vs_fraction_chain(seed):
     rng = np.random.default_rng(seed)
     for fs, fx in pairs(cfg):
         f_s, f_x = cfg.fmt(fs), cfg.fmt(fx)
-        for trial in range(3):
+        for _trial in range(3):
             K = int(rng.integers(1, cfg.pe_rows + 1))
             s = random_codes_with_specials(rng, f_s, (K, 4), p_special=0.01)
             x = random_codes_with_specials(rng, f_x, (K, 3), p_special=0.01)

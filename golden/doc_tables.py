@@ -1,0 +1,356 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tables of the documentation that state figures of ``rtl/config.py``, generated from it.
+
+Each table sits between ``<!-- <name>:begin ... -->`` and ``<!-- <name>:end -->`` marker comments
+in its Markdown file; ``python -m golden.doc_tables`` rewrites them, ``--check`` only compares
+(``tests/golden/test_doc_tables.py`` runs the comparison). Only descriptive words (references,
+remarks, formulas as text) are written here; every number comes from :mod:`rtl.config`.
+
+- ``formats-table`` in ``docs/number-formats.md``: every :class:`~rtl.config.FPFormat`, cfp8
+  and E8M0 with their derived figures;
+- ``presets-table`` in ``docs/architecture.md``: key parameters of the presets;
+- ``cycles-table`` in ``docs/architecture.md``: the §6.8 cycle formulas for the presets;
+- ``params-table`` in ``README.md``: the ``CoreConfig`` fields of the presets.
+
+This module imports only :mod:`rtl.config` and the standard library (see the package graph).
+"""
+
+import argparse
+import re
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+from rtl.config import DENSE_FORMAT_NAMES, E8M0, FORMATS, PRESETS, cfp8_format
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMAND = "python -m golden.doc_tables"
+#: Presets shown as columns of the preset tables.
+COLUMNS = ("small", "default", "trainium")
+#: Proposed (not yet in CoreConfig) SBUF bank count, docs/architecture.md §14.
+PROPOSED_SBUF_BANKS = 4
+
+
+# --- number formatting ----------------------------------------------------------------------
+
+def _group(n):
+    """``16384`` -> ``"16 384"`` (the docs' thousands separator), below 10 000 ungrouped."""
+    return f"{n:,}".replace(",", " ") if abs(n) >= 10_000 else str(n)
+
+
+def _bytes(n):
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
+
+
+def _log2_exact(n):
+    if n <= 0 or n & (n - 1):
+        raise ValueError(f"{n} is not a power of two")
+    return n.bit_length() - 1
+
+
+def pow2_text(v):
+    """A power of two ``v`` (a :class:`Fraction`) as ``2^k``."""
+    num, den = v.numerator, v.denominator
+    if num == 1:
+        return f"2^-{_log2_exact(den)}" if den > 1 else "2^0"
+    if den == 1:
+        return f"2^{_log2_exact(num)}"
+    raise ValueError(f"{v} is not a power of two")
+
+
+def _value(v):
+    """A finite value: exactly when below 10^6 with at most six digits, otherwise to three
+    significant digits."""
+    if v < 10**6:
+        short = f"{float(v):.6g}"
+        if Fraction(short) == v:
+            return short
+    return f"{float(v):.2e}".replace("e+", "e").replace("e-0", "e-").replace("e0", "e")
+
+
+# --- formats-table --------------------------------------------------------------------------
+
+#: Name as shown, reference implementation the golden model is checked against.
+_FORMAT_DOC = {
+    "fp32": ("`fp32`", "numpy float32"),
+    "tf32": ("`tf32`", "— (checked via fp32 masks)"),
+    "bf16": ("`bf16`", "ml_dtypes.bfloat16"),
+    "fp16": ("`fp16`", "numpy float16"),
+    "fp8_e5m2": ("`fp8_e5m2`", "ml_dtypes.float8_e5m2"),
+    "fp8_e4m3": ("`fp8_e4m3` (Trainium-1/2 style)", "ml_dtypes.float8_e4m3"),
+    "fp8_e4m3fn": ("`fp8_e4m3fn` (OCP)", "ml_dtypes.float8_e4m3fn"),
+    "cfp8": ("`cfp8` (configurable)",
+             "ml_dtypes.float8_e3m4 / e4m3 / e5m2 at their standard bias, scaled by "
+             "2^(std_bias − bias)"),
+    "fp4_e2m1": ("`fp4_e2m1` (MXFP4 element)", "ml_dtypes.float4_e2m1fn"),
+    "e8m0": ("`e8m0` (MX scale)", "ml_dtypes.float8_e8m0fnu"),
+}
+#: Formats the contract marks as our choice ([I]) for their overflow policy.
+_OWN_OVERFLOW_CHOICE = {"fp8_e4m3fn"}
+
+
+def _specials(fmt):
+    if fmt.specials == "ieee":
+        return "IEEE Inf/NaN"
+    if fmt.specials == "fn":
+        ones = "1" * fmt.exp_bits + "." + "1" * fmt.man_bits
+        return f"no Inf; NaN = S.{ones}"
+    return "none"
+
+
+def _overflow(fmt):
+    if fmt.overflow == "inf":
+        return "Inf"
+    return "**saturate**" + (" [I]" if fmt.name in _OWN_OVERFLOW_CHOICE else "")
+
+
+def figures(fmt):
+    """``(max finite, min normal, min subnormal)`` of ``fmt`` as exact fractions."""
+    m = fmt.man_bits
+    max_finite = Fraction(2) ** fmt.emax * (1 + Fraction(fmt.max_man_code, 1 << m))
+    min_normal = Fraction(2) ** fmt.emin
+    min_sub = Fraction(2) ** (fmt.emin - m)
+    assert float(max_finite) == fmt.max_finite and float(min_sub) == fmt.min_subnormal
+    return max_finite, min_normal, min_sub
+
+
+def _format_row(fmt, shown=None, layout=None, bias=None):
+    name, ref = _FORMAT_DOC[shown or fmt.name]
+    mx, mn, ms = figures(fmt)
+    return [name, layout or f"1.{fmt.exp_bits}.{fmt.man_bits}", str(fmt.width),
+            bias or str(fmt.bias), _specials(fmt), _value(mx), pow2_text(mn), pow2_text(ms),
+            _overflow(fmt), ref]
+
+
+def _cfp8_exp_bits():
+    """Exponent widths the config accepts for cfp8 (each tried at its IEEE-style bias)."""
+    out = []
+    for e in range(1, 9):
+        try:
+            cfp8_format(e, (1 << (e - 1)) - 1)
+        except ValueError:
+            continue
+        out.append(e)
+    return out
+
+
+def formats_table(cfg=None):
+    """The format table of docs/number-formats.md §1; cfp8 figures are those of ``cfg``
+    (default: the ``default`` preset)."""
+    cfg = cfg or PRESETS["default"]
+    head = ["name", "layout (S.E.M)", "bits", "bias", "specials", "max finite", "min normal",
+            "min subnormal", "overflow on convert", "reference"]
+    rows = [_format_row(FORMATS[n]) for n in DENSE_FORMAT_NAMES if n != "cfp8"]
+    c = cfg.cfp8
+    exps = _cfp8_exp_bits()
+    rows.append(_format_row(
+        c, shown="cfp8",
+        layout=(f"1.e.(7−e), e = `cfp8_exp_bits` ∈ {{{','.join(map(str, exps))}}}; "
+                f"`{cfg.name}`: 1.{c.exp_bits}.{c.man_bits}"),
+        bias=f"`cfp8_bias` (`{cfg.name}`: {c.bias})"))
+    rows[-1][5:8] = [f"{x} (`{cfg.name}`)" for x in rows[-1][5:8]]
+    rows.append(_format_row(FORMATS["fp4_e2m1"]))
+    e8 = E8M0
+    rows.append([_FORMAT_DOC["e8m0"][0], "0.8.0", str(e8.width), str(e8.bias),
+                 f"0x{e8.nan_code:02X} = NaN", pow2_text(Fraction(2) ** (e8.nan_code - 1 - e8.bias)),
+                 pow2_text(Fraction(2) ** -e8.bias), "—", "—", _FORMAT_DOC["e8m0"][1]])
+    return _markdown(head, rows)
+
+
+# --- presets-table (docs/architecture.md §1) ------------------------------------------------
+
+def pe_significand_width(cfg):
+    """Widest significand (implicit bit included) the PE multiplier handles: FP32 is native."""
+    fmts = list(cfg.dense_formats) + list(cfg.mx_element_formats.values())
+    return max(1 + f.man_bits for f in fmts)
+
+
+def _frac(x):
+    x = Fraction(x)
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+def _preset_rows():
+    """``(parameter, formula, function of a config)`` rows of the architecture preset table."""
+    mx_block = {PRESETS[n].mx_block for n in COLUMNS}
+    mxb = f" ({mx_block.pop()})" if len(mx_block) == 1 else ""
+    nb = PROPOSED_SBUF_BANKS
+    return [
+        ("partitions P", "`partitions`", lambda c: str(c.partitions)),
+        ("PE array R × C (K × M)", "`pe_rows × pe_cols`", lambda c: f"{c.pe_rows} × {c.pe_cols}"),
+        ("MACs per cycle", "`macs`", lambda c: _group(c.macs)),
+        ("FLOP per cycle (dense)", "2 · `macs`", lambda c: _group(2 * c.macs)),
+        ("SBUF per partition", "`sbuf_bytes_per_partition`",
+         lambda c: _bytes(c.sbuf_bytes_per_partition)),
+        ("SBUF total", "`sbuf_bits / 8`", lambda c: _bytes(c.sbuf_bits // 8)),
+        ("SBUF byte-address bits", "log2(bytes/partition)",
+         lambda c: str(_log2_exact(c.sbuf_bytes_per_partition))),
+        (f"SBUF bank size ({nb} banks) [invented]", f"bytes/partition / {nb}",
+         lambda c: _bytes(c.sbuf_bytes_per_partition // nb)),
+        ("PSUM banks × FP32 entries", "`psum_banks × psum_bank_fp32`",
+         lambda c: f"{c.psum_banks} × {c.psum_bank_fp32}"),
+        ("PSUM bank bytes", "`psum_bank_bytes`", lambda c: _bytes(c.psum_bank_bytes)),
+        ("PSUM per partition / total", "`psum_bits / 8`",
+         lambda c: f"{_bytes(c.psum_bits // 8 // c.partitions)} / {_bytes(c.psum_bits // 8)}"),
+        ("PSUM entry-index bits", "log2(banks · entries)",
+         lambda c: str(_log2_exact(c.psum_banks * c.psum_bank_fp32))),
+        ("max N of one matmul", "`psum_bank_fp32`", lambda c: str(c.psum_bank_fp32)),
+        ("`Vec32` stream payload", "32 · P bits", lambda c: str(32 * c.partitions)),
+        ("`Vec16` stream payload", "16 · P bits", lambda c: str(16 * c.partitions)),
+        ("quadrant (start-partition step)", "P / 4", lambda c: _frac(Fraction(c.partitions, 4))),
+        ("DMA engines", "max(1, P / 8) (scaled from A1: 16 per 128)",
+         lambda c: str(max(1, c.partitions // 8))),
+        ("MX blocks per K-fold", f"R / `mx_block`{mxb}",
+         lambda c: _frac(Fraction(c.pe_rows, c.mx_block))),
+        ("4:16 sparse logical K per fold", "4 · R", lambda c: str(4 * c.pe_rows)),
+        ("PE significand width [invented]",
+         "widest significand of the enabled formats (FP32 native, §6.4)",
+         lambda c: str(pe_significand_width(c))),
+        ("PE MAC latency L", "`mul_stages + add_stages`", lambda c: str(c.mul_stages + c.add_stages)),
+        ("moving-skew registers", "L · R(R−1)/2 lanes",
+         lambda c: _group((c.mul_stages + c.add_stages) * c.pe_rows * (c.pe_rows - 1) // 2)),
+    ]
+
+
+def presets_table():
+    cfgs = [PRESETS[n] for n in COLUMNS]
+    rows = [[p, f, *(fn(c) for c in cfgs)] for p, f, fn in _preset_rows()]
+    return _markdown(["parameter", "formula", *COLUMNS], rows)
+
+
+# --- cycles-table (docs/architecture.md §6.8) ----------------------------------------------
+
+#: Bits of one SBUF word per partition per cycle: e = SBUF_WORD_BITS // element width.
+SBUF_WORD_BITS = 32
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def cycles_table():
+    """The §6.8 cycle formulas evaluated for the presets (N = ``psum_bank_fp32``)."""
+    cfgs = [PRESETS[n] for n in COLUMNS]
+    lat = {(c.mul_stages + c.add_stages, c.add_stages + 1) for c in cfgs}
+    if len(lat) != 1:
+        raise ValueError("the presets differ in L or A; give the table a column for each")
+    L, A = lat.pop()
+    e16, e8 = SBUF_WORD_BITS // 16, SBUF_WORD_BITS // 8
+    head = ["preset", "SCALE-Sim (N max)", "ours, L=1 e=1 A=0", "ours cold BF16",
+            "steady BF16 / FP8", "steady FP32 (native, e = 1)", "steady BF16 at N = C"]
+    rows = []
+    for c in cfgs:
+        R, C, N = c.pe_rows, c.pe_cols, c.psum_bank_fp32
+        bf16, fp8 = (max(N, _ceil_div(C, e) + 1, A) for e in (e16, e8))
+        rows.append([c.name, str(2 * R + C + N - 2), str(C + N + R + C - 2),
+                     str(_ceil_div(C, e16) + N + L * R + C - 2 + A),
+                     str(bf16) if bf16 == fp8 else f"{bf16} / {fp8}",
+                     str(max(N, C + 1, A)), str(max(C, _ceil_div(C, e16) + 1, A))])
+    return (f"Values computed from the presets with L = {L}, A = {A}, N = `psum_bank_fp32`, "
+            f"e = {e16} for BF16, {e8} for FP8, 1 for FP32:\n\n" + _markdown(head, rows))
+
+
+# --- params-table (README.md) ---------------------------------------------------------------
+
+def _formats_cell(c):
+    if c.formats == DENSE_FORMAT_NAMES:
+        return f"all {len(c.formats)}"
+    return ", ".join(c.formats)
+
+
+def params_table():
+    cfgs = [PRESETS[n] for n in COLUMNS]
+    spec = [
+        ("`partitions` = `pe_rows`", "SBUF/PSUM partitions = array rows (K)",
+         lambda c: str(c.partitions)),
+        ("`pe_cols`", "array columns (M)", lambda c: str(c.pe_cols)),
+        ("`psum_banks` × `psum_bank_fp32`", "PSUM banks × FP32 entries per partition (max N)",
+         lambda c: f"{c.psum_banks} × {c.psum_bank_fp32}"),
+        ("`sbuf_bytes_per_partition`", "SBUF per partition",
+         lambda c: _bytes(c.sbuf_bytes_per_partition)),
+        ("`formats`", "dense input formats", _formats_cell),
+        ("`mx_formats`, `mx_block`", "MX formats, elements per scale",
+         lambda c: f"{len(c.mx_formats)}, {c.mx_block}"),
+        ("`cfp8_exp_bits`, `cfp8_bias`", "configurable FP8",
+         lambda c: f"E{c.cfp8.exp_bits}M{c.cfp8.man_bits}, {c.cfp8.bias}"),
+        ("`sr_seed`", "stochastic-rounding PRNG seed", lambda c: f"0x{c.sr_seed:08X}"),
+        ("`mul_stages`, `add_stages`", "FP pipeline registers",
+         lambda c: f"{c.mul_stages}, {c.add_stages}"),
+    ]
+    rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
+    return _markdown(["field", "meaning", *COLUMNS], rows)
+
+
+# --- Markdown and files ---------------------------------------------------------------------
+
+def _markdown(head, rows):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+#: ``(file relative to the repository, marker name, generator)``.
+TABLES = (
+    ("docs/number-formats.md", "formats-table", formats_table),
+    ("docs/architecture.md", "presets-table", presets_table),
+    ("docs/architecture.md", "cycles-table", cycles_table),
+    ("README.md", "params-table", params_table),
+)
+
+
+def _block_re(name):
+    return re.compile(rf"(<!-- {name}:begin[^\n]*-->\n)(.*?)(<!-- {name}:end -->)", re.S)
+
+
+def render(text, name, table):
+    """``text`` with the block between the ``name`` markers replaced by ``table``."""
+    pat = _block_re(name)
+    if len(pat.findall(text)) != 1:
+        raise ValueError(f"expected exactly one '<!-- {name}:begin ... -->' ... "
+                         f"'<!-- {name}:end -->' block")
+    return pat.sub(lambda m: m.group(1) + table + m.group(3), text)
+
+
+def stale(root=ROOT):
+    """``[(file, marker name)]`` of the tables that differ from the generated ones."""
+    out = []
+    for rel, name, gen in TABLES:
+        text = (Path(root) / rel).read_text()
+        if render(text, name, gen()) != text:
+            out.append((rel, name))
+    return out
+
+
+def update(root=ROOT):
+    """Rewrite every table; returns the files changed."""
+    changed = []
+    for rel, name, gen in TABLES:
+        path = Path(root) / rel
+        text = path.read_text()
+        new = render(text, name, gen())
+        if new != text:
+            path.write_text(new)
+            changed.append(rel)
+    return changed
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="only compare; exit status 1 when a table is out of date")
+    args = ap.parse_args(argv)
+    if args.check:
+        bad = stale()
+        for rel, name in bad:
+            print(f"{rel}: table '{name}' differs from rtl/config.py; run {COMMAND}")
+        return 1 if bad else 0
+    for rel in update():
+        print(f"updated {rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The package graph is one-way (issue #8).
+
+Every tracked ``.py`` file under ``rtl/``, ``golden/``, ``tb/``, ``bench/``, ``synth/`` and
+``tests/`` is parsed with :mod:`ast`; every import counts, at module level or inside a function
+(``import x``, ``from x import y``, relative imports resolved, ``importlib.import_module("x")``
+with a literal name):
+
+- ``rtl`` imports ``rtl``, Amaranth, numpy and the standard library;
+- ``rtl.config`` (and ``rtl/__init__.py``, which importing it runs) imports only the standard
+  library, so that the golden model and the tools can read the parameters without the HDL;
+- ``golden`` imports ``golden``, ``rtl.config``, numpy, ml_dtypes and the standard library;
+- ``tb`` imports ``rtl``, ``golden``, ``tb`` (and any third-party package);
+- ``bench`` and ``synth`` import ``rtl``, ``golden``, ``tb`` and themselves, not each other;
+- ``tests`` import public APIs only: no ``__main__`` module, no ``_private`` module or name, and
+  nothing from ``bench`` (the regression must not depend on the benchmarks).
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("rtl", "golden", "tb", "bench", "synth", "tests")
+STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
+
+#: Project packages each package may import (``None``: any third-party package too).
+PROJECT_ALLOWED = {
+    "rtl": {"rtl"},
+    "golden": {"golden"},            # + rtl.config, below
+    "tb": {"rtl", "golden", "tb"},
+    "bench": {"rtl", "golden", "tb", "bench"},
+    "synth": {"rtl", "golden", "tb", "synth"},
+    "tests": {"rtl", "golden", "tb", "synth", "tests"},
+}
+#: Third-party top-level packages allowed; a package not listed here may import any.
+THIRD_PARTY_ALLOWED = {
+    "rtl": {"amaranth", "numpy"},
+    "rtl.config": set(),
+    "golden": {"numpy", "ml_dtypes"},
+}
+#: Modules of ``rtl`` that ``golden`` may import: the parameters, which import no HDL.
+GOLDEN_RTL = {"rtl", "rtl.config"}
+#: Modules importing ``rtl.config`` runs, held to its rule.
+CONFIG_MODULES = {"rtl", "rtl.config"}
+
+
+def tracked_files():
+    """Tracked ``.py`` files of the checked packages (every file on disk outside git)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--", *PACKAGES], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+        files = [ROOT / p for p in out.split("\0") if p.endswith(".py")]
+    except (OSError, subprocess.CalledProcessError):
+        files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
+                 if "__pycache__" not in p.parts]
+    return sorted(f for f in files if f.exists())
+
+
+def module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_project_module(dotted):
+    p = ROOT.joinpath(*dotted.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def resolve_from(node, mod, is_package):
+    """The absolute module of an ``ImportFrom`` in module ``mod``."""
+    if not node.level:
+        return node.module
+    base = mod.split(".") if is_package else mod.split(".")[:-1]
+    if node.level > 1:
+        base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(path):
+    """``(line, module, name)`` for every import in ``path``: ``name`` is the name taken from
+    ``module`` by ``from module import name`` (resolved to the submodule ``module.name`` when
+    there is one in the project), ``None`` for ``import module``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    mod = module_name(path)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve_from(node, mod, path.name == "__init__.py")
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                if a.name != "*" and is_project_module(sub):
+                    out.append((node.lineno, sub, None))
+                else:
+                    out.append((node.lineno, base, a.name))
+        elif (isinstance(node, ast.Call) and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and ((isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                   or (isinstance(node.func, ast.Name)
+                       and node.func.id in ("import_module", "__import__")))):
+            out.append((node.lineno, node.args[0].value, None))
+    return out
+
+
+def rule_of(mod):
+    """The rule a module follows: ``"rtl.config"`` or its top-level package."""
+    return "rtl.config" if mod in CONFIG_MODULES else mod.split(".")[0]
+
+
+def forbidden(rule, target, name):
+    """True when a module under ``rule`` must not import ``target`` (``name`` from it)."""
+    top = target.split(".")[0]
+    if top in STDLIB:
+        return False
+    if rule == "rtl.config":
+        return True
+    if top in PACKAGES:
+        if rule == "golden" and target in GOLDEN_RTL and (target != "rtl" or name == "config"):
+            return False
+        if top not in PROJECT_ALLOWED[rule]:
+            return True
+        if rule == "tests":
+            parts = target.split(".") + ([name] if name else [])
+            return any(p == "__main__" or (p.startswith("_") and not p.startswith("__"))
+                       for p in parts)
+        return False
+    allowed = THIRD_PARTY_ALLOWED.get(rule)
+    return allowed is not None and top not in allowed
+
+
+def violations():
+    out = []
+    for path in tracked_files():
+        rule = rule_of(module_name(path))
+        rel = path.relative_to(ROOT).as_posix()
+        for line, target, name in imports(path):
+            if forbidden(rule, target, name):
+                shown = f"{target}.{name}" if name and name.startswith("_") else target
+                out.append(f"{rel}:{line}: {rule} must not import {shown}")
+    return sorted(set(out), key=lambda v: (v.split(":")[0], int(v.split(":")[1]), v))
+
+
+def test_files_found():
+    mods = {module_name(p) for p in tracked_files()}
+    assert {"rtl.config", "golden.formats", "tests.test_config"} <= mods
+
+
+def test_package_graph():
+    found = violations()
+    if found:
+        pytest.fail(f"{len(found)} import(s) against the package graph "
+                    f"(rules: tests/test_package_graph.py):\n" + "\n".join(found), pytrace=False)
+
+
+# --- the checker itself, on made-up imports -----------------------------------------------------
+
+def test_rules():
+    assert forbidden("rtl", "synth.blocks", None)
+    assert forbidden("rtl", "tb.runner", None)
+    assert not forbidden("rtl", "amaranth.hdl", "Module")
+    assert forbidden("rtl", "cocotb", None)
+    assert forbidden("rtl.config", "amaranth.hdl", "Module")
+    assert forbidden("rtl.config", "rtl.fp.pipe", None)
+    assert not forbidden("rtl.config", "dataclasses", "dataclass")
+    assert not forbidden("golden", "rtl.config", "FPFormat")
+    assert not forbidden("golden", "rtl", "config")
+    assert forbidden("golden", "rtl", "fp")
+    assert forbidden("golden", "rtl.fp.convert", None)
+    assert forbidden("golden", "amaranth", None)
+    assert not forbidden("golden", "ml_dtypes", None)
+    assert forbidden("tb", "bench.bench_tensor_engine", "run")
+    assert forbidden("tb", "synth.design", None)
+    assert not forbidden("tb", "cocotb.triggers", "Timer")
+    assert forbidden("bench", "synth.flow", None)
+    assert forbidden("synth", "bench.unit_bench", None)
+    assert not forbidden("synth", "tb.runner", None)
+    assert forbidden("tests", "bench.bench_tensor_engine", "depths_for")
+    assert forbidden("tests", "synth.__main__", "main")
+    assert forbidden("tests", "golden.formats", "_convert_core")
+    assert not forbidden("tests", "golden.formats", "__all__")
+    assert not forbidden("tests", "synth.report", "update_readme")
+
+
+def test_relative_import_resolution():
+    tree = ast.parse("from . import blocks\nfrom .design import x\nfrom .. import rtl\n")
+    nodes = [n for n in tree.body]
+    assert resolve_from(nodes[0], "synth.flow", False) == "synth"
+    assert resolve_from(nodes[1], "synth.flow", False) == "synth.design"
+    assert resolve_from(nodes[1], "synth", True) == "synth.design"
+    assert resolve_from(nodes[2], "tb.tensor.build", False) == "tb"
