@@ -11,7 +11,7 @@ from rtl.config import CoreConfig, check_config
 from rtl.emit import Design
 from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name, row_module_name
 from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
-                                ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
+                                ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
 from rtl.tensor.psum import PsumUnit, psum_adder_module_name
 from rtl.fp.adder import FP32Adder
 

@@ -4,7 +4,6 @@ for bit on every pair of FP32 corners and on random pairs (cancellation, exponen
 subnormals)."""
 
 import cocotb
-import numpy as np
 
 from golden import arith as ga
 from tb.fp_arith import vectors as v

@@ -84,7 +84,7 @@ def compare(beats, prog, seed, what=""):
     assert len(beats) == len(exp), (f"seed={seed} {what}: {len(beats)} result beats, "
                                     f"expected {len(exp)}")
     i = 0
-    for bank, n, bb in prog.reads:
+    for bank, _n, bb in prog.reads:
         for j, e in enumerate(bb):
             got = beats[i]
             if got != e:

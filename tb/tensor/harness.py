@@ -8,7 +8,7 @@ memories ``cmd_mem``, ``st_mem``, ``mv_mem``, sets the counts, pulses ``start`` 
 which exercises every back-pressure path of the engine.
 """
 
-from amaranth.hdl import Module, Signal, Cat, Mux
+from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
