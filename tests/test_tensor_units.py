@@ -89,7 +89,9 @@ SMALL = get_preset("small")
 #: The array / row configs: a few formats keep the simulator small (fp32/tf32/bf16 for the
 #: transpose NaN shapes, fp8 for a mixed pair).
 FEW = ("fp32", "tf32", "bf16", "fp8_e4m3")
-ARRAY_CFG = SMALL.replace(formats=FEW, mx_formats=())
+ROW_CFG = SMALL.replace(formats=FEW, mx_formats=())
+#: 4 rows (skew over 3 rows), 2 columns (a de-skew stage): half the PEs of 4 x 4, half the time.
+ARRAY_CFG = ROW_CFG.replace(pe_cols=2)
 ARRAY2_CFG = SMALL.replace(partitions=2, pe_rows=2, pe_cols=2, formats=FEW, mx_formats=(),
                            mul_stages=0, add_stages=1)
 
@@ -129,6 +131,11 @@ def mixed_codes(rng, fmt, n):
     idx = rng.permutation(n)[:len(sp)]
     c[idx[:len(sp)]] = np.array(sp[:len(idx)], dtype=np.uint32)
     return c
+
+
+def garbage(rng, bits):
+    """A random ``bits``-bit int (wider than numpy's integers allow)."""
+    return int.from_bytes(rng.bytes((bits + 7) // 8), "little") & ((1 << bits) - 1)
 
 
 def hexs(a):
@@ -448,10 +455,10 @@ def test_pe_enable_low_freezes_everything(pe_bench, seed):
     stalled = []
     for st in base:
         while rng.random() < 0.4:
-            stalled.append({"en": 0, "mv_bits": int(rng.integers(0, 1 << pe.mv_layout.size)) | 1,
+            stalled.append({"en": 0, "mv_bits": garbage(rng, pe.mv_layout.size) | 1,
                             "ld": {"valid": 1, "col": 0, "fmt": bf,
                                    "code": int(rng.integers(0, 1 << 16))},
-                            "ps_bits": int(rng.integers(0, 1 << pe.ps_layout.size))})
+                            "ps_bits": garbage(rng, pe.ps_layout.size)})
         stalled.append(st)
     got = run_pe(pe_bench, stalled)
     on = [t for t in got if t[0]]
@@ -490,3 +497,442 @@ def test_pe_latency(seed, mul_stages, add_stages):
     assert hits == [t0 + pe.latency], f"ps_o valid at {hits}, want {[t0 + pe.latency]}"
     assert out[t0 + pe.latency][2] == want, (f"value {out[t0 + pe.latency][2]:#x} != {want:#x}: "
                                              f"ps_i not used {pe.mul_latency} cycles after mv_i")
+
+
+# ==================================================================================================
+# PE row
+# ==================================================================================================
+
+@pytest.fixture(scope="module")
+def row_bench():
+    from rtl.tensor.row import PERow
+    return Bench(PERow(ROW_CFG, use_instances=False))
+
+
+def test_row_buses_and_columns(row_bench, seed):
+    """Loads for every column, then moving beats right behind them: the weight-load and moving
+    buses advance one PE per cycle (column c sees a beat c cycles after column 0, so a beat that
+    directly follows the loads still finds the last column's weight), each column's ``ps_o`` is
+    valid exactly ``c + latency`` cycles after the beat entered and equals the golden FMA of
+    that column's weight and addend."""
+    from amaranth.hdl import Value
+    row = row_bench.dut
+    pe = row.pe_proto
+    cfg = ROW_CFG
+    C, Lm, L = cfg.pe_cols, pe.mul_latency, pe.latency
+    tl = TensorLayouts(cfg)
+    rng = np.random.default_rng([seed, 10])
+    fw, fx = cfg.fmt("bf16"), cfg.fmt("fp8_e4m3")
+    N = 6
+    w = mixed_codes(rng, fw, C)
+    x = mixed_codes(rng, fx, N)
+    cin = rand_fp32(rng, N * C).reshape(N, C)
+    T = C + N + C + L + 3
+    ld = [const_int(pe.ld_layout, {}) for _ in range(T)]
+    mv = [const_int(pe.mv_layout, {}) for _ in range(T)]
+    ps = [[{} for _ in range(C)] for _ in range(T)]
+    for j in range(C):
+        ld[j] = const_int(pe.ld_layout, {"valid": 1, "col": j, "fmt": tl.fmt_index("bf16"),
+                                         "code": int(w[j])})
+    t0 = C
+    for n in range(N):
+        mv[t0 + n] = const_int(pe.mv_layout, {"valid": 1, "active": 1, "first": int(n == 0),
+                                             "fmt": tl.fmt_index("fp8_e4m3"),
+                                             "code": int(x[n])})
+        for c in range(C):
+            ps[t0 + n + c + Lm][c] = {"valid": 1, "value": int(cin[n, c])}
+    psl = row.ps_i.shape()
+    seen = {c: [] for c in range(C)}
+
+    async def job(ctx):
+        ctx.set(row.en, 1)
+        for t in range(T):
+            ctx.set(Value.cast(row.ld_i), ld[t])
+            ctx.set(Value.cast(row.mv_i), mv[t])
+            ctx.set(Value.cast(row.ps_i), const_int(psl, ps[t]))
+            for c in range(C):
+                if ctx.get(row.ps_o[c].valid):
+                    seen[c].append((t, ctx.get(row.ps_o[c].value)))
+            await ctx.tick()
+
+    row_bench.run(job)
+    for c in range(C):
+        want = fma_fp32(cin[:, c], np.full(N, w[c]), fw, x, fx)
+        times = [t for t, _ in seen[c]]
+        assert times == [t0 + n + c + L for n in range(N)], f"column {c}: valid at {times}"
+        got = np.array([v for _, v in seen[c]], dtype=np.uint32)
+        assert (got == want).all(), (f"seed={seed} column {c}: got {hexs(got)} "
+                                     f"want {hexs(want)}")
+
+
+# ==================================================================================================
+# Array
+# ==================================================================================================
+
+class ArrayProgram:
+    """Per-cycle stimulus of a :class:`SystolicArray` built like the engine drives it: weight
+    loads (one column per cycle, all rows at once), moving beats (``first`` on a matmul's first
+    beat, ``active`` for rows ``k < K``), transposes (identity beats ``hit = (n == k)``); the
+    expected result beats (golden) in order."""
+
+    def __init__(self, arr, cfg, rng):
+        self.arr, self.cfg, self.rng = arr, cfg, rng
+        self.tl = TensorLayouts(cfg)
+        self.steps = []          # dicts: "mv" -> list of R dicts, "ld" -> list of R dicts
+        self.expect = []         # (M, list of M words) per result beat
+        self.s = None
+
+    def _at(self, t):
+        while len(self.steps) <= t:
+            self.steps.append({})
+        return self.steps[t]
+
+    def load(self, t, codes, fmt):
+        """Load ``codes [K, M]`` starting at cycle ``t``; rows ``k >= K`` get random codes."""
+        R = self.cfg.pe_rows
+        K, M = codes.shape
+        full = rand_codes(self.rng, self.cfg.fmt(fmt), (R, M), p_wild=1.0)
+        full[:K] = codes
+        for j in range(M):
+            self._at(t + j)["ld"] = [{"valid": 1, "col": j, "fmt": self.tl.fmt_index(fmt),
+                                      "code": int(full[k, j])} for k in range(R)]
+        self.s = (codes, fmt)
+        return t + M
+
+    def matmul(self, t, x, fmt):
+        """Moving beats ``x [K, N]`` from cycle ``t`` with the last loaded weights."""
+        R = self.cfg.pe_rows
+        s, fs = self.s
+        K, N = x.shape
+        full = rand_codes(self.rng, self.cfg.fmt(fmt), (R, N), p_wild=1.0)
+        full[:K] = x
+        for n in range(N):
+            self._at(t + n)["mv"] = [{"valid": 1, "first": int(n == 0), "active": int(k < K),
+                                      "fmt": self.tl.fmt_index(fmt), "code": int(full[k, n])}
+                                     for k in range(R)]
+        want = golden_matmul(s[:K], fs, x, fmt, self.cfg)
+        M = s.shape[1]
+        self.expect += [(M, [int(v) for v in want[:, n]]) for n in range(N)]
+        return t + N
+
+    def transpose(self, t, K):
+        R = self.cfg.pe_rows
+        s, fs = self.s
+        for n in range(K):
+            self._at(t + n)["mv"] = [{"valid": 1, "first": int(n == 0), "tp": 1,
+                                      "active": int(k < K), "hit": int(n == k)}
+                                     for k in range(R)]
+        want = golden_transpose(s[:K], fs, self.cfg)
+        M = s.shape[1]
+        self.expect += [(M, [int(v) for v in want[:, n]]) for n in range(K)]
+        return t + K
+
+    def run(self, bench, stall_p=0.0, tail=None):
+        """Run (``en`` low with garbage inputs on a fraction ``stall_p`` of the cycles); return
+        ``(out beats, mv beat enabled-cycle indices, out beat enabled-cycle indices)``."""
+        from amaranth.hdl import Value
+        arr = self.arr
+        R = self.cfg.pe_rows
+        mvl, ldl = arr.mv_in.shape(), arr.ld_in.shape()
+        idle_mv, idle_ld = const_int(mvl, [{}] * R), const_int(ldl, [{}] * R)
+        tail = arr.latency + 4 if tail is None else tail
+        plan = []
+        for st in self.steps + [{}] * tail:
+            while self.rng.random() < stall_p:
+                plan.append((0, garbage(self.rng, mvl.size), garbage(self.rng, ldl.size)))
+            plan.append((1, const_int(mvl, st["mv"]) if "mv" in st else idle_mv,
+                         const_int(ldl, st["ld"]) if "ld" in st else idle_ld))
+        outs, t_in, t_out = [], [], []
+
+        async def job(ctx):
+            k = 0
+            for en, mv, ld in plan:
+                ctx.set(arr.en, en)
+                ctx.set(Value.cast(arr.mv_in), mv)
+                ctx.set(Value.cast(arr.ld_in), ld)
+                if en:
+                    if ctx.get(arr.out.valid):
+                        t_out.append(k)
+                        outs.append([ctx.get(arr.out.value[c]) for c in range(self.cfg.pe_cols)])
+                    if mv != idle_mv and mv & 1:
+                        t_in.append(k)
+                    k += 1
+                await ctx.tick()
+
+        bench.run(job)
+        return outs, t_in, t_out
+
+    def check(self, outs, what):
+        assert len(outs) == len(self.expect), f"{what}: {len(outs)} beats, want {len(self.expect)}"
+        for i, ((M, want), got) in enumerate(zip(self.expect, outs)):
+            assert got[:M] == want, f"{what}: beat {i}: got {hexs(got[:M])} want {hexs(want)}"
+
+
+@pytest.fixture(scope="module")
+def array_bench():
+    from rtl.tensor.array import SystolicArray
+    return Bench(SystolicArray(ARRAY_CFG, use_instances=False))
+
+
+def _two_matmuls(bench, cfg, rng):
+    """A full-size bf16 x fp8 matmul whose successor's weights (fp32, K < R, M < C) are loaded
+    while it streams (shadow weights), then that fp32 matmul directly behind it."""
+    arr = bench.dut
+    R, C, D = cfg.pe_rows, cfg.pe_cols, arr.row_skew
+    p = ArrayProgram(arr, cfg, rng)
+    s1 = mixed_codes(rng, cfg.fmt("bf16"), R * C).reshape(R, C)
+    x1 = rand_codes(rng, cfg.fmt("fp8_e4m3"), (R, (R - 1) * D + C + 4), p_wild=0.2)
+    t = p.load(0, s1, "bf16")
+    t_mm = t
+    K2, M2 = max(1, R - 1), max(1, C // 2)
+    s2 = rand_codes(rng, cfg.fmt("fp32"), (K2, M2), p_wild=0.2)
+    x2 = rand_codes(rng, cfg.fmt("fp32"), (K2, 5), p_wild=0.2)
+    t = p.matmul(t, x1, "fp8_e4m3")
+    # the next load may enter once the first beat's swap has passed the last row
+    p.load(t_mm + (R - 1) * D + 1, s2, "fp32")
+    p.matmul(t, x2, "fp32")
+    return p
+
+
+def test_array_matmul_back_to_back(array_bench, seed):
+    """Skewed in, de-skewed out: two back-to-back matmuls (the second one's weights loaded into
+    the shadow while the first streams; K < R and M < C with NaN/Inf codes in the unused rows)
+    give ``golden.tensor.matmul`` bit for bit, one result beat per moving beat, each
+    ``latency`` cycles after its moving beat."""
+    cfg = ARRAY_CFG
+    arr = array_bench.dut
+    p = _two_matmuls(array_bench, cfg, np.random.default_rng([seed, 20]))
+    outs, t_in, t_out = p.run(array_bench)
+    p.check(outs, f"seed={seed}")
+    R, C = cfg.pe_rows, cfg.pe_cols
+    assert arr.latency == (R - 1) * cfg.add_stages + cfg.mul_stages + cfg.add_stages + C - 1
+    assert t_out == [t + arr.latency for t in t_in], "result beats not latency after inputs"
+
+
+def test_array_stalls_and_transpose(array_bench, seed):
+    """The same program with ``en`` low on random cycles (garbage on the inputs while stalled)
+    gives the same results; transposes of fp32 codes with an all-ones exponent field (and
+    tf32/bf16 codes with theirs) come out as ``golden.tensor.transpose`` bits (the array's
+    bottom restores the exponent field), for K = R and K < R."""
+    cfg = ARRAY_CFG
+    arr = array_bench.dut
+    rng = np.random.default_rng([seed, 21])
+    p = _two_matmuls(array_bench, cfg, rng)
+    outs, t_in, t_out = p.run(array_bench, stall_p=0.3)
+    p.check(outs, f"seed={seed} with stalls")
+    assert t_out == [t + arr.latency for t in t_in], "latency in enabled cycles changed"
+    R, C = cfg.pe_rows, cfg.pe_cols
+    p = ArrayProgram(arr, cfg, rng)
+    tiles = [("fp32", np.array(FP32_NAN_SHAPES, np.uint32)[:R * C].reshape(R, C)),
+             ("fp32", np.array(FP32_NAN_SHAPES[::-1], np.uint32)[:(R - 1) * C]
+              .reshape(R - 1, C)[:, :max(1, C - 1)]),
+             ("tf32", (rng.integers(0, 1 << 10, (R, C)) | (0xFF << 10)
+                       | (rng.integers(0, 2, (R, C)) << 18)).astype(np.uint32)),
+             ("bf16", (rng.integers(0, 1 << 7, (R, C)) | (0xFF << 7)
+                       | (rng.integers(0, 2, (R, C)) << 15)).astype(np.uint32))]
+    t = 0
+    for fmt, codes in tiles:
+        t = p.load(t, codes, fmt)
+        t = p.transpose(t, codes.shape[0])
+        t += R * arr.row_skew      # the next load waits for the swap to pass the last row
+    outs, _, _ = p.run(array_bench, stall_p=0.2)
+    p.check(outs, f"seed={seed} transpose")
+
+
+def test_array_latency_other_depths(seed):
+    """A 2 x 2 array with ``mul_stages = 0``, ``add_stages = 1``: ``latency`` equals the
+    measured cycles and the results are golden."""
+    from rtl.tensor.array import SystolicArray
+    cfg = ARRAY2_CFG
+    arr = SystolicArray(cfg, use_instances=False)
+    assert arr.latency == (cfg.pe_rows - 1) * 1 + 0 + 1 + cfg.pe_cols - 1
+    bench = Bench(arr)
+    rng = np.random.default_rng([seed, 22])
+    p = ArrayProgram(arr, cfg, rng)
+    t = p.load(0, rand_codes(rng, cfg.fmt("bf16"), (2, 2), 0.2), "bf16")
+    t = p.matmul(t, rand_codes(rng, cfg.fmt("bf16"), (2, 5), 0.2), "bf16")
+    t = p.load(t + 2, np.array([[0x7FC00001, 0xFF800000], [0x7F800000, 0x00800000]],
+                               np.uint32), "fp32")
+    p.transpose(t, 2)
+    outs, t_in, t_out = p.run(bench)
+    p.check(outs, f"seed={seed} 2x2")
+    assert t_out == [t + arr.latency for t in t_in]
+
+
+# ==================================================================================================
+# PSUM unit
+# ==================================================================================================
+
+PSUM_CFGS = {"small": SMALL,
+             "a0": SMALL.replace(formats=("bf16",), mx_formats=(), add_stages=0, psum_banks=2,
+                                 psum_bank_fp32=4)}
+
+
+@pytest.fixture(scope="module", params=sorted(PSUM_CFGS))
+def psum_bench(request):
+    from rtl.tensor.psum import PsumUnit
+    return Bench(PsumUnit(PSUM_CFGS[request.param], use_instances=False))
+
+
+class PsumDriver:
+    """Offers beats back to back (with optional gaps), records the acceptance cycle of each, the
+    ``i_ready`` seen every cycle (with the beat on the payload even when ``valid`` is low), the
+    ``we`` cycles; then reads ``addrs`` back through the read port."""
+
+    def __init__(self, psu, beats, gaps=(), reads=()):
+        self.psu, self.p = psu, PsumPorts(psu)
+        self.beats, self.gaps, self.reads = beats, set(gaps), list(reads)
+        self.accepted, self.ready, self.we, self.read_data = [], [], [], {}
+
+    async def __call__(self, ctx):
+        p, lay = self.p, self.psu.in_layout
+        from amaranth.hdl import Value
+        k, t = 0, 0
+        while k < len(self.beats) or ctx.get(p.busy):
+            if k < len(self.beats):
+                b = self.beats[k]
+                ctx.set(Value.cast(p.payload), const_int(lay, b))
+                v = t not in self.gaps
+                ctx.set(p.valid, int(v))
+                r = ctx.get(p.ready)
+                self.ready.append((t, k, r))
+                if v and r:
+                    self.accepted.append(t)
+                    k += 1
+            else:
+                ctx.set(p.valid, 0)
+            if ctx.get(p.we):
+                self.we.append(t)
+            await ctx.tick()
+            t += 1
+            assert t < 20 * (len(self.beats) + 10), "PSUM never drained"
+        # read port: data of the address given in a cycle with rd_en, one cycle later
+        C = self.psu.cfg.pe_cols
+        for a in self.reads:
+            ctx.set(p.rd_en, 1)
+            ctx.set(p.rd_addr, a)
+            await ctx.tick()
+            ctx.set(p.rd_en, 0)
+            ctx.set(p.rd_addr, (a + 1) % self.psu.depth)     # must not matter while rd_en low
+            self.read_data[a] = [ctx.get(p.rd_data[c]) for c in range(C)]
+            await ctx.tick()
+            assert [ctx.get(p.rd_data[c]) for c in range(C)] == self.read_data[a], \
+                "rd_data did not hold while rd_en was low"
+
+
+def psum_model(cfg, beats, init=None):
+    """Golden PSUM contents after ``beats`` in order: masked lanes overwritten or accumulated
+    with ``golden.tensor.psum_update`` / ``golden.arith.add_fp32``; the rest untouched."""
+    from golden.tensor import psum_update
+    depth = cfg.psum_banks * cfg.psum_bank_fp32
+    st = np.zeros((depth, cfg.pe_cols), np.uint32) if init is None else init.copy()
+    for b in beats:
+        lanes = [c for c in range(cfg.pe_cols) if b["mask"] >> c & 1]
+        new = psum_update(st[b["addr"], lanes], np.array(b["value"], np.uint32)[lanes],
+                          bool(b["acc"]))
+        st[b["addr"], lanes] = new
+    return st
+
+
+def test_psum_random_beats(psum_bench, seed):
+    """Random overwrite / accumulate beats (lane masks, NaN payloads, Infs, a few addresses so
+    that accumulates hit beats still in flight), with gaps: the memory equals the golden
+    sequence applied in arrival order; ``i_ready`` is low exactly while an accumulating beat's
+    address is still in the ``latency``-cycle pipeline (and never otherwise, whatever
+    ``i_valid``); every write lands ``latency`` cycles after its beat."""
+    psu = psum_bench.dut
+    cfg = psu.cfg
+    C, depth = cfg.pe_cols, psu.depth
+    rng = np.random.default_rng([seed, 30])
+    addrs = rng.choice(depth, min(depth, 5), replace=False)
+    beats = []
+    for i in range(120):
+        beats.append({"addr": int(rng.choice(addrs)), "acc": int(rng.random() < 0.6),
+                      "mask": int(rng.integers(0, 1 << C)) if i % 4 else (1 << C) - 1,
+                      "value": [int(v) for v in rand_fp32(rng, C)]})
+    first = {}
+    for b in beats:         # the first write of an address overwrites every lane (defined)
+        if b["addr"] not in first:
+            first[b["addr"]] = b
+            b.update(acc=0, mask=(1 << C) - 1)
+    gaps = set(np.flatnonzero(rng.random(400) < 0.2).tolist())
+    drv = PsumDriver(psu, beats, gaps, reads=sorted(int(a) for a in addrs))
+    psum_bench.run(drv)
+    L = psu.latency
+    assert L == 1 + cfg.add_stages
+    assert drv.we == [t + L for t in drv.accepted], "writes not latency cycles after beats"
+    acc_t = dict(enumerate(drv.accepted))
+    for t, k, r in drv.ready:
+        b = beats[k]
+        inflight = [beats[j]["addr"] for j, tj in acc_t.items() if j < k and t - L <= tj < t]
+        want = not (b["acc"] and b["addr"] in inflight)
+        assert bool(r) == want, (f"seed={seed} cycle {t} beat {k} (acc={b['acc']}, addr "
+                                 f"{b['addr']}, in flight {inflight}): i_ready={r}")
+    st = psum_model(cfg, beats)
+    for a, got in drv.read_data.items():
+        assert got == [int(v) for v in st[a]], (f"seed={seed} addr {a}: got {hexs(got)} "
+                                                f"want {hexs(st[a])}")
+
+
+def test_psum_hazard_back_to_back_accumulate(psum_bench):
+    """Back-to-back accumulates into one address: each waits until the previous write has
+    landed (accepted the cycle after it), the sum is the golden chain of FP32 adds; an
+    overwrite of the same address and an accumulate into another address are not held;
+    writes land in order (the later overwrite wins). Lane mask: only masked lanes change."""
+    psu = psum_bench.dut
+    cfg = psu.cfg
+    C, L = cfg.pe_cols, psu.latency
+    a, b = 1, 2
+    ones = (1 << C) - 1
+    vals = [[0x3F800000 + 0x100000 * c + i for c in range(C)] for i in range(4)]
+    beats = [{"addr": a, "acc": 0, "mask": ones, "value": vals[0]},
+             {"addr": a, "acc": 1, "mask": ones, "value": vals[1]},    # held: a in flight
+             {"addr": a, "acc": 1, "mask": ones, "value": vals[2]},    # held again
+             {"addr": b, "acc": 0, "mask": ones, "value": vals[3]},    # other address
+             {"addr": b, "acc": 1, "mask": 0b0101 & ones, "value": vals[1]},   # held, masked
+             {"addr": a, "acc": 0, "mask": ones, "value": vals[3]},    # overwrite: not held
+             {"addr": a, "acc": 0, "mask": ones, "value": vals[2]}]    # later one wins
+    drv = PsumDriver(psu, beats, reads=[a, b])
+    psum_bench.run(drv)
+    t = drv.accepted
+    assert t[1] == t[0] + L + 1 and t[2] == t[1] + L + 1, f"accepted at {t}, latency {L}"
+    assert t[3] == t[2] + 1 and t[4] == t[3] + L + 1 and t[5] == t[4] + 1 and t[6] == t[5] + 1
+    st = psum_model(cfg, beats)
+    chain = add_fp32(add_fp32(np.array(vals[0], np.uint32), np.array(vals[1], np.uint32)),
+                     np.array(vals[2], np.uint32))
+    assert (psum_model(cfg, beats[:3])[a] == chain).all()
+    assert drv.read_data[a] == [int(v) for v in st[a]] == vals[2]
+    assert drv.read_data[b] == [int(v) for v in st[b]]
+    assert st[b][1] == vals[3][1] != st[b][0]
+
+
+def test_psum_read_latency(psum_bench):
+    """``rd_data`` shows the entry of ``rd_addr`` one cycle after ``rd_en`` (and holds after);
+    a write's value is readable from the cycle after it lands."""
+    from amaranth.hdl import Value
+    psu = psum_bench.dut
+    p = PsumPorts(psu)
+    C = psu.cfg.pe_cols
+    vals = [0x40000000 + c for c in range(C)]
+    seen = []
+
+    async def job(ctx):
+        ctx.set(Value.cast(p.payload), const_int(psu.in_layout, {"addr": 3, "acc": 0,
+                                                                   "mask": (1 << C) - 1,
+                                                                   "value": vals}))
+        ctx.set(p.valid, 1)
+        ctx.set(p.rd_en, 1)
+        ctx.set(p.rd_addr, 3)
+        await ctx.tick()
+        ctx.set(p.valid, 0)
+        for _ in range(psu.latency + 2):
+            seen.append((ctx.get(p.we), [ctx.get(p.rd_data[c]) for c in range(C)]))
+            await ctx.tick()
+
+    psum_bench.run(job)
+    # beat accepted at cycle 0; the write lands at the end of cycle L (we high in that cycle);
+    # a read issued in cycle L + 1 shows it in cycle L + 2
+    L = psu.latency
+    assert [w for w, _ in seen] == [int(i + 1 == L) for i in range(L + 2)]
+    assert seen[L][1] == [0] * C, "read data changed before the write landed"
+    assert seen[L + 1][1] == vals, f"read after the write: {hexs(seen[L + 1][1])}"
