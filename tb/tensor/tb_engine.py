@@ -188,3 +188,118 @@ async def mx_matmul(dut):
     for b, n in sorted(used.items()):
         prog.read(b, n)
     await _run_check(drv, prog, seed, "mx_matmul", bool(seed & 2))
+
+
+def _n_max(tl, field):
+    """Largest value the command field can encode."""
+    return (1 << Shape.cast(tl.cmd[field].shape).width) - 1
+
+
+def _invalid_read_transpose_cmds(cfg, tl):
+    """(name, command word, needs a load first) of every invalid READ / TRANSPOSE the command
+    layout can encode on ``cfg`` (docs/tensor-engine.md, Limits; engine.py's checks)."""
+    R, B = cfg.pe_rows, cfg.psum_bank_fp32
+    out = [("read n=0", tl.pack_cmd(OP_READ, n=0, bank=0), True),
+           ("transpose k=0", tl.pack_cmd(OP_TRANSPOSE, k=0, bank=0), True),
+           ("transpose before any load", tl.pack_cmd(OP_TRANSPOSE, k=1, bank=0), False)]
+    for n in sorted({B + 1, _n_max(tl, "n")}):
+        if B < n <= _n_max(tl, "n"):
+            out.append((f"read n={n} > psum_bank_fp32={B}", tl.pack_cmd(OP_READ, n=n, bank=0),
+                        True))
+    for k in sorted({R + 1, _n_max(tl, "k")}):
+        if R < k <= _n_max(tl, "k"):
+            out.append((f"transpose k={k} > pe_rows={R}", tl.pack_cmd(OP_TRANSPOSE, k=k, bank=0),
+                        True))
+    if B < R:     # transpose limit K <= psum_bank_fp32 (golden.tensor.transpose)
+        out.append((f"transpose k={B + 1} > psum_bank_fp32={B}",
+                    tl.pack_cmd(OP_TRANSPOSE, k=B + 1, bank=0), True))
+    if cfg.psum_banks <= _n_max(tl, "bank"):
+        for b in sorted({cfg.psum_banks, _n_max(tl, "bank")}):
+            out.append((f"read bank={b}", tl.pack_cmd(OP_READ, n=1, bank=b), True))
+            out.append((f"transpose bank={b}", tl.pack_cmd(OP_TRANSPOSE, k=1, bank=b), True))
+    return out
+
+
+@cocotb.test()
+async def invalid_read_transpose_rejected(dut):
+    """Every encodable invalid READ (N = 0, N > psum_bank_fp32, bank out of range) and
+    TRANSPOSE (K = 0, K > pe_rows, bank out of range, before any load), each in its own run
+    from reset: ``err`` with ``ERR_SHAPE``, nothing read (no extra result beats) or written
+    (two banks of known data read back unchanged), and the engine keeps running (a later
+    accumulate and the reads are golden)."""
+    cfg, p, seed, rng, drv = _setup(dut, 7)
+    tl = Program(cfg).tl
+    f = cfg.formats[0]
+    R, C = cfg.pe_rows, cfg.pe_cols
+    n_fill = min(cfg.psum_bank_fp32, 8)
+    banks = list(range(min(2, cfg.psum_banks)))
+    cases = _invalid_read_transpose_cmds(cfg, tl)
+    if cfg.psum_banks > _n_max(tl, "bank"):
+        dut._log.info(f"bank out of range is not encodable (psum_banks = {cfg.psum_banks} "
+                      f"fills the bank field): not tested on this config")
+    for name, word, load_first in cases:
+        prog = Program(cfg, rng)
+        if not load_first:
+            prog.raw_cmd(word, ERR_SHAPE)
+        prog.load(rand_codes(rng, cfg.fmt(f), (R, C), 0.0), f)
+        for b in banks:
+            prog.matmul(rand_codes(rng, cfg.fmt(f), (R, n_fill), 0.0), f, bank=b)
+        if load_first:
+            prog.raw_cmd(word, ERR_SHAPE)
+        prog.matmul(rand_codes(rng, cfg.fmt(f), (R, n_fill), 0.0), f, bank=banks[0], acc=True)
+        for b in banks:
+            prog.read(b, n_fill)
+        await drv.reset()
+        out = await drv.run(prog, bubbles=bool(rng.integers(0, 2)))
+        assert (out["err"], out["err_code"]) == (1, ERR_SHAPE), \
+            f"seed={seed} {name}: err={out['err']} code={out['err_code']}, expected {ERR_SHAPE}"
+        compare(out["beats"], prog, seed, f"invalid_read_transpose_rejected ({name})")
+
+
+#: FP32 codes whose exponent field is all ones (Inf, NaN payloads, both signs) and neighbours.
+FP32_ALL_ONES_EXP = [0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0x7FFFFFFF,
+                     0xFFC00000, 0xFF800001, 0x7FBFFFFF, 0xFFBFFFFF, 0x7F7FFFFF, 0xFF7FFFFF,
+                     0x00800000, 0x80800000, 0x807FFFFF, 0x80000000]
+
+
+def _all_ones_exp_codes(rng, fmt, shape):
+    """Codes of ``fmt`` with the exponent field all ones (random sign and mantissa, mantissa
+    0 and all ones included)."""
+    M, E = fmt.man_bits, fmt.exp_bits
+    man = rng.integers(0, 1 << M, shape)
+    flat = man.reshape(-1)
+    flat[:2] = [0, (1 << M) - 1][:flat.size]
+    sign = rng.integers(0, 2, shape)
+    return ((sign << (fmt.width - 1)) | (((1 << E) - 1) << M) | man).astype(np.uint32)
+
+
+@cocotb.test()
+async def transpose_nan_shapes(dut):
+    """Directed transposes of tiles full of FP32 codes with an all-ones exponent field (Inf,
+    NaN payloads; the ones the PE must encode with a flag) and their neighbours, full-size and
+    ragged, and of tf32 / bf16 / fp16 / fp8 codes with an all-ones exponent: read back bit for
+    bit equal to ``golden.tensor.transpose``, without and with stalls."""
+    cfg, p, seed, rng, drv = _setup(dut, 8)
+    from golden.tensor import transpose_formats
+    R, C, B = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
+    Kmax = min(R, B)
+    tiles = []
+    if "fp32" in cfg.formats:
+        tiles.append(("fp32", np.resize(np.array(FP32_ALL_ONES_EXP, np.uint32), (Kmax, C))))
+        rag = np.resize(np.array(FP32_ALL_ONES_EXP[::-1], np.uint32), (Kmax, C))
+        tiles.append(("fp32", rag[:max(1, Kmax - 1), :max(1, C - 1)]))
+    for fmt in ("tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "cfp8"):
+        if fmt in transpose_formats(cfg):
+            tiles.append((fmt, _all_ones_exp_codes(rng, cfg.fmt(fmt), (Kmax, C))))
+    for bubbles in (False, True):
+        for lo in range(0, len(tiles), cfg.psum_banks):
+            prog = Program(cfg, rng)
+            chunk = tiles[lo:lo + cfg.psum_banks]
+            for b, (fmt, codes) in enumerate(chunk):
+                prog.load(codes, fmt)
+                prog.transpose(codes.shape[0], bank=b)
+            for b, (fmt, codes) in enumerate(chunk):
+                prog.read(b, codes.shape[0])
+            await _run_check(drv, prog, seed,
+                             f"transpose_nan_shapes {[t[0] for t in chunk]} bubbles={bubbles}",
+                             bubbles)
