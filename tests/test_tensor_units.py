@@ -28,22 +28,15 @@ NEG_ZERO = 0x80000000
 
 
 # --- port adapter ---------------------------------------------------------------------------------
-# The one place that names the PSUM unit's stream ports. After the planned move to
-# ``amaranth.lib.stream`` the six lines become:
-#     valid, payload, ready = psu.i.valid, psu.i.payload, psu.i.ready
-#     rd_en, rd_addr, rd_data = psu.rd.en, psu.rd.addr, psu.rd.data
-# (the FP units' ``i_valid/i/o_valid/o`` are not used here: the PE and the PSUM unit wrap them).
+# The one place that names the PSUM unit's ports: its input is an ``amaranth.lib.stream``
+# (``rtl.pipeline.PipelineSignature`` with back-pressure), its read-out a memory read port.
 
 class PsumPorts:
     """The PSUM unit's input stream and read port under stable names."""
 
     def __init__(self, psu):
-        self.valid = psu.i_valid
-        self.payload = psu.i
-        self.ready = psu.i_ready
-        self.rd_en = psu.rd_en
-        self.rd_addr = psu.rd_addr
-        self.rd_data = psu.rd_data
+        self.valid, self.payload, self.ready = psu.i.valid, psu.i.payload, psu.i.ready
+        self.rd_en, self.rd_addr, self.rd_data = psu.rd.en, psu.rd.addr, psu.rd.data
         self.busy, self.we = psu.busy, psu.we
 
 
@@ -405,7 +398,7 @@ def test_pe_transpose_hit_and_pass_through(pe_bench, seed):
             cases.append((fmt, code, 0, 1, val, flag))
             cases.append((fmt, code, 1, 0, val, flag))
     beats = []
-    for i, (fmt, code, hit, act, val, flag) in enumerate(cases):
+    for fmt, code, hit, act, val, flag in cases:
         ld = {"valid": 1, "col": 0, "fmt": tl.fmt_index(fmt), "code": code}
         if beats:
             beats[-1]["ld"] = ld
@@ -517,7 +510,7 @@ def test_row_buses_and_columns(row_bench, seed):
     that column's weight and addend."""
     from amaranth.hdl import Value
     row = row_bench.dut
-    pe = row.pe_proto
+    pe = row.signature.pe
     cfg = ROW_CFG
     C, Lm, L = cfg.pe_cols, pe.mul_latency, pe.latency
     tl = TensorLayouts(cfg)

@@ -11,8 +11,7 @@ import cocotb
 import numpy as np
 from amaranth.hdl import Shape
 
-from rtl.tensor.layouts import (OP_MATMUL, OP_LOAD, OP_READ, OP_TRANSPOSE, ERR_SHAPE, ERR_PAIR,
-                                ERR_FORMAT)
+from rtl.tensor.layouts import (OP_MATMUL, OP_LOAD, OP_READ, OP_TRANSPOSE, ERR_SHAPE)
 from tb.tensor.driver import EngineDriver, compare
 from tb.tensor.program import Program, rand_codes, allowed_pairs
 
@@ -118,7 +117,6 @@ async def transpose_bit_exact(dut):
     cfg, p, seed, rng, drv = _setup(dut, 4)
     from golden.tensor import transpose_formats
     prog = Program(cfg, rng)
-    used = []
     for i, fmt in enumerate(transpose_formats(cfg)):
         K = int(rng.integers(1, cfg.pe_rows + 1)) if i % 2 else cfg.pe_rows
         M = int(rng.integers(1, cfg.pe_cols + 1)) if i % 2 else cfg.pe_cols
@@ -298,7 +296,7 @@ async def transpose_nan_shapes(dut):
             for b, (fmt, codes) in enumerate(chunk):
                 prog.load(codes, fmt)
                 prog.transpose(codes.shape[0], bank=b)
-            for b, (fmt, codes) in enumerate(chunk):
+            for b, (_fmt, codes) in enumerate(chunk):
                 prog.read(b, codes.shape[0])
             await _run_check(drv, prog, seed,
                              f"transpose_nan_shapes {[t[0] for t in chunk]} bubbles={bubbles}",
