@@ -929,3 +929,79 @@ def test_psum_read_latency(psum_bench):
     assert [w for w, _ in seen] == [int(i + 1 == L) for i in range(L + 2)]
     assert seen[L][1] == [0] * C, "read data changed before the write landed"
     assert seen[L + 1][1] == vals, f"read after the write: {hexs(seen[L + 1][1])}"
+
+
+# ==================================================================================================
+# Engine command checks the small preset cannot encode
+# ==================================================================================================
+
+#: psum_banks = 3 leaves bank 3 encodable; psum_bank_fp32 = 2 < pe_rows = 4 makes a transpose
+#: with K > psum_bank_fp32 encodable (neither is possible on the presets).
+ODD_CFG = SMALL.replace(pe_cols=1, psum_banks=3, psum_bank_fp32=2, formats=("bf16",),
+                        mx_formats=())
+
+
+def run_engine_cmds(cmds, cycles=60):
+    """Load one bf16 column (1, 2, 3, 4), then each command of ``cmds`` in turn on a fresh
+    TensorEngine(ODD_CFG); returns ``(err, err_code, result beats)``."""
+    from amaranth.hdl import Value
+    from rtl.tensor.engine import TensorEngine
+    from rtl.tensor.layouts import OP_LOAD
+    tl = TensorLayouts(ODD_CFG)
+    e = TensorEngine(ODD_CFG, use_instances=False)
+    out = {"beats": []}
+
+    async def job(ctx):
+        ctx.set(e.st.valid, 1)
+        ctx.set(Value.cast(e.st.payload), tl.pack_lanes([0x3F80, 0x4000, 0x4040, 0x4080]))
+        ctx.set(e.res.ready, 1)
+        for w in [tl.pack_cmd(OP_LOAD, fmt=0, m=1)] + list(cmds):
+            ctx.set(Value.cast(e.cmd.payload), w)
+            ctx.set(e.cmd.valid, 1)
+            for _ in range(cycles):
+                if ctx.get(e.cmd.ready):
+                    break
+                await ctx.tick()
+            else:
+                raise AssertionError("command not taken")
+            await ctx.tick()
+            ctx.set(e.cmd.valid, 0)
+            for _ in range(cycles):
+                if ctx.get(e.res.valid):
+                    out["beats"].append(ctx.get(Value.cast(e.res.payload)))
+                await ctx.tick()
+            assert not ctx.get(e.busy), "engine still busy"
+        out["err"], out["code"] = ctx.get(e.err), ctx.get(e.err_code)
+
+    Bench(e).run(job)
+    return out["err"], out["code"], out["beats"]
+
+
+@pytest.mark.parametrize("what", ["read", "transpose"])
+def test_engine_rejects_bank_out_of_range(what):
+    """READ / TRANSPOSE naming bank = psum_banks: ERR_SHAPE, nothing read or written (bank 0's
+    entries, first written by a valid transpose, read back unchanged), the engine keeps
+    running."""
+    from rtl.tensor.layouts import OP_READ, OP_TRANSPOSE, ERR_SHAPE
+    tl = TensorLayouts(ODD_CFG)
+    bad = (tl.pack_cmd(OP_READ, n=1, bank=3) if what == "read"
+           else tl.pack_cmd(OP_TRANSPOSE, k=2, bank=3))
+    err, code, beats = run_engine_cmds([tl.pack_cmd(OP_TRANSPOSE, k=2, bank=0), bad,
+                                        tl.pack_cmd(OP_READ, n=2, bank=0)])
+    assert (err, code) == (1, ERR_SHAPE)
+    assert beats == [0x3F80, 0x4000], f"bank 0 read {hexs(beats)}"
+
+
+@pytest.mark.xfail(strict=True, reason="RTL bug: engine.py does not check K <= psum_bank_fp32 "
+                   "for TRANSPOSE (docs/tensor-engine.md limit; golden.tensor.transpose rejects "
+                   "it): the write of row K-1 wraps onto entry 0 of the bank")
+def test_engine_rejects_transpose_k_above_bank_size():
+    """TRANSPOSE with psum_bank_fp32 < K <= pe_rows must be rejected (ERR_SHAPE) and write
+    nothing."""
+    from rtl.tensor.layouts import OP_READ, OP_TRANSPOSE, ERR_SHAPE
+    tl = TensorLayouts(ODD_CFG)
+    err, code, beats = run_engine_cmds([tl.pack_cmd(OP_TRANSPOSE, k=2, bank=0),
+                                        tl.pack_cmd(OP_TRANSPOSE, k=3, bank=0),
+                                        tl.pack_cmd(OP_READ, n=2, bank=0)])
+    assert beats == [0x3F80, 0x4000], f"bank 0 read {hexs(beats)}"
+    assert (err, code) == (1, ERR_SHAPE)
