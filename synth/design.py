@@ -35,9 +35,8 @@ def emit_harness_verilog(design):
     dut = design.top
 
     class Harness(wiring.Component):
-        sin: In(1)
-        load: In(1)
-        sout: Out(1)
+        def __init__(self):
+            super().__init__({"sin": In(1), "load": In(1), "sout": Out(1)})
 
         def elaborate(self, platform):
             m = Module()

@@ -992,12 +992,10 @@ def test_engine_rejects_bank_out_of_range(what):
     assert beats == [0x3F80, 0x4000], f"bank 0 read {hexs(beats)}"
 
 
-@pytest.mark.xfail(strict=True, reason="RTL bug: engine.py does not check K <= psum_bank_fp32 "
-                   "for TRANSPOSE (docs/tensor-engine.md limit; golden.tensor.transpose rejects "
-                   "it): the write of row K-1 wraps onto entry 0 of the bank")
 def test_engine_rejects_transpose_k_above_bank_size():
     """TRANSPOSE with psum_bank_fp32 < K <= pe_rows must be rejected (ERR_SHAPE) and write
-    nothing."""
+    nothing (docs/tensor-engine.md limit; golden.tensor.transpose rejects it too). Before the
+    fix the write of row K-1 wrapped onto entry 0 of the bank."""
     from rtl.tensor.layouts import OP_READ, OP_TRANSPOSE, ERR_SHAPE
     tl = TensorLayouts(ODD_CFG)
     err, code, beats = run_engine_cmds([tl.pack_cmd(OP_TRANSPOSE, k=2, bank=0),

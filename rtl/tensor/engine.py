@@ -295,7 +295,8 @@ class TensorEngine(wiring.Component):
                 with m.Elif(in_set(c.fmt, wide) != in_set(s_fmt, wide)):
                     m.d.comb += [bad.eq(1), code.eq(ERR_PAIR)]
             with m.Case(OP_TRANSPOSE):
-                with m.If(~(k_ok & bank_ok & have_w)):
+                # K result entries go to one bank: K must fit it as well as the rows
+                with m.If(~(k_ok & (c.k <= B) & bank_ok & have_w)):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
             with m.Case(OP_READ):
                 with m.If(~(n_ok & bank_ok)):
