@@ -26,7 +26,7 @@ from __future__ import annotations
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["PipelineSignature", "Pipeline"]
+__all__ = ["PipelineSignature", "Pipeline", "signature_attr"]
 
 
 class PipelineSignature(wiring.Signature):
@@ -67,6 +67,13 @@ class PipelineSignature(wiring.Signature):
         super().__init__(ms)
 
 
+def signature_attr(name, doc=None):
+    """A read-only component property forwarding to ``self.signature.<name>`` (a layout or a
+    latency the nested ``Signature`` class computed from the config)."""
+    return property(lambda self: getattr(self.signature, name),
+                    doc=doc or f"``self.signature.{name}``.")
+
+
 class Pipeline(wiring.Component):
     """Base class of a component whose signature is a :class:`PipelineSignature`.
 
@@ -75,15 +82,7 @@ class Pipeline(wiring.Component):
     ``super().__init__``. The properties below forward to it.
     """
 
-    @property
-    def in_layout(self):
-        return self.signature.in_layout
-
-    @property
-    def out_layout(self):
-        return self.signature.out_layout
-
-    @property
-    def latency(self):
-        """Cycles from ``i`` to ``o`` (see :class:`PipelineSignature`)."""
-        return self.signature.latency
+    in_layout = signature_attr("in_layout", "Payload layout of ``i``.")
+    out_layout = signature_attr("out_layout", "Payload layout of ``o``.")
+    latency = signature_attr("latency", "Cycles from ``i`` to ``o`` (see "
+                                        ":class:`PipelineSignature`).")

@@ -8,14 +8,19 @@ from tb import units
 from tb.demo_formats_sim import demo_params
 
 
+def _run(cfg, unit):
+    """Build ``unit``, run its demo test case, return the JSON summary it wrote."""
+    params = demo_params(cfg, unit)
+    sim = units.sim(unit, cfg, params)
+    out = sim.build_dir / f"demo_{unit}.json"
+    sim.run("tb.demo_formats_sim", testcase=f"{unit}_demo", params={**params, "out": str(out)})
+    return json.loads(out.read_text())
+
+
 def main(cfg=None):
     cfg = cfg or preset_from_env()
     print(f"== Number formats through the RTL (preset '{cfg.name}') ==")
-    params = demo_params(cfg, "convert")
-    conv = units.sim("convert", cfg, params)
-    out = conv.build_dir / "demo_convert.json"
-    conv.run("tb.demo_formats_sim", testcase="convert_demo", params={**params, "out": str(out)})
-    r = json.loads(out.read_text())
+    r = _run(cfg, "convert")
     print(f"\nFP32 -> narrow conversion, round to nearest even (ConvertFromFP32, "
           f"latency {r['latency']} cycles):")
     print("  " + f"{'fp32 input':>14}" + "".join(f"{row['format']:>14}" for row in r["rows"]))
@@ -28,11 +33,7 @@ def main(cfg=None):
           f"{s['cycles']} cycles")
     print(f"  bit-exact against golden: {'yes' if r['bit_exact'] else 'NO'}")
 
-    params = demo_params(cfg, "fma")
-    fma = units.sim("fma", cfg, params)
-    out = fma.build_dir / "demo_fma.json"
-    fma.run("tb.demo_formats_sim", testcase="fma_demo", params={**params, "out": str(out)})
-    r = json.loads(out.read_text())
+    r = _run(cfg, "fma")
     print(f"\nFused MAC c + a*b (one rounding), {r['format']} inputs, FP32 accumulate: "
           f"{r['ops']} ops in {r['cycles']} cycles (latency {r['latency']}, "
           f"{r['ops'] / r['cycles']:.2f} ops/cycle); bit-exact against golden: "

@@ -8,6 +8,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.pipeline import signature_attr
 from rtl.tensor.hier import place_leaf
 from rtl.tensor.pe import PE, FP32_EXP_MASK
 from rtl.tensor.row import PERow, pe_module_name, row_module_name
@@ -88,14 +89,9 @@ class SystolicArray(wiring.Component):
             sig.mv_layout, sig.ld_layout, sig.ps_layout
         self.out_layout = sig.out_layout
 
-    @property
-    def row_skew(self):
-        return self.signature.row_skew
-
-    @property
-    def latency(self):
-        """Enabled cycles from a beat on ``mv_in`` to its result on ``out``."""
-        return self.signature.latency
+    row_skew = signature_attr("row_skew", "Enabled cycles between consecutive rows.")
+    latency = signature_attr("latency", "Enabled cycles from a beat on ``mv_in`` to its result "
+                                        "on ``out``.")
 
     def elaborate(self, platform):
         m = Module()

@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
 from rtl.emit import Design
+from rtl.pipeline import signature_attr
 from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name, row_module_name
 from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
                                 ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
@@ -109,16 +110,10 @@ class TensorEngine(wiring.Component):
         self.tl = self.signature.tl
         self.use_instances = use_instances
 
-    @property
-    def latency(self):
-        """Cycles from a moving beat's acceptance to its PSUM write (no stalls)."""
-        return self.signature.latency
-
-    @property
-    def swap_guard(self):
-        """Enabled cycles after a weight swap starts before the next load may enter the
-        array."""
-        return self.signature.swap_guard
+    latency = signature_attr("latency", "Cycles from a moving beat's acceptance to its PSUM "
+                                        "write (no stalls).")
+    swap_guard = signature_attr("swap_guard", "Enabled cycles after a weight swap starts before "
+                                              "the next load may enter the array.")
 
     def elaborate(self, platform):
         m = Module()

@@ -12,6 +12,7 @@ from rtl.fp.fused_add import FusedAdd
 from rtl.fp.multiplier import ExactMultiplier
 from rtl.fp.pipe import delay
 from rtl.fp.unpack import exact_layout
+from rtl.pipeline import signature_attr
 from rtl.tensor.layouts import TensorLayouts
 
 __all__ = ["PE", "pe_layouts", "FP32_EXP_MASK"]
@@ -126,19 +127,10 @@ class PE(wiring.Component):
         self.term_layout = sig.term_layout
         self.mx = bool(cfg.mx_formats)
 
-    @property
-    def latency(self):
-        """Enabled cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder)."""
-        return self.signature.latency
-
-    @property
-    def row_skew(self):
-        """Enabled cycles from ``ps_i`` to ``ps_o`` (the fused adder)."""
-        return self.signature.row_skew
-
-    @property
-    def mul_latency(self):
-        return self.signature.mul_latency
+    latency = signature_attr("latency", "Enabled cycles from ``mv_i`` to ``ps_o``.")
+    row_skew = signature_attr("row_skew", "Enabled cycles from ``ps_i`` to ``ps_o``.")
+    mul_latency = signature_attr("mul_latency", "Enabled cycles from ``mv_i`` to the use of "
+                                                "``ps_i``.")
 
     def elaborate(self, platform):
         m = Module()
