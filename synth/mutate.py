@@ -394,7 +394,11 @@ def emit_hash(block_name, preset):
 # one block
 # ------------------------------------------------------------------------------------------------
 
-def run_block(block, workers, *, n, seed, preset, claims, log=print):
+def _log(*a):
+    print(*a, flush=True)
+
+
+def run_block(block, workers, *, n, seed, preset, claims, log=_log):
     """Mutate ``block``; returns the result dict written to ``build/mutate/<block>.json``."""
     t0 = time.monotonic()
     allm = block_mutants(block)
@@ -579,7 +583,8 @@ def main(argv=None):
         emit_hash(a.emit, preset)
         return 0
     from synth.blocks import BLOCKS, get_block
-    blocks = [get_block(b) for b in a.block] if a.block else [b for b in BLOCKS if b.tests]
+    names = [n for arg in a.block or () for n in arg.split(",") if n.strip()]
+    blocks = [get_block(n.strip()) for n in names] if names else [b for b in BLOCKS if b.tests]
     for b in blocks:
         if not b.tests or not b.sources:
             raise SystemExit(f"mutate: block {b.name!r} has no sources/tests in synth/blocks.py")
@@ -617,7 +622,7 @@ def main(argv=None):
         metrics[f"kill_fraction_{b.name}"] = res["kill_fraction"]
         metrics[f"mutants_{b.name}"] = res["tested"]
         kf = res["kill_fraction"]
-        print(f"mutate {b.name}: kill fraction {'n/a' if kf is None else f'{kf:.3f}'} "
+        _log(f"mutate {b.name}: kill fraction {'n/a' if kf is None else f'{kf:.3f}'} "
               f"({det}/{res['tested']}; killed {c['killed']}, timed out {c['timed_out']}, "
               f"survived {c['survived']}, claimed equivalent {c['equivalent_claimed']}, "
               f"broken claims {c['claim_broken']}, identical Verilog {c['identical_verilog']}, "
@@ -628,7 +633,7 @@ def main(argv=None):
     metrics = {"kill_fraction": round(total_det / total_den, 4) if total_den else None,
                **metrics, "mutants": total_den,
                "wall_seconds": round(time.monotonic() - t0, 1)}
-    cmd = "make mutate" + "".join(f" BLOCK={b.name}" for b in blocks if a.block) + \
+    cmd = "make mutate" + (f" BLOCK={','.join(b.name for b in blocks)}" if names else "") + \
         (f" N={a.n}" if a.n != 20 else "") + (f" SEED={a.seed}" if a.seed != 1 else "")
     summary = {"name": "mutate", "preset": preset, "metrics": metrics, "command": cmd,
                "stale_claims": [k for k, _ in stale]}
