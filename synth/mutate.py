@@ -317,11 +317,44 @@ def tracked_files(root=ROOT):
     return [f for f in r.stdout.decode().split("\0") if f]
 
 
+#: A ``make`` wrapper first in the workers' PATH. Verilator rewrites every generated file on
+#: each run, and verilated.mk makes the library objects depend on ``Vtop.mk`` and every design
+#: object on the precompiled header: a one-line change of the design would recompile all of
+#: them. The wrapper gives every generated file whose content is unchanged since the last build
+#: its old modification time back, so make recompiles only the C++ that the mutant changed.
+MAKE_WRAPPER = """#!/bin/sh
+dir=.
+prev=
+for a in "$@"; do
+    [ "$prev" = "-C" ] && dir="$a"
+    prev="$a"
+done
+if [ -d "$dir" ]; then
+    mkdir -p "$dir/.mutate-mtimes"
+    for f in "$dir"/*.mk "$dir"/*.h "$dir"/*.cpp; do
+        [ -f "$f" ] || continue
+        s="$dir/.mutate-mtimes/${f##*/}"
+        if [ -f "$s" ] && cmp -s "$f" "$s"; then touch -r "$s" "$f"; else cp -p "$f" "$s"; fi
+    done
+fi
+exec %s "$@"
+"""
+
+
 class Worker:
     """``build/mutate/work/<n>``: a copy of the tracked tree; one mutant applied at a time."""
 
     def __init__(self, n, files):
         self.dir = OUT / "work" / str(n)
+        real = shutil.which("make")
+        if real:
+            wrapper = self.dir / ".mutate-bin" / "make"
+            wrapper.parent.mkdir(parents=True, exist_ok=True)
+            wrapper.write_text(MAKE_WRAPPER % real)
+            wrapper.chmod(0o755)
+            self.path = f"{wrapper.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        else:
+            self.path = os.environ.get("PATH", "")
         for f in files:
             src, dst = ROOT / f, self.dir / f
             if not src.is_file():
@@ -342,7 +375,7 @@ class Worker:
         """``(returncode or None on timeout, seconds, output tail)``; the process group is
         killed on timeout."""
         t0 = time.monotonic()
-        e = dict(os.environ, **(env or {}))
+        e = dict(os.environ, PATH=self.path, **(env or {}))
         e.pop("PYTHONPATH", None)
         p = subprocess.Popen(cmd, cwd=self.dir, env=e, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True)
@@ -367,7 +400,13 @@ class Worker:
     def tests(self, block, preset, seed, timeout):
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                "-p", "no:randomly", f"--seed={seed}", *block.tests]
-        return self._run(cmd, timeout, env={"CONFIG": preset})
+        rc, secs, out = self._run(cmd, timeout, env={"CONFIG": preset})
+        if rc is None:
+            # A build killed half-way may leave objects that look up to date: drop them.
+            for pat in ("*.o", "*.a", "*.gch"):
+                for f in (self.dir / "build" / "sim").rglob(pat):
+                    f.unlink(missing_ok=True)
+        return rc, secs, out
 
 
 def emit_hash(block_name, preset):
@@ -542,7 +581,7 @@ def write_report(res):
         lines += ["", f"## {title}", ""]
         for e in ms:
             lines += [f"### `{e['id']}` {e['operator']} in `{e['func']}` at "
-                      f"{e['file']}:{e['line']}", "", f"`{e['key']}`", ""]
+                      f"{e['file']}:{e['line']}", "", f"``{e['key']}``", ""]
             if e.get("claim"):
                 lines += [f"Claim: {e['claim']}", ""]
             lines += ["```diff", e["diff"].rstrip(), "```", ""]
@@ -558,7 +597,8 @@ def write_report(res):
     if fails:
         lines += ["", "## Failed to elaborate", ""]
         lines += [f"- `{e['id']}` {e['file']}:{e['line']} {e['operator']}: "
-                  f"`{e['original']}` -> `{e['mutated']}`: {e.get('error', '')[:160]}"
+                  f"``{' '.join(e['original'].split())}`` -> ``{' '.join(e['mutated'].split())}``"
+                  f": {(e.get('error') or '')[:160]}"
                   for e in fails]
     return "\n".join(lines) + "\n"
 
