@@ -12,7 +12,7 @@ SIM_CONFIG  := $(or $(CONFIG),default)
 TEST_CONFIG := $(or $(CONFIG),small)
 FULL_CONFIG := $(or $(CONFIG),default)
 
-.PHONY: all sim lint docs test test-full bench synth synth-sweep verilog clean distclean venv
+.PHONY: all sim lint docs test test-full bench synth synth-sweep verilog mutate clean distclean venv
 
 all: test
 
@@ -59,6 +59,10 @@ synth-sweep: $(STAMP)
 ## make verilog: generated Verilog of the chosen preset under build/<preset>/verilog/
 verilog: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m synth.generate
+
+## make mutate [BLOCK=name] [N=count] [SEED=s]: mutation testing of the RTL (docs/mutation.md)
+mutate: $(STAMP)
+	CONFIG=small $(PY) -m synth.mutate $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) $(if $(SEED),--seed $(SEED))
 
 clean:
 	rm -rf build

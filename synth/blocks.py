@@ -58,6 +58,11 @@ class Block:
         and the array's own area is estimated hierarchically.
     description : str
         One line for the Markdown report.
+    sources : tuple of str
+        Repository-relative RTL files whose mutants belong to this block (``make mutate``).
+    tests : tuple of str
+        pytest node ids that cover the block: the tests ``make mutate`` runs on its mutants
+        (keep the fastest first: a mutant stops at its first failing test).
     """
 
     name: str
@@ -70,6 +75,8 @@ class Block:
     sweep: bool = True
     holds_array: bool = False
     description: str = ""
+    sources: tuple = ()
+    tests: tuple = ()
 
 
 def _mac_variants(cfg):
@@ -93,6 +100,11 @@ def _build_convert(cfg, variant):
     return ConvertFromFP32(cfg, formats=tuple(cfg.formats))
 
 
+def _build_widen(cfg, variant):
+    from rtl.fp.widen import WidenToFP32
+    return WidenToFP32(cfg)
+
+
 def _build_pe(cfg, variant):
     from rtl.tensor.pe import PE
     return PE(cfg)
@@ -114,27 +126,49 @@ def _build_engine(cfg, variant):
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
 
 
+_ARITH = "tests/test_fp_arith.py::"
+_CONV = "tests/test_fp_convert.py::"
+#: Fast amaranth.sim unit tests first: ``make mutate`` runs pytest with ``-x`` in this order, so
+#: most mutants are killed in seconds before a Verilator build is needed.
+_TENSOR = ("tests/test_tensor_units.py", "tests/test_tensor_engine.py::test_tensor_engine")
+
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
     Block(name="mac", module="rtl.fp.fma", build=_build_mac, variants=_mac_variants,
-          description="fused multiply-add: exact multiplier of one input format + FP32 adder"),
+          description="fused multiply-add: exact multiplier of one input format + FP32 adder",
+          sources=("rtl/fp/fma.py", "rtl/fp/multiplier.py", "rtl/fp/unpack.py"),
+          tests=(_ARITH + "test_multiplier_few_formats", _ARITH + "test_fma_pipeline_depths",
+                 _ARITH + "test_multiplier", _ARITH + "test_fma")),
     Block(name="fp32_adder", module="rtl.fp.adder", build=_build_adder,
-          description="FP32 adder (the accumulator of a MAC)"),
+          description="FP32 adder (the accumulator of a MAC)",
+          sources=("rtl/fp/fused_add.py", "rtl/fp/adder.py", "rtl/fp/pipe.py"),
+          tests=(_ARITH + "test_fma_pipeline_depths", _ARITH + "test_adder",
+                 _ARITH + "test_fma")),
     Block(name="convert", module="rtl.fp.convert", build=_build_convert,
-          description="FP32 -> every enabled format (RNE / stochastic rounding)"),
+          description="FP32 -> every enabled format (RNE / stochastic rounding)",
+          sources=("rtl/fp/convert.py", "rtl/fp/prng.py"),
+          tests=(_CONV + "test_xorwow_matches_golden", _CONV + "test_convert_all_formats",
+                 _CONV + "test_convert_exotic_formats")),
+    Block(name="widen", module="rtl.fp.widen", build=_build_widen,
+          description="every enabled format (and E8M0) -> FP32",
+          sources=("rtl/fp/widen.py",), tests=(_CONV + "test_widen_all_formats",)),
     Block(name="tensor_pe", module="rtl.tensor.pe", build=_build_pe,
-          description="tensor-engine PE: weight-stationary FMA of every enabled format (+MX)"),
+          description="tensor-engine PE: weight-stationary FMA of every enabled format (+MX)",
+          sources=("rtl/tensor/pe.py",), tests=_TENSOR),
     # The array's Fmax is its PE's (every path is PE-local or a single skew register); the
     # array itself is too big for the ECP5 parts at 16 x 16 and is not placed and routed.
     Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,
           pe_module=_array_pe_module, pnr=False,
-          description="pe_rows x pe_cols systolic array of tensor_pe with input skew/de-skew"),
+          description="pe_rows x pe_cols systolic array of tensor_pe with input skew/de-skew",
+          sources=("rtl/tensor/array.py", "rtl/tensor/row.py", "rtl/tensor/hier.py"),
+          tests=_TENSOR),
     # Above 16 x 16 the engine's skew triangles and its PSUM memory (whose initial block alone is
     # megabytes of Verilog at 128 x 128) keep yosys' front end busy for far longer than
     # `make synth` may take; the array's area is estimated, the PSUM bits follow the config.
     Block(name="tensor_engine", module="rtl.tensor.engine", build=_build_engine, pnr=False,
           sweep=False, holds_array=True,
-          description="tensor engine: array + PSUM banks (memory) + lane adders + control"),
+          description="tensor engine: array + PSUM banks (memory) + lane adders + control",
+          sources=("rtl/tensor/engine.py", "rtl/tensor/psum.py"), tests=_TENSOR),
 )
 
 

@@ -1,0 +1,18 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Mutants of the RTL claimed equivalent to the original (``make mutate``, docs/mutation.md).
+
+One entry per claim: the mutant's id (as printed in ``build/mutate/<block>.md``) -> a one-line
+reason, with the mutant's readable key as a comment above it. Claimed mutants are still run on
+every ``make mutate``: a claimed mutant that the tests kill is reported as "equivalence claim no
+longer holds", a claim whose mutant no longer exists as "stale claim". Surviving claimed mutants
+are left out of the kill fraction.
+"""
+
+EQUIVALENT = {
+    # rtl/fp/fused_add.py:elaborate:const_dec:`ew = max(len(p.exp), len(c.exp)) + T.bit_length() + 3    # internal exponent width`#1
+    "fb151adab2": "ew - 1 bits still hold every internal exponent: |d|, |base|, |e_msb|, |eb| "
+                  "< 2**11 for W <= 48 and LSB exponents in [-298, 254], ew - 1 >= 18 bits",
+    # rtl/fp/fused_add.py:elaborate:const_dec:`packed = Signal(signed(ew + 25))`#1
+    "62369acbbb": "packed = ((eb - 1) << 23) + sig + up < 2**35 in magnitude (|eb| < 2**11), "
+                  "so signed(ew + 24) (>= 42 bits) holds it as well as signed(ew + 25)",
+}
