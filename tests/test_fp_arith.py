@@ -123,11 +123,14 @@ def test_fma_pipeline_depths(cfg, seed, mul_stages, add_stages):
 @pytest.mark.parametrize("formats_a,formats_b", [
     (("bf16", "fp16"), ("fp8_e4m3", "bf16")),     # two formats: the run-time select decides
     (("fp8_e5m2",), ("tf32", "fp32")),            # one format on a side: no select there
+    (("bf16", "fp16", "fp8_e5m2"), ("fp8_e4m3", "bf16", "tf32")),   # select value 3 unused
 ])
 def test_multiplier_few_formats(cfg, seed, formats_a, formats_b):
-    """Multipliers built with one or two formats per operand (the PE and the MAC variants use
-    such narrow selects) give the golden exact products for every select value, specials
-    included (``amaranth.sim``; the Verilator tests use every format of the preset)."""
+    """Multipliers built with one, two or three formats per operand (the PE and the MAC
+    variants use such narrow selects) give the golden exact products for every select value,
+    specials included; a select beyond the tuple decodes the last format (the documented rule
+    of ``rtl.fp.unpack.Unpack``). ``amaranth.sim``; the Verilator tests use every format of the
+    preset, whose 8 formats fill their select field."""
     import numpy as np
     from rtl.fp.multiplier import ExactMultiplier
     from tb.fp_arith import vectors as v
@@ -135,13 +138,16 @@ def test_multiplier_few_formats(cfg, seed, formats_a, formats_b):
     d = ExactMultiplier(cfg, formats_a=formats_a, formats_b=formats_b)
     rng = np.random.default_rng([seed, len(formats_a), len(formats_b)])
     n = 400
-    ia = rng.integers(0, len(d.formats_a), n)
-    ib = rng.integers(0, len(d.formats_b), n)
+    # every value the select fields can hold; beyond the tuple means the last format
+    sa = rng.integers(0, 1 << d.in_layout["fmt_a"].width, n)
+    sb = rng.integers(0, 1 << d.in_layout["fmt_b"].width, n)
+    ia = np.minimum(sa, len(d.formats_a) - 1)
+    ib = np.minimum(sb, len(d.formats_b) - 1)
     a = np.array([v.random_codes(rng, d.formats_a[k], 1, spread=None if j % 3 else 4)[0]
                   for j, k in enumerate(ia)], dtype=np.uint32)
     b = np.array([v.random_codes(rng, d.formats_b[k], 1, spread=None if j % 3 else 4)[0]
                   for j, k in enumerate(ib)], dtype=np.uint32)
-    words = pack(d.in_layout, a=a, b=b, fmt_a=ia, fmt_b=ib)
+    words = pack(d.in_layout, a=a, b=b, fmt_a=sa, fmt_b=sb)
     out = unpack(d.out_layout, simulate(d, words, []))
     got, bad_flags = v.mul_value(out)
     want = v.mul_expect(d.formats_a, ia, a, d.formats_b, ib, b)
