@@ -315,44 +315,16 @@ def tracked_files(root=ROOT):
     return [f for f in r.stdout.decode().split("\0") if f]
 
 
-#: A ``make`` wrapper first in the workers' PATH. Verilator rewrites every generated file on
-#: each run, and verilated.mk makes the library objects depend on ``Vtop.mk`` and every design
-#: object on the precompiled header: a one-line change of the design would recompile all of
-#: them. The wrapper gives every generated file whose content is unchanged since the last build
-#: its old modification time back, so make recompiles only the C++ that the mutant changed.
-MAKE_WRAPPER = """#!/bin/sh
-dir=.
-prev=
-for a in "$@"; do
-    [ "$prev" = "-C" ] && dir="$a"
-    prev="$a"
-done
-if [ -d "$dir" ]; then
-    mkdir -p "$dir/.mutate-mtimes"
-    for f in "$dir"/*.mk "$dir"/*.h "$dir"/*.cpp; do
-        [ -f "$f" ] || continue
-        s="$dir/.mutate-mtimes/${f##*/}"
-        if [ -f "$s" ] && cmp -s "$f" "$s"; then touch -r "$s" "$f"; else cp -p "$f" "$s"; fi
-    done
-fi
-exec %s "$@"
-"""
-
-
 class Worker:
     """``build/mutate/work/<n>``: a copy of the tracked tree; one mutant applied at a time."""
 
     def __init__(self, n, files):
         self.dir = OUT / "work" / str(n)
-        real = shutil.which("make")
-        if real:
-            wrapper = self.dir / ".mutate-bin" / "make"
-            wrapper.parent.mkdir(parents=True, exist_ok=True)
-            wrapper.write_text(MAKE_WRAPPER % real)
-            wrapper.chmod(0o755)
-            self.path = f"{wrapper.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-        else:
-            self.path = os.environ.get("PATH", "")
+        # No build tricks: a make wrapper that gave unchanged generated files their old mtimes
+        # (to recompile less) let a mutant run on the previous build's objects and survive.
+        stale = self.dir / ".mutate-bin"
+        if stale.exists():
+            shutil.rmtree(stale)
         for f in files:
             src, dst = ROOT / f, self.dir / f
             if not src.is_file():
@@ -373,7 +345,7 @@ class Worker:
         """``(returncode or None on timeout, seconds, output tail)``; the process group is
         killed on timeout."""
         t0 = time.monotonic()
-        e = dict(os.environ, PATH=self.path, **(env or {}))
+        e = dict(os.environ, **(env or {}))
         e.pop("PYTHONPATH", None)
         p = subprocess.Popen(cmd, cwd=self.dir, env=e, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True)
