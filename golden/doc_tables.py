@@ -279,6 +279,7 @@ def params_table():
         ("`sr_seed`", "stochastic-rounding PRNG seed", lambda c: f"0x{c.sr_seed:08X}"),
         ("`mul_stages`, `add_stages`", "FP pipeline registers",
          lambda c: f"{c.mul_stages}, {c.add_stages}"),
+        ("`ap_dims`", "free dimensions of an access pattern (≤ 4)", lambda c: str(c.ap_dims)),
     ]
     rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
     return _markdown(["field", "meaning", *COLUMNS], rows)

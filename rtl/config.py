@@ -15,7 +15,8 @@ from dataclasses import dataclass
 __all__ = [
     "FPFormat", "FORMATS", "FP32", "TF32", "BF16", "FP16", "FP8_E5M2", "FP8_E4M3", "FP8_E4M3FN",
     "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "check_config", "PRESETS", "get_preset",
-    "preset_from_env",
+    "preset_from_env", "AP_MAX_DIMS", "AP_STEP_BITS", "AP_NUM_BITS", "AP_OFFSET_BITS",
+    "AP_PART_BITS",
 ]
 
 
@@ -188,6 +189,15 @@ DENSE_FORMAT_NAMES = ("fp32", "tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "f
 #: MX block formats: element format name of each.
 MX_FORMAT_NAMES = {"mxfp8_e4m3": "fp8_e4m3fn", "mxfp8_e5m2": "fp8_e5m2", "mxfp4": "fp4_e2m1"}
 
+#: Access-pattern field widths of the instruction encoding (docs/architecture.md §8.3): at most 4
+#: free dimensions of {step int16 (elements), num uint16}; u32 byte offset; u8 start partition and
+#: partition count. Fixed by the encoding, not knobs.
+AP_MAX_DIMS = 4
+AP_STEP_BITS = 16
+AP_NUM_BITS = 16
+AP_OFFSET_BITS = 32
+AP_PART_BITS = 8
+
 FORMATS = {f.name: f for f in (FP32, TF32, BF16, FP16, FP8_E5M2, FP8_E4M3, FP8_E4M3FN,
                                FP4_E2M1)}
 
@@ -226,6 +236,9 @@ class CoreConfig:
         Reset seed of the stochastic-rounding PRNG (XORWOW), 1..2**32-1.
     mul_stages, add_stages : int
         Pipeline registers in the FP multiplier and in the FP32 adder (latency in cycles).
+    ap_dims : int
+        Free dimensions an access-pattern unit walks, 1..4 (``AP_MAX_DIMS``, the encoding's 4
+        slots; fewer saves counters, and a descriptor using more is rejected with E_AP_FORM).
     """
 
     name: str = "custom"
@@ -243,6 +256,7 @@ class CoreConfig:
     sr_seed: int = 0x2545F491
     mul_stages: int = 1
     add_stages: int = 2
+    ap_dims: int = AP_MAX_DIMS
 
     def __post_init__(self):
         c = "CoreConfig"
@@ -288,6 +302,7 @@ class CoreConfig:
         _check_int(c, "sr_seed", self.sr_seed, 1, (1 << 32) - 1)
         _check_int(c, "mul_stages", self.mul_stages, 0, 4)
         _check_int(c, "add_stages", self.add_stages, 0, 4)
+        _check_int(c, "ap_dims", self.ap_dims, 1, AP_MAX_DIMS)
 
     # --- derived ------------------------------------------------------------------------------
     @property
@@ -325,6 +340,17 @@ class CoreConfig:
         return 4 * self.psum_bank_fp32
 
     @property
+    def psum_bytes_per_partition(self):
+        """PSUM bytes per partition: ``psum_banks`` banks of ``psum_bank_bytes``."""
+        return self.psum_banks * self.psum_bank_bytes
+
+    @property
+    def ap_addr_bits(self):
+        """Width of a byte address inside one partition of SBUF or PSUM (the wider of the
+        two): what an access-pattern unit issues."""
+        return max(self.sbuf_bytes_per_partition, self.psum_bytes_per_partition).bit_length() - 1
+
+    @property
     def sbuf_bits(self):
         return 8 * self.sbuf_bytes_per_partition * self.partitions
 
@@ -343,7 +369,9 @@ class CoreConfig:
     def to_dict(self):
         d = dataclasses.asdict(self)
         d["derived"] = {"macs": self.macs, "psum_bank_bytes": self.psum_bank_bytes,
-                        "sbuf_bits": self.sbuf_bits, "psum_bits": self.psum_bits}
+                        "sbuf_bits": self.sbuf_bits, "psum_bits": self.psum_bits,
+                        "psum_bytes_per_partition": self.psum_bytes_per_partition,
+                        "ap_addr_bits": self.ap_addr_bits}
         return d
 
 

@@ -8,6 +8,7 @@ nothing else calls ``amaranth.back.verilog``.
   and instantiated N x N times), emitted together.
 * :func:`verilog_text`: one component as a Verilog module; constant interface members (the
   ``ready`` of an ``always_ready`` stream) are not ports.
+* :func:`rtlil_text`: a formal harness as RTLIL (the bounded checks of ``tb/*/formal.py``).
 * :func:`write_if_changed`: build outputs are rewritten only when their text changes, so
   Verilator and make rebuild only what changed.
 """
@@ -18,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Design", "as_design", "port_values", "verilog_text", "emit_verilog",
+__all__ = ["Design", "as_design", "port_values", "verilog_text", "rtlil_text", "emit_verilog",
            "write_if_changed", "write_design"]
 
 
@@ -78,6 +79,13 @@ def verilog_text(component, name, *, pragma=None):
         j = text.index(";\n", i) + 2
         text = text[:j] + f"  /*verilator {pragma}*/\n" + text[j:]
     return text
+
+
+def rtlil_text(elaboratable, name):
+    """RTLIL of ``elaboratable`` as module ``name`` (formal harnesses: a top with no ports,
+    whose ``Assert``/``Assume`` cells yosys keeps)."""
+    from amaranth.back import rtlil
+    return rtlil.convert(elaboratable, name=name, ports=[], emit_src=False)
 
 
 def emit_verilog(design, top_name):

@@ -18,6 +18,11 @@ Two kinds of input:
 * ``ready=True`` (e.g. the PSUM unit): ``i.ready`` is a real signal; a payload is taken in a
   cycle with ``i.valid & i.ready``.
 
+The output is always ready by default (the consumer never stalls the pipeline). A producer of
+a stream its consumer may stall (``out_ready=True``, e.g. the access-pattern generator of
+``rtl/mem/ap.py``) has a real ``o.ready``: a payload leaves in a cycle with
+``o.valid & o.ready`` and is held until then.
+
 Blocks that meet with equal payloads are joined with :func:`amaranth.lib.wiring.connect`.
 """
 
@@ -43,26 +48,32 @@ class PipelineSignature(wiring.Signature):
         effect, e.g. a memory write).
     ready : bool
         ``True``: ``i`` has back-pressure. ``False``: ``i.ready`` is the constant 1.
+    out_ready : bool
+        ``True``: ``o`` has back-pressure (a real ``o.ready``). ``False`` (default):
+        ``o.ready`` is the constant 1.
     members : dict, optional
         Further members (e.g. a read port, status outputs).
 
     Members
     -------
     i : In(stream.Signature(in_layout, always_ready=not ready))
-    o : Out(stream.Signature(out_layout, always_ready=True))
-        Present unless ``out_layout`` is ``None``; the consumer is always ready.
+    o : Out(stream.Signature(out_layout, always_ready=not out_ready))
+        Present unless ``out_layout`` is ``None``; the consumer is always ready unless
+        ``out_ready``.
     """
 
-    def __init__(self, in_layout, out_layout=None, *, latency, ready=False, members=None):
+    def __init__(self, in_layout, out_layout=None, *, latency, ready=False, out_ready=False,
+                 members=None):
         if isinstance(latency, bool) or not isinstance(latency, int) or latency < 0:
             raise ValueError(f"latency must be an integer >= 0, not {latency!r}")
         self.in_layout = in_layout
         self.out_layout = out_layout
         self.latency = latency
         self.ready = bool(ready)
+        self.out_ready = bool(out_ready)
         ms = {"i": In(stream.Signature(in_layout, always_ready=not ready))}
         if out_layout is not None:
-            ms["o"] = Out(stream.Signature(out_layout, always_ready=True))
+            ms["o"] = Out(stream.Signature(out_layout, always_ready=not out_ready))
         ms.update(members or {})
         super().__init__(ms)
 

@@ -121,6 +121,11 @@ def _array_pe_module(cfg):
     return pe_module_name(cfg)
 
 
+def _build_ap_generator(cfg, variant):
+    from rtl.mem.ap import APGenerator
+    return APGenerator(cfg)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -169,6 +174,9 @@ BLOCKS = (
           sweep=False, holds_array=True,
           description="tensor engine: array + PSUM banks (memory) + lane adders + control",
           sources=("rtl/tensor/engine.py", "rtl/tensor/psum.py"), tests=_TENSOR),
+    Block(name="ap_generator", module="rtl.mem.ap", build=_build_ap_generator,
+          description="access-pattern generator: closed-form range check, one address/cycle",
+          sources=("rtl/mem/ap.py",), tests=("tests/test_ap_units.py",)),
 )
 
 

@@ -40,14 +40,28 @@ def test_config_is_frozen():
     ("cfp8_bias", 200, r"'cfp8_bias' must be in \[-121, 146\] for 3 exponent bits, not 200"),
     ("sr_seed", 0, r"'sr_seed' must be in \[1, 4294967295\], not 0"),
     ("add_stages", 9, r"'add_stages' must be in \[0, 4\], not 9"),
+    ("ap_dims", 0, r"'ap_dims' must be in \[1, 4\], not 0"),
+    ("ap_dims", 5, r"'ap_dims' must be in \[1, 4\], not 5"),
 ])
 def test_bad_values_name_the_field_and_range(field, value, message):
     with pytest.raises(ValueError, match=message):
         PRESETS["default"].replace(**{field: value})
 
 
+def test_access_pattern_fields():
+    for c in PRESETS.values():
+        assert c.ap_dims == 4
+        assert c.psum_bytes_per_partition == c.psum_banks * 4 * c.psum_bank_fp32
+        top = max(c.sbuf_bytes_per_partition, c.psum_bytes_per_partition)
+        assert 1 << c.ap_addr_bits == top       # both sizes are powers of two
+    s = PRESETS["small"]
+    assert (s.psum_bytes_per_partition, s.ap_addr_bits) == (1024, 12)
+    assert s.replace(ap_dims=2).ap_dims == 2
+    assert s.to_dict()["derived"]["ap_addr_bits"] == 12
+
+
 @pytest.mark.parametrize("field, value", [("pe_cols", 4.0), ("sr_seed", True),
-                                          ("formats", ["bf16"])])
+                                          ("formats", ["bf16"]), ("ap_dims", 4.0)])
 def test_wrong_types_raise_type_error(field, value):
     with pytest.raises(TypeError, match=f"'{field}'"):
         PRESETS["default"].replace(**{field: value})
