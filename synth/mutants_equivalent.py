@@ -15,4 +15,10 @@ EQUIVALENT = {
     # rtl/fp/fused_add.py:elaborate:const_dec:`packed = Signal(signed(ew + 25))`#1
     "62369acbbb": "packed = ((eb - 1) << 23) + sig + up < 2**35 in magnitude (|eb| < 2**11), "
                   "so signed(ew + 24) (>= 42 bits) holds it as well as signed(ew + 25)",
+    # rtl/fp/fused_add.py:elaborate:const_inc:`m.d.comb += c_al.eq(full[24:] | full[:24].any())`#2
+    "dda510200e": "the sticky OR then also takes full[24], which is already c_al's LSB: "
+                  "c_al[0] = full[24] | any(full[:24]) either way",
+    # rtl/fp/fused_add.py:elaborate:const_inc:`full = Signal(P_MAX + 48)`#1
+    "7ac239cfff": "the shifted value is P_MAX + 48 bits wide: a wider 'full' only gains a zero "
+                  "MSB, which the P_MAX + 24-bit c_al truncates away",
 }
