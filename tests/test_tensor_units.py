@@ -1003,3 +1003,19 @@ def test_engine_rejects_transpose_k_above_bank_size():
                                         tl.pack_cmd(OP_READ, n=2, bank=0)])
     assert beats == [0x3F80, 0x4000], f"bank 0 read {hexs(beats)}"
     assert (err, code) == (1, ERR_SHAPE)
+
+
+@pytest.mark.parametrize("what", ["load_fmt", "matmul_fmt", "matmul_mx"])
+def test_engine_rejects_unknown_formats(what):
+    """A LOAD or MATMUL naming a format the config does not have, or an MX matmul on a config
+    without MX: ERR_FORMAT, nothing written (bank 0, written by a valid transpose first, reads
+    back unchanged), the engine keeps running."""
+    from rtl.tensor.layouts import OP_LOAD, OP_MATMUL, OP_READ, OP_TRANSPOSE, ERR_FORMAT
+    tl = TensorLayouts(ODD_CFG)        # one format (bf16), no MX: format index 1 is unknown
+    bad = {"load_fmt": tl.pack_cmd(OP_LOAD, fmt=1, m=1),
+           "matmul_fmt": tl.pack_cmd(OP_MATMUL, fmt=1, k=1, n=1, bank=0),
+           "matmul_mx": tl.pack_cmd(OP_MATMUL, fmt=0, k=1, n=1, bank=0, mx=1)}[what]
+    err, code, beats = run_engine_cmds([tl.pack_cmd(OP_TRANSPOSE, k=2, bank=0), bad,
+                                        tl.pack_cmd(OP_READ, n=2, bank=0)])
+    assert (err, code) == (1, ERR_FORMAT), f"{what}: err={err} code={code}"
+    assert beats == [0x3F80, 0x4000], f"{what}: bank 0 read {hexs(beats)}"
