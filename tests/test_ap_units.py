@@ -19,6 +19,7 @@ from golden.ap import AP, E_OK, PSUM, SBUF, addresses, error_code, extent, parti
 from rtl.config import get_preset
 from rtl.mem.ap import APGenerator
 from tb.ap.program import bad_aps, pack_ap, random_legal_ap
+from tb.amsim import SimBench
 
 SMALL = get_preset("small")
 #: The exhaustive range check's config: 2 partitions, 64 B of SBUF, 2 PSUM banks of 16 B, 2 dims.
@@ -28,33 +29,13 @@ CONFIGS = {"small": SMALL, "default": get_preset("default"),
            "small_2dims": SMALL.replace(ap_dims=2), "tiny": TINY}
 
 
-class Bench:
+class Bench(SimBench):
     """One simulator per config (building it is most of the cost), reset between runs."""
 
     def __init__(self, cfg):
-        from amaranth.sim import Simulator
+        super().__init__(APGenerator(cfg))
         self.cfg = cfg
-        self.dut = APGenerator(cfg)
         self.sig = APGenerator.Signature(cfg)
-        self.sim = Simulator(self.dut)
-        self.sim.add_clock(1e-8)
-        self.sim.add_testbench(self._main)
-        self._job = None
-        self._fresh = True
-
-    async def _main(self, ctx):
-        if self._job is not None:
-            await self._job(ctx)
-
-    def run(self, job):
-        self._job = job
-        if not self._fresh:
-            self.sim.reset()
-        self._fresh = False
-        try:
-            self.sim.run()
-        finally:
-            self._job = None
 
     def stream(self, aps, *, rng=None, p_ready=1.0, p_valid=1.0):
         """Offer ``aps`` in order on ``i`` (each held until taken; between descriptors ``i.valid``

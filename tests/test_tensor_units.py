@@ -21,6 +21,7 @@ from golden.formats import decode, decode_e8m0
 from golden.tensor import matmul as golden_matmul, mx_product, transpose as golden_transpose
 from rtl.config import get_preset
 from rtl.tensor.layouts import TensorLayouts
+from tb.amsim import SimBench
 from tb.tensor.program import rand_codes
 
 FP32_EXP_MASK = 0x7F800000      # docs/tensor-engine.md, "Transpose (bit-exact)"
@@ -42,33 +43,8 @@ class PsumPorts:
 
 # --- simulation harness ---------------------------------------------------------------------------
 
-class Bench:
-    """One ``amaranth.sim.Simulator`` per design, reused by every test of a module: building the
-    simulator is most of the cost (seconds for the 4 x 4 array). :meth:`run` resets it (every
-    signal and memory back to its initial value) and runs one testbench ``job(ctx)``."""
-
-    def __init__(self, dut):
-        from amaranth.sim import Simulator
-        self.dut = dut
-        self.sim = Simulator(dut)
-        self.sim.add_clock(1e-8)
-        self.sim.add_testbench(self._main)
-        self._job = None
-        self._fresh = True
-
-    async def _main(self, ctx):
-        if self._job is not None:
-            await self._job(ctx)
-
-    def run(self, job):
-        self._job = job
-        if not self._fresh:
-            self.sim.reset()
-        self._fresh = False
-        try:
-            self.sim.run()
-        finally:
-            self._job = None
+#: One simulator per design, reset between tests (see :class:`tb.amsim.SimBench`).
+Bench = SimBench
 
 
 def const_int(layout, value):
