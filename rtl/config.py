@@ -239,6 +239,23 @@ class CoreConfig:
     ap_dims : int
         Free dimensions an access-pattern unit walks, 1..4 (``AP_MAX_DIMS``, the encoding's 4
         slots; fewer saves counters, and a descriptor using more is rejected with E_AP_FORM).
+    sbuf_banks : int
+        SBUF banks per partition, selected by the top address bits (architecture §4.1), a power
+        of two in 1..16; each bank holds at least 16 words.
+    axi_data_bits : int
+        Data width of the DMA's AXI4 master, a power of two in 32..1024. The SBUF word (what one
+        partition stores per bank row, ``sbuf_word_bytes``) is as wide, so one AXI beat is one
+        SBUF word write.
+    axi_addr_bits : int
+        AXI4 address width, 32..64.
+    dma_queues : int
+        Descriptor queues per DMA engine (one AXI ID each), 1..16.
+    dma_outstanding : int
+        AXI transactions in flight per DMA engine and direction, 1..32.
+    semaphores : int
+        Semaphores in the semaphore file, a power of two in 1..256.
+    semaphore_bits : int
+        Width of a semaphore, 8..32.
     """
 
     name: str = "custom"
@@ -257,6 +274,13 @@ class CoreConfig:
     mul_stages: int = 1
     add_stages: int = 2
     ap_dims: int = AP_MAX_DIMS
+    sbuf_banks: int = 4
+    axi_data_bits: int = 128
+    axi_addr_bits: int = 64
+    dma_queues: int = 4
+    dma_outstanding: int = 8
+    semaphores: int = 256
+    semaphore_bits: int = 32
 
     def __post_init__(self):
         c = "CoreConfig"
@@ -303,6 +327,24 @@ class CoreConfig:
         _check_int(c, "mul_stages", self.mul_stages, 0, 4)
         _check_int(c, "add_stages", self.add_stages, 0, 4)
         _check_int(c, "ap_dims", self.ap_dims, 1, AP_MAX_DIMS)
+        _check_int(c, "axi_data_bits", self.axi_data_bits, 32, 1024)
+        if not _is_pow2(self.axi_data_bits):
+            raise ValueError(f"{c} field 'axi_data_bits' must be a power of two in [32, 1024], "
+                             f"not {self.axi_data_bits!r}")
+        _check_int(c, "sbuf_banks", self.sbuf_banks, 1, 16)
+        max_banks = max(1, min(16, self.sbuf_bytes_per_partition // (16 * self.sbuf_word_bytes)))
+        if not _is_pow2(self.sbuf_banks) or self.sbuf_banks > max_banks:
+            raise ValueError(f"{c} field 'sbuf_banks' must be a power of two in [1, {max_banks}] "
+                             f"(banks of at least 16 words of {self.sbuf_word_bytes} bytes), "
+                             f"not {self.sbuf_banks!r}")
+        _check_int(c, "axi_addr_bits", self.axi_addr_bits, 32, 64)
+        _check_int(c, "dma_queues", self.dma_queues, 1, 16)
+        _check_int(c, "dma_outstanding", self.dma_outstanding, 1, 32)
+        _check_int(c, "semaphores", self.semaphores, 1, 256)
+        if not _is_pow2(self.semaphores):
+            raise ValueError(f"{c} field 'semaphores' must be a power of two in [1, 256], "
+                             f"not {self.semaphores!r}")
+        _check_int(c, "semaphore_bits", self.semaphore_bits, 8, 32)
 
     # --- derived ------------------------------------------------------------------------------
     @property
@@ -351,6 +393,21 @@ class CoreConfig:
         return max(self.sbuf_bytes_per_partition, self.psum_bytes_per_partition).bit_length() - 1
 
     @property
+    def sbuf_word_bytes(self):
+        """Bytes of one SBUF word per partition (one AXI beat): ``max(4, axi_data_bits / 8)``."""
+        return max(4, self.axi_data_bits // 8)
+
+    @property
+    def sbuf_bank_bytes(self):
+        """Bytes of one SBUF bank per partition."""
+        return self.sbuf_bytes_per_partition // self.sbuf_banks
+
+    @property
+    def dma_engines(self):
+        """DMA engines: ``max(1, partitions / 8)`` (16 per 128 partitions, architecture §9)."""
+        return max(1, self.partitions // 8)
+
+    @property
     def sbuf_bits(self):
         return 8 * self.sbuf_bytes_per_partition * self.partitions
 
@@ -371,7 +428,10 @@ class CoreConfig:
         d["derived"] = {"macs": self.macs, "psum_bank_bytes": self.psum_bank_bytes,
                         "sbuf_bits": self.sbuf_bits, "psum_bits": self.psum_bits,
                         "psum_bytes_per_partition": self.psum_bytes_per_partition,
-                        "ap_addr_bits": self.ap_addr_bits}
+                        "ap_addr_bits": self.ap_addr_bits,
+                        "sbuf_word_bytes": self.sbuf_word_bytes,
+                        "sbuf_bank_bytes": self.sbuf_bank_bytes,
+                        "dma_engines": self.dma_engines}
         return d
 
 
@@ -388,7 +448,8 @@ def check_config(cfg, owner):
 DEFAULT = CoreConfig(name="default")
 #: Fast tests: 4 partitions, 4x4 array, small PSUM banks.
 SMALL = DEFAULT.replace(name="small", partitions=4, pe_rows=4, pe_cols=4, psum_banks=4,
-                        psum_bank_fp32=64, sbuf_bytes_per_partition=4096)
+                        psum_bank_fp32=64, sbuf_bytes_per_partition=4096, axi_data_bits=64,
+                        semaphores=16)
 #: Trainium scale: 128 partitions, 128x128 array, 8 x 2 KiB PSUM banks, 192 KiB SBUF/partition
 #: (rounded to the power of two 256 KiB, the NeuronCore-v4 figure).
 TRAINIUM = DEFAULT.replace(name="trainium", partitions=128, pe_rows=128, pe_cols=128,

@@ -42,6 +42,15 @@ def test_config_is_frozen():
     ("add_stages", 9, r"'add_stages' must be in \[0, 4\], not 9"),
     ("ap_dims", 0, r"'ap_dims' must be in \[1, 4\], not 0"),
     ("ap_dims", 5, r"'ap_dims' must be in \[1, 4\], not 5"),
+    ("sbuf_banks", 3, r"'sbuf_banks' must be a power of two in \[1, 16\]"),
+    ("sbuf_banks", 32, r"'sbuf_banks' must be in \[1, 16\], not 32"),
+    ("axi_data_bits", 48, r"'axi_data_bits' must be a power of two in \[32, 1024\], not 48"),
+    ("axi_data_bits", 16, r"'axi_data_bits' must be in \[32, 1024\], not 16"),
+    ("axi_addr_bits", 65, r"'axi_addr_bits' must be in \[32, 64\], not 65"),
+    ("dma_queues", 0, r"'dma_queues' must be in \[1, 16\], not 0"),
+    ("dma_outstanding", 33, r"'dma_outstanding' must be in \[1, 32\], not 33"),
+    ("semaphores", 100, r"'semaphores' must be a power of two in \[1, 256\], not 100"),
+    ("semaphore_bits", 7, r"'semaphore_bits' must be in \[8, 32\], not 7"),
 ])
 def test_bad_values_name_the_field_and_range(field, value, message):
     with pytest.raises(ValueError, match=message):
@@ -103,3 +112,19 @@ def test_fmt_resolves_cfp8_from_config():
     with pytest.raises(ValueError, match="format must be one of"):
         c.fmt("fp64")
     assert isinstance(CoreConfig(), CoreConfig)
+
+
+def test_memory_and_dma_fields():
+    for c in PRESETS.values():
+        assert c.sbuf_word_bytes == max(4, c.axi_data_bits // 8)
+        assert c.sbuf_bank_bytes * c.sbuf_banks == c.sbuf_bytes_per_partition
+        assert c.sbuf_bank_bytes >= 16 * c.sbuf_word_bytes
+        assert c.dma_engines == max(1, c.partitions // 8)
+    s = PRESETS["small"]
+    assert (s.sbuf_word_bytes, s.sbuf_bank_bytes, s.dma_engines) == (8, 1024, 1)
+    assert PRESETS["trainium"].dma_engines == 16
+    # a bank must hold 16 words: 64-byte partitions with 16-byte words allow one bank only
+    tiny = s.replace(sbuf_bytes_per_partition=256, axi_data_bits=128, sbuf_banks=1)
+    assert tiny.sbuf_bank_bytes == 256
+    with pytest.raises(ValueError, match=r"'sbuf_banks' must be a power of two in \[1, 1\]"):
+        tiny.replace(sbuf_banks=2)
