@@ -270,11 +270,25 @@ def find_mutants(source: bytes, file: str = "<src>", functions=None):
     return out
 
 
+#: The tree as it was when the run started (path -> bytes). Mutants are byte offsets into these
+#: originals, and workers copy from them, so editing the checkout during a run cannot mix a
+#: mutant with newer code.
+_SNAPSHOT: dict = {}
+
+
+def original(f):
+    """The bytes of ``f`` (relative to ROOT) as of the first time this run read it."""
+    if f not in _SNAPSHOT:
+        _SNAPSHOT[f] = (ROOT / f).read_bytes()
+    return _SNAPSHOT[f]
+
+
 def block_mutants(block, root=ROOT):
     """Every mutant of every source file of ``block``."""
     out = []
     for f in block.sources:
-        out += find_mutants((Path(root) / f).read_bytes(), f)
+        text = original(f) if Path(root) == ROOT else (Path(root) / f).read_bytes()
+        out += find_mutants(text, f)
     return out
 
 
@@ -326,20 +340,20 @@ class Worker:
         if stale.exists():
             shutil.rmtree(stale)
         for f in files:
-            src, dst = ROOT / f, self.dir / f
-            if not src.is_file():
+            if not (ROOT / f).is_file():
                 continue
-            if dst.exists() and dst.read_bytes() == src.read_bytes():
+            text, dst = original(f), self.dir / f
+            if dst.exists() and dst.read_bytes() == text:
                 continue
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+            dst.write_bytes(text)
 
     def apply(self, mutant):
         path = self.dir / mutant.file
-        path.write_bytes(mutant.apply((ROOT / mutant.file).read_bytes()))
+        path.write_bytes(mutant.apply(original(mutant.file)))
 
     def restore(self, mutant):
-        shutil.copy2(ROOT / mutant.file, self.dir / mutant.file)
+        (self.dir / mutant.file).write_bytes(original(mutant.file))
 
     def _run(self, cmd, timeout, env=None):
         """``(returncode or None on timeout, seconds, output tail)``; the process group is
@@ -499,7 +513,7 @@ def run_block(block, workers, *, n, seed, preset, claims, log=_log):
             results[m.id].update(status=st, seconds=round(secs, 1))
             log(f"  {m.id} {st:<18} {secs:6.1f} s  {m.key}")
 
-    src = {f: (ROOT / f).read_bytes() for f in block.sources}
+    src = {f: original(f) for f in block.sources}
     mutants = []
     for m in todo[:i]:
         r = results[m.id]
