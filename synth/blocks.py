@@ -97,7 +97,7 @@ def _build_adder(cfg, variant):
 
 def _build_convert(cfg, variant):
     from rtl.fp.convert import ConvertFromFP32
-    return ConvertFromFP32(cfg, formats=tuple(cfg.formats))
+    return ConvertFromFP32(cfg)     # the core's targets: default_convert_formats(cfg)
 
 
 def _build_widen(cfg, variant):

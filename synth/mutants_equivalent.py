@@ -21,4 +21,10 @@ EQUIVALENT = {
     # rtl/fp/fused_add.py:elaborate:const_inc:`full = Signal(P_MAX + 48)`#1
     "7ac239cfff": "the shifted value is P_MAX + 48 bits wide: a wider 'full' only gains a zero "
                   "MSB, which the P_MAX + 24-bit c_al truncates away",
+    # rtl/fp/convert.py:elaborate:const_inc:`"valid": 1, "sr": 1, "fmt": range(nf), "sgn": 1, "nan": 1, "inf": 1,`#6
+    "afcde7d2b2": "s2.valid widened to 2 bits is loaded from the 1-bit s1.valid (MSB always 0) "
+                  "and read only as o.valid/prng.next through 1-bit uses: same values",
+    # rtl/fp/convert.py:elaborate:const_inc:`"int": _SIG, "frac": _FRAC, "bexp": range(1 << 10)}))`#2
+    "853d455e4f": "s2.bexp widened to 11 bits is loaded from the 10-bit unsigned s1.bexp (zero-"
+                  "extended) and only feeds (bexp << M) + rounded in a w + 24-bit sum: same value",
 }

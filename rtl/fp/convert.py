@@ -155,10 +155,13 @@ class ConvertFromFP32(Pipeline):
                      s1.sig.eq(Cat(man, ef != 0)), s1.shift.eq(shift), s1.bexp.eq(bexp)]
 
         # ---- stage 2: align: integer part I and the top _FRAC bits of the fraction F ---------
-        aligned = (Cat(Const(0, _FRAC), s1.sig) >> s1.shift)[:_SIG + _FRAC]
+        # shift >= 23 - M for the selected format (E >= emin, LSB exponent <= E - 23), so
+        # I < 2**(M + 1): the integer part needs the widest mantissa + 1 bits, not all 24.
+        int_bits = max(f.man_bits for f in self.formats) + 1
+        aligned = (Cat(Const(0, _FRAC), s1.sig) >> s1.shift)[:int_bits + _FRAC]
         s2 = Signal(data.StructLayout({
             "valid": 1, "sr": 1, "fmt": range(nf), "sgn": 1, "nan": 1, "inf": 1,
-            "int": _SIG, "frac": _FRAC, "bexp": range(1 << 10)}))
+            "int": int_bits, "frac": _FRAC, "bexp": range(1 << 10)}))
         m.d.sync += s2.valid.eq(s1.valid)
         m.d.sync += [s2.sr.eq(s1.sr), s2.fmt.eq(s1.fmt), s2.sgn.eq(s1.sgn), s2.nan.eq(s1.nan),
                      s2.inf.eq(s1.inf), s2.int.eq(aligned[_FRAC:]), s2.frac.eq(aligned[:_FRAC]),
@@ -172,7 +175,7 @@ class ConvertFromFP32(Pipeline):
         f32 = frac[1:]                                          # floor(F * 2**32)
         sr_up = (f32 + prng.value)[32]                          # F32 + R >= 2**32
         m.d.comb += prng.next.eq(s2.valid & s2.sr)
-        rounded = Signal(_SIG + 1)
+        rounded = Signal(int_bits + 1)
         m.d.comb += rounded.eq(i_int + Mux(s2.sr, sr_up, rne_up))
 
         code = Signal(self.code_width)
