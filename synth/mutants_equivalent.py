@@ -27,4 +27,7 @@ EQUIVALENT = {
     # rtl/fp/convert.py:elaborate:const_inc:`"int": _SIG, "frac": _FRAC, "bexp": range(1 << 10)}))`#2
     "853d455e4f": "s2.bexp widened to 11 bits is loaded from the 10-bit unsigned s1.bexp (zero-"
                   "extended) and only feeds (bexp << M) + rounded in a w + 24-bit sum: same value",
+    # rtl/fp/widen.py:elaborate:const_inc:`m.d.comb += bits.eq((norm >> sub_sh)[:23])`#1
+    "be9a72ef32": "in the subnormal branch e_un < -126, so sub_sh = -126 - e_un >= 1 and bit 23 "
+                  "of norm >> sub_sh is 0 (norm's leading one is bit 23): [:24] adds a zero bit",
 }
