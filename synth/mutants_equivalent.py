@@ -24,8 +24,8 @@ EQUIVALENT = {
     # rtl/fp/convert.py:elaborate:const_inc:`"valid": 1, "sr": 1, "fmt": range(nf), "sgn": 1, "nan": 1, "inf": 1,`#6
     "afcde7d2b2": "s2.valid widened to 2 bits is loaded from the 1-bit s1.valid (MSB always 0) "
                   "and read only as o.valid/prng.next through 1-bit uses: same values",
-    # rtl/fp/convert.py:elaborate:const_inc:`"int": _SIG, "frac": _FRAC, "bexp": range(1 << 10)}))`#2
-    "853d455e4f": "s2.bexp widened to 11 bits is loaded from the 10-bit unsigned s1.bexp (zero-"
+    # rtl/fp/convert.py:elaborate:const_inc:`"int": int_bits, "frac": _FRAC, "bexp": range(1 << 10)}))`#2
+    "6ea177a019": "s2.bexp widened to 11 bits is loaded from the 10-bit unsigned s1.bexp (zero-"
                   "extended) and only feeds (bexp << M) + rounded in a w + 24-bit sum: same value",
     # rtl/fp/widen.py:elaborate:const_inc:`m.d.comb += bits.eq((norm >> sub_sh)[:23])`#1
     "be9a72ef32": "in the subnormal branch e_un < -126, so sub_sh = -126 - e_un >= 1 and bit 23 "

@@ -530,6 +530,7 @@ def run_block(block, workers, *, n, seed, preset, claims, log=_log):
     return {
         "block": block.name, "preset": preset, "seed": seed, "n": n,
         "tests": list(block.tests), "sources": list(block.sources),
+        "sources_sha": sources_sha(block),
         "sites": len(allm), "timeout_seconds": round(timeout, 1),
         "original_test_seconds": round(base, 1),
         "counts": counts, "tested": denom,
@@ -538,6 +539,58 @@ def run_block(block, workers, *, n, seed, preset, claims, log=_log):
         "mutants": mutants,
         "_all_ids": sorted(by_id),
     }
+
+
+def sources_sha(block):
+    """Hash of the block's RTL sources as this run sees them (ties a report to the RTL)."""
+    h = hashlib.sha1()
+    for f in block.sources:
+        h.update(f.encode() + b"\0" + original(f) + b"\0")
+    return h.hexdigest()[:12]
+
+
+def _current(block, res, preset):
+    """Whether an earlier report ``res`` of ``block`` still describes the RTL: same preset and
+    the same sources hash. Reports written before the hash was recorded count if they are newer
+    than the last commit touching the sources and those sources have no uncommitted change."""
+    if res.get("preset") != preset:
+        return False
+    if "sources_sha" in res:
+        return res["sources_sha"] == sources_sha(block)
+    git = ["git", "-C", str(ROOT)]
+    last = subprocess.run(git + ["log", "-1", "--format=%ct", "--", *block.sources],
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["diff", "--quiet", "HEAD", "--", *block.sources]).returncode
+    path = OUT / f"{block.name}.json"
+    return bool(last) and dirty == 0 and path.stat().st_mtime > int(last)
+
+
+def summarize(preset, ran, cmd, stale, wall):
+    """``build/mutate/summary.json`` over every block whose latest report still describes its
+    RTL: the blocks of this run and current reports of earlier runs (listed as carried over);
+    blocks without a current report are listed as not measured."""
+    from synth.blocks import BLOCKS
+    metrics, carried, missing = {}, [], []
+    det = den = 0
+    for b in BLOCKS:
+        if not b.sources:
+            continue
+        path = OUT / f"{b.name}.json"
+        res = json.loads(path.read_text()) if path.exists() else None
+        if res is None or not (b.name in ran or _current(b, res, preset)):
+            missing.append(b.name)
+            continue
+        if b.name not in ran:
+            carried.append(b.name)
+        c = res["counts"]
+        det += c["killed"] + c["timed_out"] + c["claim_broken"]
+        den += res["tested"]
+        metrics[f"kill_fraction_{b.name}"] = res["kill_fraction"]
+        metrics[f"mutants_{b.name}"] = res["tested"]
+    metrics = {"kill_fraction": round(det / den, 4) if den else None, **metrics,
+               "mutants": den, "wall_seconds": wall}
+    return {"name": "mutate", "preset": preset, "metrics": metrics, "command": cmd,
+            "carried_over": carried, "not_measured": missing, "stale_claims": stale}
 
 
 def write_report(res):
@@ -631,8 +684,6 @@ def main(argv=None):
     OUT.mkdir(parents=True, exist_ok=True)
     files = tracked_files()
     workers = [Worker(k, files) for k in range(max(1, a.jobs))]
-    metrics = {}
-    total_det = total_den = total_tested = 0
     for b in blocks:
         res = run_block(b, workers, n=a.n, seed=a.seed, preset=preset, claims=claims)
         res.pop("_all_ids")
@@ -641,11 +692,6 @@ def main(argv=None):
         (OUT / f"{b.name}.md").write_text(write_report(res))
         c = res["counts"]
         det = c["killed"] + c["timed_out"] + c["claim_broken"]
-        total_det += det
-        total_den += res["tested"]
-        total_tested += res["tested"] + c["equivalent_claimed"]
-        metrics[f"kill_fraction_{b.name}"] = res["kill_fraction"]
-        metrics[f"mutants_{b.name}"] = res["tested"]
         kf = res["kill_fraction"]
         _log(f"mutate {b.name}: kill fraction {'n/a' if kf is None else f'{kf:.3f}'} "
               f"({det}/{res['tested']}; killed {c['killed']}, timed out {c['timed_out']}, "
@@ -655,13 +701,10 @@ def main(argv=None):
               f"report build/mutate/{b.name}.md")
     for k, v in stale:
         print(f"mutate: stale claim {k} (no such mutant any more): {v}")
-    metrics = {"kill_fraction": round(total_det / total_den, 4) if total_den else None,
-               **metrics, "mutants": total_den,
-               "wall_seconds": round(time.monotonic() - t0, 1)}
     cmd = "make mutate" + (f" BLOCK={','.join(b.name for b in blocks)}" if names else "") + \
         (f" N={a.n}" if a.n != 20 else "") + (f" SEED={a.seed}" if a.seed != 1 else "")
-    summary = {"name": "mutate", "preset": preset, "metrics": metrics, "command": cmd,
-               "stale_claims": [k for k, _ in stale]}
+    summary = summarize(preset, {b.name for b in blocks}, cmd, [k for k, _ in stale],
+                        round(time.monotonic() - t0, 1))
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 

@@ -135,3 +135,28 @@ def test_claims_are_well_formed_and_name_existing_mutants():
     ids = {m.id for b in BLOCKS if b.sources for m in mu.block_mutants(b)}
     stale = sorted(set(claims) - ids)
     assert not stale, f"stale equivalence claims in synth/mutants_equivalent.py: {stale}"
+
+
+def test_summary_keeps_only_reports_of_the_current_rtl(tmp_path, monkeypatch):
+    """summary.json merges earlier reports only while their sources hash matches the RTL."""
+    monkeypatch.setattr(mu, "OUT", tmp_path)
+    blocks = [b for b in BLOCKS if b.sources][:3]
+    ran, current, stale = blocks
+
+    def report(b, sha, tested, killed):
+        counts = {s: 0 for s in mu.STATUSES}
+        counts["killed"], counts["survived"] = killed, tested - killed
+        (tmp_path / f"{b.name}.json").write_text(mu.json.dumps({
+            "preset": "small", "sources_sha": sha, "counts": counts, "tested": tested,
+            "kill_fraction": killed / tested}))
+
+    report(ran, "whatever", 10, 9)                 # this run: always taken
+    report(current, mu.sources_sha(current), 4, 4)
+    report(stale, "0" * 12, 5, 0)                  # RTL changed since: left out
+    s = mu.summarize("small", {ran.name}, "make mutate", [], 1.0)
+    m = s["metrics"]
+    assert m["mutants"] == 14 and m["kill_fraction"] == round(13 / 14, 4)
+    assert f"kill_fraction_{stale.name}" not in m
+    assert s["carried_over"] == [current.name]
+    assert stale.name in s["not_measured"]
+    assert mu.summarize("default", {ran.name}, "x", [], 1.0)["carried_over"] == []
