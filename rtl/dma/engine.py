@@ -287,7 +287,7 @@ class DMAEngine(wiring.Component):
 
         with m.FSM(name="dma"):
             with m.State("IDLE"):
-                m.d.comb += self.idle.eq(~Cat(f.r_rdy for f in qf).any())
+                m.d.comb += self.idle.eq(~Cat(f.level != 0 for f in qf).any())
                 # round-robin: the first ready queue at or after rr
                 order = [Signal(range(Q) if Q > 1 else 1, name=f"rr_order{k}") for k in range(Q)]
                 for k in range(Q):

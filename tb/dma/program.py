@@ -13,13 +13,15 @@ __all__ = ["random_copy", "mutate_bad", "random_descriptor_mix"]
 
 def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=None,
                 dst_space=None, max_bytes=512, max_dims=4, contiguous=False,
-                dram_span=None, sbuf_span=None):
+                dram_span=None, sbuf_span=None, dst_dram_span=None, dst_sbuf_span=None):
     """A random legal copy descriptor (golden check passes; no overlap of source and
     destination; no destination byte written twice). ``contiguous``: one dimension.
-    ``dram_span`` / ``sbuf_span``: ``(lo, hi)`` byte ranges the addresses are drawn from."""
+    ``dram_span`` / ``sbuf_span``: ``(lo, hi)`` byte ranges the addresses are drawn from;
+    ``dst_dram_span`` / ``dst_sbuf_span`` override them for the destination."""
     W = cfg.sbuf_word_bytes
     sbuf_n = cfg.partitions * cfg.sbuf_bytes_per_partition
     spans = {G.DRAM: dram_span or (dram_base, dram_limit), G.SBUF: sbuf_span or (0, sbuf_n)}
+    dspans = {G.DRAM: dst_dram_span or spans[G.DRAM], G.SBUF: dst_sbuf_span or spans[G.SBUF]}
     for _ in range(5000):
         dt = rng.choice((0, 2, 4, 9))
         es = G.ELEM_BYTES[G.DTYPES[dt]]
@@ -36,7 +38,7 @@ def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=Non
         dims = ((run, es, es),) + tuple(outer)
         off = rng.randrange(0, W, es)
         lo_s, hi_s = spans[ss]
-        lo_d, hi_d = spans[ds]
+        lo_d, hi_d = dspans[ds]
         src = rng.randrange(-(-lo_s // W), hi_s // W) * W + off
         dst = rng.randrange(-(-lo_d // W), hi_d // W) * W + off
         d = G.Descriptor(src=src, dst=dst, src_space=ss, dst_space=ds, dims=dims,
@@ -49,7 +51,8 @@ def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=Non
         ok = True
         for side, sp in ((0, ss), (1, ds)):
             lo, hi = G.extent(d, side)
-            if not spans[sp][0] <= lo <= hi < spans[sp][1]:
+            rng_ = (spans if side == 0 else dspans)[sp]
+            if not rng_[0] <= lo <= hi < rng_[1]:
                 ok = False
         if not ok:
             continue
