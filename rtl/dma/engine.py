@@ -170,20 +170,23 @@ class DMAEngine(wiring.Component):
         cq = Signal(range(Q) if Q > 1 else 1, name="cur_queue")
         rr = Signal(range(Q) if Q > 1 else 1)
         check = m.submodules.check = DescriptorCheck(cfg)
-        m.d.comb += [check.i.payload.desc.eq(d), check.i.payload.dram_base.eq(self.dram_base),
+        m.d.comb += [check.i.payload.dram_base.eq(self.dram_base),
                      check.i.payload.dram_limit.eq(self.dram_limit)]
 
+        nd = Signal(DESC_LAYOUT, name="next_desc")       # checked, waiting for the back
+        nq = Signal(range(Q) if Q > 1 else 1, name="next_queue")
+        # the walkers latch their side of `nd` when the back takes it
         src_w = m.submodules.src_walk = SegmentWalker(cfg)
         dst_w = m.submodules.dst_walk = SegmentWalker(cfg)
         es = Signal(2)
-        m.d.comb += es.eq(esize_log2(d.src_dtype))
-        for side, (wk, base, sp) in enumerate(((src_w, d.src, d.src_space),
-                                              (dst_w, d.dst, d.dst_space))):
-            m.d.comb += [wk.base.eq(base), wk.row_bytes.eq(d.dims[0].num << es),
+        m.d.comb += es.eq(esize_log2(nd.src_dtype))
+        for side, (wk, base, sp) in enumerate(((src_w, nd.src, nd.src_space),
+                                              (dst_w, nd.dst, nd.dst_space))):
+            m.d.comb += [wk.base.eq(base), wk.row_bytes.eq(nd.dims[0].num << es),
                          wk.axi.eq(sp == SPACE_DRAM)]
             for k in range(3):
-                st = d.dims[k + 1].src_stride if side == 0 else d.dims[k + 1].dst_stride
-                m.d.comb += [wk.nums[k].eq(d.dims[k + 1].num), wk.strides[k].eq(st)]
+                st = nd.dims[k + 1].src_stride if side == 0 else nd.dims[k + 1].dst_stride
+                m.d.comb += [wk.nums[k].eq(nd.dims[k + 1].num), wk.strides[k].eq(st)]
 
         src_dram = d.src_space == SPACE_DRAM
         dst_dram = d.dst_space == SPACE_DRAM
@@ -280,15 +283,20 @@ class DMAEngine(wiring.Component):
         m.d.comb += [self.sem.payload.sem.eq(d.sem), self.sem.payload.inc.eq(d.inc)]
         ready_q = Cat(f.r_rdy & ~stopped[q] for q, f in enumerate(qf))
 
-        def stop(code, info):
+        def stop(queue, code, info):
             for q in range(Q):
-                with m.If(cq == q):
+                with m.If(queue == q):
                     m.d.sync += [stopped[q].eq(1), q_code[q].eq(code), q_info[q].eq(info)]
 
-        with m.FSM(name="dma"):
+        # front: take the next descriptor (round-robin) and check it while the back runs the
+        # current one; a checked descriptor waits in `nd` until the back takes it
+        have_next = Signal()
+        front_idle = Signal()
+        back_idle = Signal()
+        m.d.comb += check.i.payload.desc.eq(nd)
+        with m.FSM(name="front"):
             with m.State("IDLE"):
-                m.d.comb += self.idle.eq(~Cat(f.level != 0 for f in qf).any())
-                # round-robin: the first ready queue at or after rr
+                m.d.comb += front_idle.eq(~have_next)
                 order = [Signal(range(Q) if Q > 1 else 1, name=f"rr_order{k}") for k in range(Q)]
                 for k in range(Q):
                     m.d.comb += order[k].eq(Mux(rr + k >= Q, (rr + k - Q).as_unsigned(), rr + k))
@@ -297,47 +305,60 @@ class DMAEngine(wiring.Component):
                 for k in reversed(range(Q)):
                     with m.If(ready_q.bit_select(order[k], 1)):
                         m.d.comb += [pick.eq(order[k]), found.eq(1)]
-                with m.If(found):
+                with m.If(found & ~have_next):
                     for q, f in enumerate(qf):
                         with m.If(pick == q):
                             m.d.comb += f.r_en.eq(1)
-                            m.d.sync += d.eq(f.r_data)
-                    m.d.sync += [cq.eq(pick), rr.eq(Mux(pick == Q - 1, 0, pick + 1)),
-                                 axi_err.eq(0)]
+                            m.d.sync += nd.eq(f.r_data)
+                    m.d.sync += [nq.eq(pick), rr.eq(Mux(pick == Q - 1, 0, pick + 1))]
                     m.next = "CHECK"
             with m.State("CHECK"):
-                m.d.comb += self.busy.eq(1)
                 m.d.comb += check.i.valid.eq(1)
                 m.next = "VERDICT"
             with m.State("VERDICT"):
-                m.d.comb += self.busy.eq(1)
                 with m.If(check.o.valid):
-                    with m.If(check.o.payload.code != 0):
-                        stop(check.o.payload.code, check.o.payload.info)
-                        m.next = "IDLE"
-                    with m.Else():
+                    # a queue stopped meanwhile (by an earlier descriptor's AXI error) keeps
+                    # that first error; this descriptor is dropped
+                    with m.If(~stopped.bit_select(nq, 1)):
+                        with m.If(check.o.payload.code != 0):
+                            stop(nq, check.o.payload.code, check.o.payload.info)
+                        with m.Else():
+                            m.d.sync += have_next.eq(1)
+                    m.next = "IDLE"
+
+        def finish():
+            for q in range(Q):
+                with m.If(cq == q):
+                    m.d.sync += completed[q].eq(completed[q] + 1)
+
+        with m.FSM(name="back"):
+            with m.State("IDLE"):
+                m.d.comb += back_idle.eq(1)
+                with m.If(have_next):
+                    m.d.sync += have_next.eq(0)
+                    with m.If(~stopped.bit_select(nq, 1)):
+                        m.d.sync += [d.eq(nd), cq.eq(nq), axi_err.eq(0)]
                         m.d.comb += [src_w.start.eq(1), dst_w.start.eq(1)]
                         m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += self.busy.eq(1)
                 with m.If(src_idle & dst_idle):
                     with m.If(axi_err):
-                        stop(E_AXI, axi_err_info)
+                        stop(cq, E_AXI, axi_err_info)
                         m.next = "IDLE"
                     with m.Elif(d.post):
                         m.next = "POST"
                     with m.Else():
-                        m.next = "DONE"
+                        finish()
+                        m.next = "IDLE"
             with m.State("POST"):
                 m.d.comb += [self.busy.eq(1), self.sem.valid.eq(1)]
                 with m.If(self.sem.ready):
-                    m.next = "DONE"
-            with m.State("DONE"):
-                m.d.comb += self.busy.eq(1)
-                for q in range(Q):
-                    with m.If(cq == q):
-                        m.d.sync += completed[q].eq(completed[q] + 1)
-                m.next = "IDLE"
+                    finish()
+                    m.next = "IDLE"
+        m.d.comb += self.idle.eq(front_idle & back_idle & ~Cat(f.level != 0 for f in qf).any())
+        with m.If(~front_idle):
+            m.d.comb += self.busy.eq(1)
 
         # stopped queues drain; clear restarts them
         for q, f in enumerate(qf):
