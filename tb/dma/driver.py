@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
@@ -73,6 +74,63 @@ class DMATB(TB):
             return await orig_w(address, data)
 
         rd._read, wr._write = _read, _write
+
+    def start_monitor(self):
+        """Record every AXI address handshake as ``(channel, id, addr, len)`` in
+        ``self.bursts`` and the largest number of read / write bursts in flight in
+        ``self.max_out`` (a per-cycle coroutine; the RAM model is per-cycle Python anyway)."""
+        self.bursts = []
+        self.bursts_checked = 0
+        self.max_out = [0, 0]
+        cocotb.start_soon(self._monitor())
+
+    async def _monitor(self):
+        dut = self.dut
+        rd = wr = 0
+        while True:
+            await RisingEdge(dut.clk)
+            if int(dut.rst.value):
+                rd = wr = 0
+                continue
+            if int(dut.dut.axi__arvalid.value) and int(dut.dut.axi__arready.value):
+                self.bursts.append(("ar", int(dut.dut.axi__arid.value),
+                                    int(dut.dut.axi__araddr.value), int(dut.dut.axi__arlen.value)))
+                rd += 1
+            if int(dut.dut.axi__rvalid.value) and int(dut.dut.axi__rready.value) \
+                    and int(dut.dut.axi__rlast.value):
+                rd -= 1
+            if int(dut.dut.axi__awvalid.value) and int(dut.dut.axi__awready.value):
+                self.bursts.append(("aw", int(dut.dut.axi__awid.value),
+                                    int(dut.dut.axi__awaddr.value), int(dut.dut.axi__awlen.value)))
+                wr += 1
+            if int(dut.dut.axi__bvalid.value) and int(dut.dut.axi__bready.value):
+                wr -= 1
+            self.max_out = [max(self.max_out[0], rd), max(self.max_out[1], wr)]
+
+    def check_bursts(self, batch, what):
+        """Every burst recorded: within one 4 KiB page, at most 256 beats, inside the DRAM
+        extent of a descriptor of its queue (its ID), on the right side; at most
+        ``dma_outstanding`` in flight per direction."""
+        W = self.W
+        for ch, bid, addr, ln in self.bursts:
+            end = addr + (ln + 1) * W - 1
+            assert addr // 4096 == end // 4096 and ln < 256 and addr % W == 0, \
+                self.fail_text(what, f"{ch} burst {addr:#x}+{ln + 1} beats crosses 4 KiB")
+            side = 0 if ch == "ar" else 1
+            ok = False
+            for q, d in batch:
+                if q != bid or (d.src_space if side == 0 else d.dst_space) != G.DRAM:
+                    continue
+                lo, hi = G.extent(d, side)
+                if lo // W * W <= addr and end <= hi // W * W + W - 1:
+                    ok = True
+            assert ok, self.fail_text(what, f"{ch} burst id {bid} {addr:#x}+{ln + 1} beats "
+                                            f"matches no descriptor of queue {bid}")
+        self.bursts_checked += len(self.bursts)
+        out = self.cfg.dma_outstanding
+        assert max(self.max_out) <= out, self.fail_text(what, f"{self.max_out} bursts in "
+                                                              f"flight, limit {out}")
+        self.bursts = []
 
     def set_backpressure(self, rng: random.Random, level):
         """Random pauses on every AXI channel of the RAM (``level`` = pause probability)."""

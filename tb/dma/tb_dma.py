@@ -49,7 +49,6 @@ async def check_batch(tb, mem, batch, what, *, golden_mem=None):
     sems0 = await tb.read_sems()
     want = mem.copy() if golden_mem is None else golden_mem
     codes, done, sem = golden_batch(cfg, want, batch)
-    done0 = None
     out = await tb.run_batch(batch)
     got_dram, got_sbuf = tb.read_dram(), tb.read_sbuf()
     for name, got, exp in (("DRAM", got_dram, bytes(want.dram)),
@@ -66,7 +65,6 @@ async def check_batch(tb, mem, batch, what, *, golden_mem=None):
     for s in range(cfg.semaphores):
         exp = (sems0[s] + sem.get(s, 0)) % (1 << cfg.semaphore_bits)
         assert sems1[s] == exp, tb.fail_text(what, f"semaphore {s}: {sems1[s]} want {exp}")
-    _ = done0
     return out, codes, done
 
 
@@ -74,11 +72,11 @@ async def check_batch(tb, mem, batch, what, *, golden_mem=None):
 async def test_random_batches(dut):
     tb = DMATB(dut)
     await tb.reset()
-    rng = tb_rng = random.Random(tb.seed)
-    _ = tb_rng
+    rng = random.Random(tb.seed)
     batches = int(tb.params.get("batches", 6))
     per = int(tb.params.get("per_batch", 10))
     done_total = [0] * tb.cfg.dma_queues
+    tb.start_monitor()
     for b in range(batches):
         stall = rng.choice((0, 0, 64, 160))
         bp = rng.choice((0.0, 0.0, 0.2, 0.5))
@@ -91,12 +89,16 @@ async def test_random_batches(dut):
         batch = random_batch(tb, rng, per, p_bad=0.25 if b % 2 else 0.0)
         what = f"batch {b} (sbuf_stall={stall} axi_pause={bp} rd_delay={rdl} b_delay={bdl})"
         out, codes, done = await check_batch(tb, mem, batch, what)
+        tb.check_bursts(batch, what)
         for q in range(tb.cfg.dma_queues):
             done_total[q] += done[q]
         assert out["completed"] == [x % (1 << 16) for x in done_total], \
             tb.fail_text(what, f"completed {out['completed']} want {done_total}")
         await tb.clear_all()
         assert not int(dut.err.value), tb.fail_text(what, "err stays high after clear")
+    assert tb.bursts_checked > batches, tb.fail_text("bursts", f"only {tb.bursts_checked} "
+                                                                f"AXI bursts seen")
+    tb.log.info(f"{tb.bursts_checked} AXI bursts checked, at most {tb.max_out} in flight")
 
 
 @cocotb.test()
