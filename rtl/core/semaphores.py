@@ -30,7 +30,8 @@ class SemaphoreFile(wiring.Component):
     ``err_sem`` = its index. The host reads with ``rd_sem`` (``rd_data`` the next cycle,
     ``rd_latency`` = 1; it sees every write completed before the cycle ``rd_sem`` was
     presented) and sets with ``set`` (``{sem, value}``; ``set.ready`` is low only in the write
-    cycle of an increment).
+    cycle of an increment). A set and an increment of the same semaphore taken in the same
+    cycle: the set first, then the increment.
 
     Parameters
     ----------
