@@ -141,6 +141,11 @@ async def test_axi_errors(dut):
                             src_space=G.SBUF, dst_space=G.SBUF, sbuf_span=ssrc,
                             dst_sbuf_span=sslots[j], max_bytes=128) for j in (1, 2)]
         q_good = (q_bad + 1) % Q
+        if case in ("slverr_w", "decerr_r"):
+            # a malformed descriptor behind the faulty one in its queue: checked (and
+            # rejected) while the faulty one still runs, yet the queue reports the faulty one's
+            # E_AXI, the first error in queue order
+            good[1] = G.Descriptor(**{**good[1].__dict__, "op": 9})
         batch = [(q_bad, bad), (q_good, good[0]), (q_bad, good[1])]
         if Q == 1:
             batch = batch[:1]
