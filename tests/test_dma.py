@@ -30,3 +30,18 @@ def test_dma_default_preset(seed):
     sim = dma_sim(get_preset("default"))
     sim.run("tb.dma.tb_dma", params={"seed": seed, "batches": 10, "per_batch": 12},
             tag="default_preset")
+
+
+#: Edge configurations: one queue and one burst in flight; a 32-bit AXI bus (4-byte words) with
+#: three queues (not a power of two).
+VARIANTS = {"q1_out1": dict(dma_queues=1, dma_outstanding=1),
+            "axi32_q3": dict(axi_data_bits=32, dma_queues=3, dma_outstanding=2)}
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_dma_config_variants(seed, variant):
+    cfg = get_preset("small").replace(name=f"small_{variant}", **VARIANTS[variant])
+    sim = dma_sim(cfg)
+    sim.run("tb.dma.tb_dma", params={"seed": seed, "batches": 6, "per_batch": 10},
+            tag=variant)

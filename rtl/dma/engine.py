@@ -82,8 +82,8 @@ class DMAEngine(wiring.Component):
     -------
     i : In(stream.Signature(in_layout))
         Descriptors: ``queue``, ``desc`` (:data:`~rtl.dma.descriptor.DESC_LAYOUT`). A
-        descriptor for a stopped queue is taken and dropped; otherwise ``i.ready`` is low while
-        that queue is full.
+        descriptor for a stopped queue (or a queue number >= ``dma_queues``) is taken and
+        dropped; otherwise ``i.ready`` is low while that queue is full.
     axi : Out(AXI4Signature(cfg))
         The AXI4 master (ports ``axi__awid`` ...).
     sbuf : Out(PartPort.Signature(cfg))
@@ -153,8 +153,10 @@ class DMAEngine(wiring.Component):
             m.submodules[f"queue{q}"] = f
             qf.append(f)
         iq = self.i.payload.queue
+        # a queue number >= dma_queues (possible when it is not a power of two) is taken and
+        # dropped: no producer waits on a queue that does not exist
         m.d.comb += self.i.ready.eq(
-            Cat(f.w_rdy | stopped[q] for q, f in enumerate(qf)).bit_select(iq, 1))
+            (iq >= Q) | Cat(f.w_rdy | stopped[q] for q, f in enumerate(qf)).bit_select(iq, 1))
         for q, f in enumerate(qf):
             m.d.comb += [f.w_data.eq(self.i.payload.desc),
                          f.w_en.eq(self.i.valid & (iq == q) & ~stopped[q])]

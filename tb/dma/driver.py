@@ -121,6 +121,9 @@ class DMATB(TB):
             for q, d in batch:
                 if q != bid or (d.src_space if side == 0 else d.dst_space) != G.DRAM:
                     continue
+                if G.check(self.cfg, d, dram_base=self.dram_base,
+                           dram_limit=self.dram_limit)[0]:
+                    continue                    # rejected: issues no burst
                 lo, hi = G.extent(d, side)
                 if lo // W * W <= addr and end <= hi // W * W + W - 1:
                     ok = True
