@@ -13,7 +13,7 @@ from golden import dma as G
 from rtl.config import get_preset
 from rtl.dma.descriptor import DescriptorCheck
 from tb.amsim import SimBench
-from tb.dma.program import mutate_bad, random_copy
+from tb.dma.program import directed_bad, mutate_bad, random_copy
 
 SMALL = get_preset("small")
 DEFAULT = get_preset("default")
@@ -34,7 +34,8 @@ def test_descriptor_check_matches_golden(name, seed):
     cfg = {"small": SMALL, "default": DEFAULT}[name]
     rng = random.Random(seed)
     base, limit = 0x4000, 0x4000 + (1 << 14)
-    descs = _check_cases(cfg, rng, 300, base, limit)
+    directed = directed_bad(cfg, dram_base=base, dram_limit=limit)
+    descs = directed + _check_cases(cfg, rng, 300, base, limit)
     dut = DescriptorCheck(cfg)
     bench = SimBench(dut)
     lat = DescriptorCheck.Signature(cfg).latency
@@ -59,12 +60,20 @@ def test_descriptor_check_matches_golden(name, seed):
 
     bench.run(job)
     assert len(got) == len(descs), f"seed={seed}: {len(got)} verdicts for {len(descs)}"
-    codes = set()
+    codes, fields = set(), set()
     for d, (code, info) in zip(descs, got):
         want = G.check(cfg, d, dram_base=base, dram_limit=limit)
         codes.add(want[0])
+        fields.add((want[0], want[1] & 0xFF))
         assert (code, info) == want[:2], f"seed={seed} {d}: got {code:#x}/{info:#x}, want {want}"
     assert {G.E_OK, G.E_DESC, G.E_AP_ALIGN, G.E_AP_RANGE, G.E_AXI} <= codes, codes
+    every = {(G.E_DESC, f) for f in (G.F_RESERVED, G.F_OP, G.F_SPACE, G.F_DTYPE, G.F_NUM,
+                                       G.F_DIM0, G.F_ELEMWISE)}
+    every |= {(G.E_AP_ALIGN, f) for f in (G.F_ADDR_ALIGN, G.F_STRIDE_ALIGN, G.F_LANE)}
+    every |= {(G.E_AP_RANGE, G.F_RANGE), (G.E_AXI, G.F_RANGE), (G.E_OK, 0)}
+    if cfg.semaphores < 256:
+        every.add((G.E_DESC, G.F_SEM))
+    assert every <= fields, f"rules never exercised: {sorted(every - fields)}"
 
 
 # --- segment walker ------------------------------------------------------------------------

@@ -126,3 +126,37 @@ def random_descriptor_mix(cfg, rng, n, *, dram_base, dram_limit, p_bad=0.5, **kw
             d = mutate_bad(cfg, rng, d, dram_base=dram_base, dram_limit=dram_limit)
         out.append(d)
     return out
+
+
+def directed_bad(cfg, *, dram_base, dram_limit):
+    """One descriptor per check rule (docs/dma.md §3), each failing exactly that rule first,
+    plus legal edge cases (the last byte of SBUF and of the DRAM window)."""
+    from dataclasses import replace
+    W = cfg.sbuf_word_bytes
+    sbuf_n = cfg.partitions * cfg.sbuf_bytes_per_partition
+    base = G.Descriptor(src=dram_base, dst=0, src_space=G.DRAM, dst_space=G.SBUF,
+                        dims=((4, 4, 4),))
+    out = [replace(base, reserved=2), replace(base, op=7), replace(base, src_space=G.RING),
+           replace(base, dst_space=3), replace(base, src_dtype=8, dst_dtype=8),
+           replace(base, src_dtype=15, dst_dtype=15),
+           replace(base, dims=((4, 4, 4), (1, 0, 0), (0, 0, 0))),
+           replace(base, dims=((0, 4, 4),)), replace(base, dims=((4, 4, 8),)),
+           replace(base, dims=((4, 2, 4),)),
+           replace(base, dst_dtype=2, dims=((4, 4, 2),)), replace(base, op=2),
+           replace(base, src=dram_base + 2), replace(base, dst=6, src=dram_base + 6),
+           replace(base, dims=((4, 4, 4), (2, 4 * W + 2, 4 * W + 2))),
+           replace(base, dims=((4, 4, 4), (1, 0, 0), (2, W, 2 * W + 2))),
+           replace(base, dst=4, src=dram_base) if W > 4 else replace(base, dst=8),
+           replace(base, dims=((4, 4, 4), (1, 3, 5), (2, 0, 4)) if W > 4 else ((4, 4, 4),)),
+           replace(base, dims=((4, 4, 4), (2, W, 2 * W))),
+           replace(base, dst=sbuf_n - 8), replace(base, dst=sbuf_n - 16),
+           replace(base, src=dram_limit - 8), replace(base, src=dram_limit - 16),
+           replace(base, src=dram_base - W, dst=sbuf_n - W * ((W // 4) or 1) - W),
+           replace(base, src=dram_base + W, dims=((4, 4, 4), (2, -2 * W, -2 * W))),
+           replace(base, src_space=G.SBUF, src=sbuf_n - 16, dst=16),
+           replace(base, dst_space=G.DRAM, dst=dram_limit - 16, src=dram_base),
+           replace(base, dst_space=G.DRAM, dst=dram_limit, src=dram_base)]
+    if cfg.semaphores < 256:
+        out.append(replace(base, post=True, sem=cfg.semaphores))
+    out.append(replace(base, post=True, sem=cfg.semaphores - 1))
+    return out
