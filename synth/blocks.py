@@ -126,6 +126,21 @@ def _build_ap_generator(cfg, variant):
     return APGenerator(cfg)
 
 
+def _build_dma_engine(cfg, variant):
+    from rtl.dma.engine import DMAEngine
+    return DMAEngine(cfg)
+
+
+def _build_dma_check(cfg, variant):
+    from rtl.dma.descriptor import DescriptorCheck
+    return DescriptorCheck(cfg)
+
+
+def _build_semaphores(cfg, variant):
+    from rtl.core.semaphores import SemaphoreFile
+    return SemaphoreFile(cfg, sources=cfg.dma_engines)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -136,6 +151,7 @@ _CONV = "tests/test_fp_convert.py::"
 #: Fast amaranth.sim unit tests first: ``make mutate`` runs pytest with ``-x`` in this order, so
 #: most mutants are killed in seconds before a Verilator build is needed.
 _TENSOR = ("tests/test_tensor_units.py", "tests/test_tensor_engine.py::test_tensor_engine")
+_DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma")
 
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
@@ -177,6 +193,18 @@ BLOCKS = (
     Block(name="ap_generator", module="rtl.mem.ap", build=_build_ap_generator,
           description="access-pattern generator: closed-form range check, one address/cycle",
           sources=("rtl/mem/ap.py",), tests=("tests/test_ap_units.py",)),
+    Block(name="dma_engine", module="rtl.dma.engine", build=_build_dma_engine, pnr=False,
+          sweep=False,
+          description="one DMA engine: descriptor queues, check, walkers, AXI4 master, SBUF port",
+          sources=("rtl/dma/engine.py", "rtl/dma/walker.py", "rtl/dma/descriptor.py",
+                   "rtl/dma/axi.py"), tests=_DMA),
+    Block(name="dma_check", module="rtl.dma.descriptor", build=_build_dma_check, sweep=False,
+          description="DMA descriptor closed-form check (part of dma_engine)",
+          sources=("rtl/dma/descriptor.py",), tests=_DMA),
+    Block(name="semaphores", module="rtl.core.semaphores", build=_build_semaphores,
+          sweep=False, description="semaphore file (one increment source per DMA engine)",
+          sources=("rtl/core/semaphores.py",),
+          tests=("tests/test_dma_units.py::test_semaphore_file", "tests/test_dma.py::test_dma")),
 )
 
 

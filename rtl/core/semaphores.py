@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The semaphore file (architecture §8.1): ``semaphores`` counters of ``semaphore_bits``,
+incremented by completions (a DMA descriptor's ``post``), read and set by the host.
+
+This is the start of the file; waits, decrements and the MMIO window grow with the core
+integration (docs/dma.md §5).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.config import CoreConfig, check_config
+
+__all__ = ["SemaphoreFile", "E_SEM"]
+
+#: Error code of an increment past ``2**semaphore_bits - 1`` (architecture §11.2).
+E_SEM = 0x08
+
+
+class SemaphoreFile(wiring.Component):
+    """``semaphores`` x ``semaphore_bits`` counters in one memory.
+
+    Increments arrive on ``sources`` streams ``inc[k]`` (``{sem, inc}``), served round-robin,
+    one every 2 cycles (read, then add and write): a source waits at most ``2 * sources``
+    cycles. An increment that would pass ``2**semaphore_bits - 1`` leaves the counter
+    unchanged, sets ``err`` (sticky until ``err_clear``), ``err_code`` = E_SEM and
+    ``err_sem`` = its index. The host reads with ``rd_sem`` (``rd_data`` the next cycle,
+    ``rd_latency`` = 1; it sees every write completed before the cycle ``rd_sem`` was
+    presented) and sets with ``set`` (``{sem, value}``; ``set.ready`` is low only in the write
+    cycle of an increment). A set and an increment of the same semaphore taken in the same
+    cycle: the set first, then the increment.
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+        ``semaphores``, ``semaphore_bits``.
+    sources : int
+        Increment streams (e.g. one per DMA engine).
+
+    Members
+    -------
+    inc : In(stream.Signature(inc_layout)).array(sources)
+    set : In(stream.Signature(set_layout))
+    rd_sem : In(8)
+    rd_data : Out(semaphore_bits)
+    err, err_clear : Out(1), In(1)
+    err_code, err_sem : Out(8), Out(8)
+    """
+
+    class Signature(wiring.Signature):
+        """Members and ``inc_layout``, ``set_layout``, ``rd_latency`` of a
+        :class:`SemaphoreFile`."""
+
+        def __init__(self, cfg: CoreConfig, *, sources=1):
+            check_config(cfg, "SemaphoreFile")
+            if isinstance(sources, bool) or not isinstance(sources, int) or not 1 <= sources <= 64:
+                raise ValueError(f"SemaphoreFile sources must be in [1, 64], not {sources!r}")
+            self.sources = sources
+            self.inc_layout = data.StructLayout({"sem": 8, "inc": 16})
+            self.set_layout = data.StructLayout({"sem": 8, "value": cfg.semaphore_bits})
+            self.rd_latency = 1
+            super().__init__({
+                "inc": In(stream.Signature(self.inc_layout)).array(sources),
+                "set": In(stream.Signature(self.set_layout)),
+                "rd_sem": In(8), "rd_data": Out(cfg.semaphore_bits),
+                "err": Out(1), "err_clear": In(1), "err_code": Out(8), "err_sem": Out(8),
+            })
+
+    def __init__(self, cfg: CoreConfig, *, sources=1):
+        super().__init__(self.Signature(cfg, sources=sources))
+        self.cfg = cfg
+        self.sources = sources
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        N, B, S = cfg.semaphores, cfg.semaphore_bits, self.sources
+        ib = max(1, (N - 1).bit_length())
+        mem = m.submodules.mem = memory.Memory(shape=B, depth=N, init=[])
+        wp = mem.write_port()
+        rmw = mem.read_port(transparent_for=(wp,))
+        host = mem.read_port(transparent_for=(wp,))
+        m.d.comb += [host.addr.eq(self.rd_sem[:ib]), self.rd_data.eq(host.data)]
+
+        # stage A: pick a source (round-robin) and read its semaphore
+        rr = Signal(range(S) if S > 1 else 1)
+        stage_b = Signal()
+        b_sem = Signal(8)
+        b_inc = Signal(16)
+        pick = Signal(range(S) if S > 1 else 1)
+        found = Signal()
+        valids = Cat(i.valid for i in self.inc)
+        for k in reversed(range(S)):
+            idx = Signal(range(S) if S > 1 else 1, name=f"rr_order{k}")
+            m.d.comb += idx.eq(Mux(rr + k >= S, (rr + k - S).as_unsigned(), rr + k))
+            with m.If(valids.bit_select(idx, 1)):
+                m.d.comb += [pick.eq(idx), found.eq(1)]
+        take = found & ~stage_b
+        for k in range(S):
+            with m.If(take & (pick == k)):
+                m.d.comb += [self.inc[k].ready.eq(1), rmw.addr.eq(self.inc[k].payload.sem[:ib])]
+                m.d.sync += [b_sem.eq(self.inc[k].payload.sem), b_inc.eq(self.inc[k].payload.inc)]
+        m.d.sync += stage_b.eq(take)
+        with m.If(take):
+            m.d.sync += rr.eq(Mux(pick == S - 1, 0, pick + 1))
+
+        # stage B: add, check, write; the host's set takes the write port otherwise
+        total = Signal(B + 1)
+        m.d.comb += total.eq(rmw.data + b_inc)
+        err = Signal()
+        code, esem = Signal(8), Signal(8)
+        m.d.comb += [self.err.eq(err), self.err_code.eq(code), self.err_sem.eq(esem)]
+        with m.If(stage_b):
+            with m.If(total[B]):
+                with m.If(~err):
+                    m.d.sync += [err.eq(1), code.eq(E_SEM), esem.eq(b_sem)]
+            with m.Else():
+                m.d.comb += [wp.addr.eq(b_sem[:ib]), wp.data.eq(total[:B]), wp.en.eq(1)]
+        with m.Else():
+            m.d.comb += self.set.ready.eq(1)
+            with m.If(self.set.valid):
+                m.d.comb += [wp.addr.eq(self.set.payload.sem[:ib]),
+                             wp.data.eq(self.set.payload.value), wp.en.eq(1)]
+        with m.If(self.err_clear):
+            m.d.sync += [err.eq(0), code.eq(0), esem.eq(0)]
+        return m
+
