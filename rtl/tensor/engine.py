@@ -276,8 +276,8 @@ class TensorEngine(wiring.Component):
                                 errs.append((g * n < ld_k) & Cat(*e).any())
                         if errs:
                             m.d.comb += beat_bad.eq(Cat(*errs).any())
-        with m.If(ld_fire & beat_bad):
-            m.d.sync += shadow_bad.eq(1)
+            with m.If(ld_fire & beat_bad):
+                m.d.sync += shadow_bad.eq(1)
         with m.If(ld_fire):
             m.d.sync += [ld_col.eq(ld_col + 1), ld_left.eq(ld_left - 1)]
             with m.If(ld_left == 1):
@@ -343,30 +343,32 @@ class TensorEngine(wiring.Component):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
                 with m.Elif(c.fmt >= nf):
                     m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
-                with m.Elif(c_sp > npat):
-                    m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
-                with m.Elif(c_sp != 0):
-                    def load_body(pi, n, mm):
-                        with m.If(~k_fits(n, R)):
-                            m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
-                        with m.Elif(c.fmt >= nd):
-                            m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
-                    sp_switch(load_body)
+                if tl.sparse:       # no sparsity: not even dead logic (the dense hardware)
+                    with m.Elif(c_sp > npat):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
+                    with m.Elif(c_sp != 0):
+                        def load_body(pi, n, mm):
+                            with m.If(~k_fits(n, R)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                            with m.Elif(c.fmt >= nd):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                        sp_switch(load_body)
             with m.Case(OP_MATMUL):
                 with m.If(~(k_ok & n_ok & bank_ok & have_w)):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
-                with m.Elif((c_sp != s_sp) | ((c_sp != 0) & s_bad)):
-                    m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
-                with m.Elif(c_sp != 0):
-                    def mm_body(pi, n, mm):
-                        with m.If(~k_fits(n, s_k)):
-                            m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
-                        with m.Elif(c.mx | ~in_set(c.fmt, tl.sparse_fmt_ok(pi))
-                                    | ~(s_fmt < nd)):
-                            m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
-                        with m.Elif(in_set(c.fmt, wide) != in_set(s_fmt, wide)):
-                            m.d.comb += [bad.eq(1), code.eq(ERR_PAIR)]
-                    sp_switch(mm_body)
+                if tl.sparse:
+                    with m.Elif((c_sp != s_sp) | ((c_sp != 0) & s_bad)):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
+                    with m.Elif(c_sp != 0):
+                        def mm_body(pi, n, mm):
+                            with m.If(~k_fits(n, s_k)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                            with m.Elif(c.mx | ~in_set(c.fmt, tl.sparse_fmt_ok(pi))
+                                        | ~(s_fmt < nd)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                            with m.Elif(in_set(c.fmt, wide) != in_set(s_fmt, wide)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_PAIR)]
+                        sp_switch(mm_body)
                 with m.Elif(c.mx):
                     mx_ok = in_set(c.fmt, tl.mx_indices) & in_set(s_fmt, tl.mx_indices)
                     with m.If(~mx_ok):
@@ -417,30 +419,35 @@ class TensorEngine(wiring.Component):
         ]
         with m.If(fire & bad & ~self.err):
             m.d.sync += [self.err.eq(1), self.err_code.eq(code)]
-        with m.If(ld_fire & beat_bad & ~self.err):
-            m.d.sync += [self.err.eq(1), self.err_code.eq(ERR_SPARSE)]
-        # element width of a sparse matmul's moving format (index into tl.sparse_widths)
-        wsel_of = Signal.like(mv_wsel)
-        for i, f in enumerate(tl.pe_formats[:nd]):
-            if f.width in tl.sparse_widths:
-                with m.If(c.fmt == i):
-                    m.d.comb += wsel_of.eq(tl.sparse_widths.index(f.width))
+        if tl.sparse:
+            with m.If(ld_fire & beat_bad & ~self.err):
+                m.d.sync += [self.err.eq(1), self.err_code.eq(ERR_SPARSE)]
+            # element width of a sparse matmul's moving format (index into tl.sparse_widths)
+            wsel_of = Signal.like(mv_wsel)
+            for i, f in enumerate(tl.pe_formats[:nd]):
+                if f.width in tl.sparse_widths:
+                    with m.If(c.fmt == i):
+                        m.d.comb += wsel_of.eq(tl.sparse_widths.index(f.width))
         with m.If(fire & ~bad):
             with m.Switch(c.op):
                 with m.Case(OP_LOAD):
                     m.d.sync += [ld_busy.eq(1), ld_left.eq(c.m), ld_col.eq(0), ld_fmt.eq(c.fmt),
                                  shadow_new.eq(1), shadow_m.eq(c.m), shadow_fmt.eq(c.fmt),
-                                 have_w.eq(1), ld_sp.eq(c_sp), ld_k.eq(c.k),
-                                 shadow_sp.eq(c_sp), shadow_k.eq(c.k), shadow_bad.eq(0)]
+                                 have_w.eq(1)]
+                    if tl.sparse:
+                        m.d.sync += [ld_sp.eq(c_sp), ld_k.eq(c.k), shadow_sp.eq(c_sp),
+                                     shadow_k.eq(c.k), shadow_bad.eq(0)]
                 with m.Case(OP_MATMUL, OP_TRANSPOSE):
                     m.d.comb += ops.w_en.eq(1)
                     m.d.sync += [mv_busy.eq(1), mv_left.eq(Mux(is_tp, c.k, c.n)), mv_n.eq(0),
                                  mv_k.eq(c.k), mv_fmt.eq(c.fmt), mv_tp.eq(is_tp),
                                  mv_mx.eq(c.mx & ~is_tp), mv_swap.eq(shadow_new),
                                  mv_bank.eq(c.bank), shadow_new.eq(0),
-                                 cur_m.eq(s_m), cur_fmt.eq(s_fmt), cur_sp.eq(s_sp),
-                                 cur_k.eq(s_k), cur_bad.eq(s_bad), mv_sp.eq((c_sp != 0) & ~is_tp),
-                                 mv_pat.eq(c_sp - 1), mv_wsel.eq(wsel_of)]
+                                 cur_m.eq(s_m), cur_fmt.eq(s_fmt)]
+                    if tl.sparse:
+                        m.d.sync += [cur_sp.eq(s_sp), cur_k.eq(s_k), cur_bad.eq(s_bad),
+                                     mv_sp.eq((c_sp != 0) & ~is_tp), mv_pat.eq(c_sp - 1),
+                                     mv_wsel.eq(wsel_of)]
                 with m.Case(OP_READ):
                     m.d.sync += [rd_busy.eq(1), rd_left.eq(c.n), rd_n.eq(0),
                                  rd_bank.eq(c.bank)]

@@ -167,12 +167,11 @@ class PE(wiring.Component):
 
         forced = ~mv.active | mv.tp
         f0 = tl.pe_formats[0]
-        x_code = Signal(tl.code_width)
+        x_code = mv.code            # dense configs: exactly the dense PE
         if tl.sparse:
+            x_code = Signal(tl.code_width)
             sel = tag_select(tl, mv.code, w.tag, mv.wsel, tl.code_width)
             m.d.comb += x_code.eq(Mux(mv.sp, sel, mv.code[:tl.code_width]))
-        else:
-            m.d.comb += x_code.eq(mv.code)
         m.d.comb += [
             mul.i.valid.eq(mv.valid),
             mul.i.payload.a.eq(Mux(forced, 1 << (f0.width - 1), w.code)),
