@@ -37,14 +37,15 @@ def run_speedups(cfg, seed=1):
     steady-state sparse tiles over the MACs per cycle of dense tiles of the same moving format
     on the same array (``CR * dense cycles per tile / sparse cycles per tile``, cycles per tile
     from the 2- and 8-tile windows), ``speedup_window_<n>_<m>`` the same over the whole 8-tile
-    windows (fill and drain included), and the cycle counts."""
+    windows (fill and drain included), and the cycle counts. Patterns that also run a wider
+    moving format (e.g. 2:4 with BF16) get ``speedup_<n>_<m>_<format>`` as well."""
     n = bench_n(cfg)
     r, build = _run(cfg, seed, n=n, tiles=list(TILES))
     lo, hi = (str(t) for t in TILES)
     m = {}
     for pattern, s in r["sparse"].items():
         d = r["dense"][s["fmt"]]
-        key = pattern.replace(":", "_")
+        key = pattern.replace(":", "_").replace("@", "_")
         per_s = (s[hi] - s[lo]) / (TILES[1] - TILES[0])
         per_d = (d[hi] - d[lo]) / (TILES[1] - TILES[0])
         m[f"speedup_{key}"] = s["cr"] * per_d / per_s

@@ -27,6 +27,20 @@ def bench_format(cfg, pattern):
     return min(sparse_formats(cfg, pattern), key=lambda f: cfg.fmt(f).width)
 
 
+def bench_cases(cfg):
+    """``(pattern, moving format)`` pairs timed: every pattern at its narrowest format, and at
+    its widest when that is wider (e.g. 2:4 with BF16)."""
+    out = []
+    for pattern in cfg.sparsity:
+        fmts = sparse_formats(cfg, pattern)
+        lo = bench_format(cfg, pattern)
+        hi = max(fmts, key=lambda f: cfg.fmt(f).width)
+        out.append((pattern, lo))
+        if cfg.fmt(hi).width > cfg.fmt(lo).width:
+            out.append((pattern, hi))
+    return out
+
+
 def sparse_program(cfg, rng, pattern, fmt, *, tiles, n):
     """``tiles`` back-to-back full sparse tiles (K_phys = rows, M = cols), magnitude-pruned."""
     nn, m = parse_sparse_pattern(pattern)
@@ -99,10 +113,10 @@ async def sparse_bench(dut):
         res["demo"] = {"pattern": pattern, "fmt": fmt, "n": n, "sparse_cycles": cs,
                        "dense_cycles": cd, "k_logical": sp.macs // (cfg.pe_cols * n)}
     else:
-        for pattern in cfg.sparsity:
-            fmt = bench_format(cfg, pattern)
+        for pattern, fmt in bench_cases(cfg):
             nn, m = parse_sparse_pattern(pattern)
-            r = res["sparse"][pattern] = {"fmt": fmt, "cr": m // nn}
+            key = pattern if fmt == bench_format(cfg, pattern) else f"{pattern}@{fmt}"
+            r = res["sparse"][key] = {"fmt": fmt, "cr": m // nn}
             for t in p["tiles"]:
                 r[str(t)], _ = await _timed(drv, sparse_program(cfg, rng, pattern, fmt,
                                                                 tiles=t, n=n),
