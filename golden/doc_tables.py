@@ -280,6 +280,9 @@ def params_table():
         ("`mul_stages`, `add_stages`", "FP pipeline registers",
          lambda c: f"{c.mul_stages}, {c.add_stages}"),
         ("`ap_dims`", "free dimensions of an access pattern (≤ 4)", lambda c: str(c.ap_dims)),
+        ("`sparse_patterns`", "N:M sparsity patterns (None = all that fit; `()` = none)",
+         lambda c: "all " + str(len(c.sparsity)) if c.sparse_patterns is None
+         else ", ".join(c.sparsity) or "none"),
     ]
     rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
     return _markdown(["field", "meaning", *COLUMNS], rows)

@@ -368,16 +368,26 @@ class PsumModel:
         r = matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, self.cfg)
         return self._write(b, r, acc)
 
+    def matmul_sparse(self, bank, accumulate, values, tags, fmt_s, pattern, moving_codes,
+                      fmt_x):
+        """N:M sparse matmul (:func:`golden.sparse.matmul_sparse`) into ``bank``; returns the
+        written region ``[M, N]``."""
+        from golden.sparse import matmul_sparse
+        b = self._check_bank(bank)
+        acc = _check_bool("accumulate", accumulate)
+        r = matmul_sparse(values, tags, fmt_s, pattern, moving_codes, fmt_x, self.cfg)
+        return self._write(b, r, acc)
+
     def read(self, bank, m=None, n=None):
         """A copy of ``state[bank, :m, :n]`` (whole bank when ``m``/``n`` are None)."""
         b = self._check_bank(bank)
         return self.state[b, :m, :n].copy()
 
-    _OPS = ("matmul", "transpose", "matmul_mx")
+    _OPS = ("matmul", "transpose", "matmul_mx", "matmul_sparse")
 
     def apply(self, op):
         """Run one operation given as a mapping ``{"op": name, **keyword arguments}``, where
-        ``name`` is ``"matmul"``, ``"transpose"`` or ``"matmul_mx"`` and the keywords are those
+        ``name`` is ``"matmul"``, ``"transpose"``, ``"matmul_mx"`` or ``"matmul_sparse"`` and the keywords are those
         of the method of that name; returns what the method returns."""
         if not hasattr(op, "keys"):
             raise TypeError(f"op must be a mapping with an 'op' key, not {op!r}")

@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from typing import Optional
 
 __all__ = [
     "FPFormat", "FORMATS", "FP32", "TF32", "BF16", "FP16", "FP8_E5M2", "FP8_E4M3", "FP8_E4M3FN",
     "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "check_config", "PRESETS", "get_preset",
     "preset_from_env", "AP_MAX_DIMS", "AP_STEP_BITS", "AP_NUM_BITS", "AP_OFFSET_BITS",
-    "AP_PART_BITS",
+    "AP_PART_BITS", "SPARSE_PATTERN_NAMES", "parse_sparse_pattern",
 ]
 
 
@@ -198,6 +199,20 @@ AP_NUM_BITS = 16
 AP_OFFSET_BITS = 32
 AP_PART_BITS = 8
 
+#: N:M structured-sparsity patterns a config may enable (the Trainium2 set, architecture §6.6):
+#: n kept weights in every group of m consecutive K elements.
+SPARSE_PATTERN_NAMES = ("4:16", "4:12", "4:8", "2:8", "2:4", "1:4", "1:2")
+
+
+def parse_sparse_pattern(name):
+    """``(n, m)`` of a pattern name such as ``"4:16"``; ``ValueError`` unless it is one of
+    :data:`SPARSE_PATTERN_NAMES`."""
+    if name not in SPARSE_PATTERN_NAMES:
+        raise ValueError(f"sparse pattern must be one of {SPARSE_PATTERN_NAMES}, not {name!r}")
+    n, m = name.split(":")
+    return int(n), int(m)
+
+
 FORMATS = {f.name: f for f in (FP32, TF32, BF16, FP16, FP8_E5M2, FP8_E4M3, FP8_E4M3FN,
                                FP4_E2M1)}
 
@@ -256,6 +271,14 @@ class CoreConfig:
         Semaphores in the semaphore file, a power of two in 1..256.
     semaphore_bits : int
         Width of a semaphore, 8..32.
+    sparse_patterns : tuple of str or None
+        N:M structured-sparsity patterns the tensor engine runs (subset of
+        ``SPARSE_PATTERN_NAMES``, no repeats; ``()`` = no sparsity hardware at all). Each
+        ``n:m`` needs ``partitions % n == 0`` (a group of n kept weights fills n whole PE rows)
+        and an enabled dense format of at most ``32 * n / m`` bits (the m/n elements a row meets
+        per beat share one 32-bit moving lane; docs/tensor-engine.md, "Structured sparsity").
+        ``None`` (the default) enables every pattern of ``SPARSE_PATTERN_NAMES`` that meets
+        both rules, 4:16 first; :attr:`sparsity` is the resolved tuple.
     """
 
     name: str = "custom"
@@ -281,6 +304,7 @@ class CoreConfig:
     dma_outstanding: int = 8
     semaphores: int = 256
     semaphore_bits: int = 32
+    sparse_patterns: Optional[tuple] = None
 
     def __post_init__(self):
         c = "CoreConfig"
@@ -345,6 +369,31 @@ class CoreConfig:
             raise ValueError(f"{c} field 'semaphores' must be a power of two in [1, 256], "
                              f"not {self.semaphores!r}")
         _check_int(c, "semaphore_bits", self.semaphore_bits, 8, 32)
+        if self.sparse_patterns is not None:
+            if not isinstance(self.sparse_patterns, tuple):
+                raise TypeError(f"{c} field 'sparse_patterns' must be a tuple or None, "
+                                f"not {self.sparse_patterns!r}")
+            for p in self.sparse_patterns:
+                if p not in SPARSE_PATTERN_NAMES:
+                    raise ValueError(f"{c} field 'sparse_patterns' entries must be in "
+                                     f"{SPARSE_PATTERN_NAMES}, not {p!r}")
+                why = self._sparse_misfit(p)
+                if why:
+                    raise ValueError(f"{c} field 'sparse_patterns' entry {p!r} needs {why}")
+            if len(set(self.sparse_patterns)) != len(self.sparse_patterns):
+                raise ValueError(f"{c} field 'sparse_patterns' must not repeat a pattern, "
+                                 f"not {self.sparse_patterns!r}")
+
+    def _sparse_misfit(self, pattern):
+        """Why ``pattern`` cannot run on this config (text), or ``""``."""
+        n, m = parse_sparse_pattern(pattern)
+        if self.partitions % n:
+            return f"partitions % {n} == 0, not partitions={self.partitions}"
+        wmax = 32 * n // m
+        if not any(self.fmt(f).width <= wmax for f in self.formats):
+            return (f"an enabled format of at most {wmax} bits in 'formats', not "
+                    f"{self.formats!r}")
+        return ""
 
     # --- derived ------------------------------------------------------------------------------
     @property
@@ -361,6 +410,14 @@ class CoreConfig:
         except KeyError:
             raise ValueError(f"format must be one of {sorted(FORMATS) + ['cfp8']}, "
                              f"not {name!r}") from None
+
+    @property
+    def sparsity(self):
+        """The enabled N:M patterns (names, config order): ``sparse_patterns``, or with
+        ``None`` every pattern of ``SPARSE_PATTERN_NAMES`` this config can run."""
+        if self.sparse_patterns is not None:
+            return self.sparse_patterns
+        return tuple(p for p in SPARSE_PATTERN_NAMES if not self._sparse_misfit(p))
 
     @property
     def dense_formats(self):
@@ -431,7 +488,8 @@ class CoreConfig:
                         "ap_addr_bits": self.ap_addr_bits,
                         "sbuf_word_bytes": self.sbuf_word_bytes,
                         "sbuf_bank_bytes": self.sbuf_bank_bytes,
-                        "dma_engines": self.dma_engines}
+                        "dma_engines": self.dma_engines,
+                        "sparsity": list(self.sparsity)}
         return d
 
 

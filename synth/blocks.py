@@ -152,6 +152,9 @@ _CONV = "tests/test_fp_convert.py::"
 #: most mutants are killed in seconds before a Verilator build is needed.
 _TENSOR = ("tests/test_tensor_units.py", "tests/test_tensor_engine.py::test_tensor_engine")
 _DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma")
+#: The sparsity decoder (group bus, tag mux) and the sparse paths of the PE and the engine:
+#: the amaranth.sim unit tests and the formal check first, then the cocotb sparse tests.
+_SPARSE = ("tests/test_tensor_sparse_units.py", "tests/test_tensor_sparse.py::test_tensor_sparse")
 
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
@@ -175,7 +178,7 @@ BLOCKS = (
           sources=("rtl/fp/widen.py",), tests=(_CONV + "test_widen_all_formats",)),
     Block(name="tensor_pe", module="rtl.tensor.pe", build=_build_pe,
           description="tensor-engine PE: weight-stationary FMA of every enabled format (+MX)",
-          sources=("rtl/tensor/pe.py",), tests=_TENSOR),
+          sources=("rtl/tensor/pe.py", "rtl/tensor/sparse.py"), tests=_SPARSE + _TENSOR),
     # The array's Fmax is its PE's (every path is PE-local or a single skew register); the
     # array itself is too big for the ECP5 parts at 16 x 16 and is not placed and routed.
     Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,
@@ -189,7 +192,7 @@ BLOCKS = (
     Block(name="tensor_engine", module="rtl.tensor.engine", build=_build_engine, pnr=False,
           sweep=False, holds_array=True,
           description="tensor engine: array + PSUM banks (memory) + lane adders + control",
-          sources=("rtl/tensor/engine.py", "rtl/tensor/psum.py"), tests=_TENSOR),
+          sources=("rtl/tensor/engine.py", "rtl/tensor/psum.py"), tests=_TENSOR + _SPARSE),
     Block(name="ap_generator", module="rtl.mem.ap", build=_build_ap_generator,
           description="access-pattern generator: closed-form range check, one address/cycle",
           sources=("rtl/mem/ap.py",), tests=("tests/test_ap_units.py",)),

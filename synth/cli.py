@@ -14,7 +14,7 @@ import time
 import warnings
 from pathlib import Path
 
-from rtl.config import PRESETS, get_preset, preset_from_env
+from rtl.config import PRESETS, get_preset, parse_sparse_pattern, preset_from_env
 
 from . import blocks as blocks_mod
 from .design import as_design
@@ -28,16 +28,23 @@ ESTIMATED_SIZES = (32, 64, 128)
 
 
 def array_cfg(cfg, n, base_name=None):
-    """``cfg`` resized to an N x N array (``partitions = pe_rows = pe_cols = N``)."""
+    """``cfg`` resized to an N x N array (``partitions = pe_rows = pe_cols = N``); explicitly
+    listed sparse patterns whose n does not divide N are dropped (a 2 x 2 array has no 4:16)."""
+    sp = cfg.sparse_patterns
+    if sp is not None:
+        sp = tuple(p for p in sp if n % parse_sparse_pattern(p)[0] == 0)
     return cfg.replace(name=f"{base_name or cfg.name}_{n}x{n}", partitions=n, pe_rows=n,
-                       pe_cols=n)
+                       pe_cols=n, sparse_patterns=sp)
 
 
 def format_configs():
-    """Format configurations of the sweep: all formats with and without MX, BF16-only, FP8-only."""
+    """Format configurations of the sweep: all formats with and without MX, BF16-only, FP8-only,
+    and the sparsity variants: no sparsity at all (``dense``, the hardware without the decoder)
+    and 4:16 only (``sparse_4_16``); the others enable every N:M pattern that fits."""
     d = PRESETS["default"]
     cfgs = [d, d.replace(name="all_nomx", mx_formats=()), PRESETS["bf16_only"],
-            PRESETS["fp8_only"]]
+            PRESETS["fp8_only"], d.replace(name="dense", sparse_patterns=()),
+            d.replace(name="sparse_4_16", sparse_patterns=("4:16",))]
     return cfgs
 
 

@@ -10,6 +10,8 @@ def main():
     demo_formats.main(cfg)
     from tb import demo_tensor
     demo_tensor.main(cfg)
+    from tb import demo_sparse
+    demo_sparse.main(cfg)
 
 
 if __name__ == "__main__":

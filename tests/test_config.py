@@ -128,3 +128,45 @@ def test_memory_and_dma_fields():
     assert tiny.sbuf_bank_bytes == 256
     with pytest.raises(ValueError, match=r"'sbuf_banks' must be a power of two in \[1, 1\]"):
         tiny.replace(sbuf_banks=2)
+
+
+@pytest.mark.parametrize("value, message", [
+    (("3:16",), r"'sparse_patterns' entries must be in \("),
+    (("4:16", "4:16"), r"'sparse_patterns' must not repeat a pattern"),
+    (("4:16",), None),
+])
+def test_sparse_patterns_validated(value, message):
+    d = PRESETS["default"]
+    if message is None:
+        assert d.replace(sparse_patterns=value).sparsity == value
+        return
+    with pytest.raises(ValueError, match=message):
+        d.replace(sparse_patterns=value)
+
+
+def test_sparse_patterns_need_rows_and_a_narrow_format():
+    s = PRESETS["small"]
+    two = dict(partitions=2, pe_rows=2, pe_cols=2)
+    with pytest.raises(ValueError, match=r"entry '4:16' needs partitions % 4 == 0, not "
+                                         r"partitions=2"):
+        s.replace(sparse_patterns=("4:16",), **two)
+    assert s.replace(sparse_patterns=("2:4",), **two).sparsity == ("2:4",)
+    with pytest.raises(ValueError, match=r"entry '2:4' needs an enabled format of at most 16 "
+                                         r"bits in 'formats'"):
+        s.replace(sparse_patterns=("2:4",), formats=("fp32", "tf32"))
+    with pytest.raises(ValueError, match=r"entry '4:16' needs an enabled format of at most 8 "
+                                         r"bits"):
+        s.replace(sparse_patterns=("4:16",), formats=("bf16",))
+    with pytest.raises(TypeError, match="'sparse_patterns' must be a tuple or None"):
+        s.replace(sparse_patterns=["4:16"])
+
+
+def test_sparsity_default_resolves_to_what_fits():
+    # None = every pattern the rows and formats allow, 4:16 first; () = no sparsity
+    assert PRESETS["default"].sparsity[0] == "4:16"
+    assert set(PRESETS["default"].sparsity) >= {"4:16", "2:4", "1:4", "4:8", "1:2"}
+    assert PRESETS["bf16_only"].sparsity == ("4:8", "2:4", "1:2")
+    two = PRESETS["small"].replace(partitions=2, pe_rows=2, pe_cols=2)
+    assert two.sparsity == ("2:8", "2:4", "1:4", "1:2")
+    assert PRESETS["small"].replace(formats=("fp32",), mx_formats=()).sparsity == ()
+    assert PRESETS["small"].replace(sparse_patterns=()).sparsity == ()

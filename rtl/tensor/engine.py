@@ -12,7 +12,8 @@ from rtl.emit import Design
 from rtl.pipeline import signature_attr
 from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name, row_module_name
 from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
-                                ERR_SHAPE, ERR_FORMAT, ERR_PAIR)
+                                ERR_SHAPE, ERR_FORMAT, ERR_PAIR, ERR_SPARSE)
+from rtl.tensor.sparse import group_bus
 from rtl.tensor.psum import PsumUnit, psum_adder_module_name
 from rtl.fp.adder import FP32Adder
 
@@ -32,12 +33,20 @@ class TensorEngine(wiring.Component):
       lane k = S[k, j], codes of format ``fmt``; MX: ``scales`` of column j) are loaded into the
       PEs' *shadow* weights, in the background of the running matmul. Waits until the swap of
       the previous shadow (by a matmul) has reached the last row; a shadow that no matmul took
-      is simply replaced.
+      is simply replaced. Sparse (``sp = i + 1``, pattern n:m = ``tl.patterns[i]``): lane k is
+      the kept value of physical row k and ``tags[k]`` its position in its group; the tags of
+      rows ``k < K`` (``k`` field, a multiple of n) are checked beat by beat (every tag ``< m``,
+      the n tags of a group distinct); a bad beat raises ``ERR_SPARSE`` and poisons the shadow:
+      a matmul that would use it is rejected (``ERR_SPARSE``) until the next load.
     * ``OP_MATMUL`` (MultiplyMoving): ``n`` beats of the ``mv`` stream (beat n = X[:, n],
       format ``fmt``) flow through the array using rows ``k < K`` (``k`` field); the result
       ``R[M, n]`` (M = columns of the last load) is written (``acc = 0``) or added (``acc = 1``)
       to PSUM ``bank`` entry ``n``. The first matmul after a load swaps in the new weights.
-      ``mx = 1``: the codes are MX elements and the beats' E8M0 scales apply.
+      ``mx = 1``: the codes are MX elements and the beats' E8M0 scales apply. ``sp`` must equal
+      the pattern of the weights it uses (0 for dense weights); a sparse matmul runs ``k``
+      physical rows (a multiple of n, at most the load's ``k``) over ``k * m / n`` logical K
+      elements, beat n carrying ``m / n`` packed elements per lane (moving format ``fmt`` of
+      at most ``32 * n / m`` bits), in the time of a dense matmul over ``k`` rows.
     * ``OP_TRANSPOSE``: the loaded weights T[K, M] (any format) are written as raw bits,
       zero-extended: PSUM[bank][m][n] = T[n, m] for n < K (``k`` field). The identity moving
       tile is generated internally (no ``mv`` beats).
@@ -62,14 +71,15 @@ class TensorEngine(wiring.Component):
     Members
     -------
     cmd : In(stream.Signature(cmd layout))
-    st : In(stream.Signature(beat layout))
-        Stationary beats.
-    mv : In(stream.Signature(beat layout))
+    st : In(stream.Signature(tl.lanes_st))
+        Stationary beats (with sparsity: ``tags`` after the ``lanes_in`` members).
+    mv : In(stream.Signature(tl.lanes_in))
         Moving beats.
     res : Out(stream.Signature(ArrayLayout(32, pe_cols)))
         PSUM read-out beats.
     err : Out(1)
     err_code : Out(3)
+        ``ERR_*`` of :mod:`rtl.tensor.layouts` (``ERR_SPARSE`` = architecture E_SPARSE_TAG).
     busy : Out(1)
         Any command, beat or write still in progress.
     mv_fire : Out(1)
@@ -97,7 +107,7 @@ class TensorEngine(wiring.Component):
             self.swap_guard = (cfg.pe_rows - 1) * self.array.row_skew + 1
             super().__init__({
                 "cmd": In(stream.Signature(tl.cmd)),
-                "st": In(stream.Signature(tl.lanes_in)),
+                "st": In(stream.Signature(tl.lanes_st)),
                 "mv": In(stream.Signature(tl.lanes_in)),
                 "res": Out(stream.Signature(tl.lanes_out)),
                 "err": Out(1), "err_code": Out(3), "busy": Out(1),
@@ -164,6 +174,15 @@ class TensorEngine(wiring.Component):
         cur_m = Signal(range(C + 1))
         cur_fmt = Signal(tl.fmt_shape)
         cd = Signal(range(self.swap_guard + 1))
+        sp_shape = tl.cmd["sp"].shape if tl.sparse else range(2)
+        ld_sp = Signal(sp_shape)            # pattern index + 1 of the running load (0: dense)
+        ld_k = Signal(range(R + 1))         # rows whose tags the running load checks
+        shadow_sp = Signal(sp_shape)
+        shadow_k = Signal(range(R + 1))
+        shadow_bad = Signal()               # a tag error in the shadow's load
+        cur_sp = Signal(sp_shape)
+        cur_k = Signal(range(R + 1))
+        cur_bad = Signal()                  # active weights from a bad load (via a transpose)
 
         mv_busy = Signal()
         mv_left = Signal(range(B + 1))
@@ -174,6 +193,9 @@ class TensorEngine(wiring.Component):
         mv_mx = Signal()
         mv_swap = Signal()
         mv_bank = Signal(tl.cmd["bank"].shape)
+        mv_sp = Signal()                    # sparse beats: lanes -> group bus
+        mv_pat = Signal(range(max(2, len(tl.patterns))))
+        mv_wsel = Signal(range(max(2, len(tl.sparse_widths))))
 
         rd_busy = Signal()
         rd_left = Signal(range(B + 1))
@@ -194,9 +216,14 @@ class TensorEngine(wiring.Component):
         ld_reg = Signal(arr.ld_in.shape())
         m.d.comb += [arr.mv_in.eq(mv_reg), arr.ld_in.eq(ld_reg)]
         mvp = self.mv.payload
+        lanes = [mvp.codes[k] for k in range(R)]
         with m.If(en):
             for k in range(R):
                 lane = mv_reg[k]
+                code = lanes[k]
+                if tl.sparse:
+                    code = Mux(mv_sp, group_bus(tl, lanes, k, mv_pat, mv_wsel), code)
+                    m.d.sync += [lane.sp.eq(mv_sp), lane.wsel.eq(mv_wsel)]
                 m.d.sync += [
                     lane.valid.eq(issue),
                     lane.first.eq(mv_swap & (mv_n == 0)),
@@ -204,7 +231,7 @@ class TensorEngine(wiring.Component):
                     lane.active.eq(k < mv_k),
                     lane.hit.eq(mv_n == k),
                     lane.fmt.eq(mv_fmt),
-                    lane.code.eq(Mux(mv_tp, 0, mvp.codes[k])),
+                    lane.code.eq(Mux(mv_tp, 0, code)),
                 ]
                 if tl.mx:
                     m.d.sync += [lane.mx.eq(mv_mx),
@@ -231,6 +258,26 @@ class TensorEngine(wiring.Component):
                              lane.code.eq(stp.codes[k])]
                 if tl.mx:
                     m.d.sync += lane.scale.eq(stp.scales[k // cfg.mx_block])
+                if tl.sparse:
+                    m.d.sync += lane.tag.eq(stp.tags[k])
+        # sparse tag check of a stationary beat: rows k < ld_k, every tag < m, the n tags of a
+        # group distinct (ld_k is a multiple of n: whole groups only)
+        beat_bad = Signal()
+        if tl.sparse:
+            with m.Switch(ld_sp):
+                for pi, (n, mm) in enumerate(tl.patterns):
+                    with m.Case(pi + 1):
+                        errs = []
+                        for g in range(R // n):
+                            t = [stp.tags[g * n + i] for i in range(n)]
+                            e = [x >= mm for x in t] if mm < (1 << tl.tag_bits) else []
+                            e += [t[a] == t[b] for a in range(n) for b in range(a + 1, n)]
+                            if e:
+                                errs.append((g * n < ld_k) & Cat(*e).any())
+                        if errs:
+                            m.d.comb += beat_bad.eq(Cat(*errs).any())
+            with m.If(ld_fire & beat_bad):
+                m.d.sync += shadow_bad.eq(1)
         with m.If(ld_fire):
             m.d.sync += [ld_col.eq(ld_col + 1), ld_left.eq(ld_left - 1)]
             with m.If(ld_left == 1):
@@ -266,6 +313,24 @@ class TensorEngine(wiring.Component):
 
         s_fmt = Mux(shadow_new, shadow_fmt, cur_fmt)
         s_m = Mux(shadow_new, shadow_m, cur_m)
+        s_sp = Mux(shadow_new, shadow_sp, cur_sp)
+        s_k = Mux(shadow_new, shadow_k, cur_k)
+        s_bad = Mux(shadow_new, shadow_bad, cur_bad)
+        c_sp = c.sp if tl.sparse else Const(0, 1)
+        npat = len(tl.patterns)
+
+        def sp_switch(body):
+            """``body(pattern index, n, m)`` under a Switch on the command's ``sp``."""
+            with m.Switch(c_sp):
+                for pi, (n, mm) in enumerate(tl.patterns):
+                    with m.Case(pi + 1):
+                        body(pi, n, mm)
+
+        def k_fits(n, hi):
+            """``n <= k <= hi`` and ``k % n == 0`` (n is a power of two in every pattern)."""
+            assert n & (n - 1) == 0
+            ok = (c.k >= n) & (c.k <= hi)
+            return ok & (c.k[:n.bit_length() - 1] == 0) if n > 1 else ok
         bad = Signal()
         code = Signal(3)
         k_ok = (c.k >= 1) & (c.k <= R)
@@ -278,9 +343,32 @@ class TensorEngine(wiring.Component):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
                 with m.Elif(c.fmt >= nf):
                     m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                if tl.sparse:       # no sparsity: not even dead logic (the dense hardware)
+                    with m.Elif(c_sp > npat):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
+                    with m.Elif(c_sp != 0):
+                        def load_body(pi, n, mm):
+                            with m.If(~k_fits(n, R)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                            with m.Elif(c.fmt >= nd):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                        sp_switch(load_body)
             with m.Case(OP_MATMUL):
                 with m.If(~(k_ok & n_ok & bank_ok & have_w)):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                if tl.sparse:
+                    with m.Elif((c_sp != s_sp) | ((c_sp != 0) & s_bad)):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
+                    with m.Elif(c_sp != 0):
+                        def mm_body(pi, n, mm):
+                            with m.If(~k_fits(n, s_k)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                            with m.Elif(c.mx | ~in_set(c.fmt, tl.sparse_fmt_ok(pi))
+                                        | ~(s_fmt < nd)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                            with m.Elif(in_set(c.fmt, wide) != in_set(s_fmt, wide)):
+                                m.d.comb += [bad.eq(1), code.eq(ERR_PAIR)]
+                        sp_switch(mm_body)
                 with m.Elif(c.mx):
                     mx_ok = in_set(c.fmt, tl.mx_indices) & in_set(s_fmt, tl.mx_indices)
                     with m.If(~mx_ok):
@@ -331,12 +419,24 @@ class TensorEngine(wiring.Component):
         ]
         with m.If(fire & bad & ~self.err):
             m.d.sync += [self.err.eq(1), self.err_code.eq(code)]
+        if tl.sparse:
+            with m.If(ld_fire & beat_bad & ~self.err):
+                m.d.sync += [self.err.eq(1), self.err_code.eq(ERR_SPARSE)]
+            # element width of a sparse matmul's moving format (index into tl.sparse_widths)
+            wsel_of = Signal.like(mv_wsel)
+            for i, f in enumerate(tl.pe_formats[:nd]):
+                if f.width in tl.sparse_widths:
+                    with m.If(c.fmt == i):
+                        m.d.comb += wsel_of.eq(tl.sparse_widths.index(f.width))
         with m.If(fire & ~bad):
             with m.Switch(c.op):
                 with m.Case(OP_LOAD):
                     m.d.sync += [ld_busy.eq(1), ld_left.eq(c.m), ld_col.eq(0), ld_fmt.eq(c.fmt),
                                  shadow_new.eq(1), shadow_m.eq(c.m), shadow_fmt.eq(c.fmt),
                                  have_w.eq(1)]
+                    if tl.sparse:
+                        m.d.sync += [ld_sp.eq(c_sp), ld_k.eq(c.k), shadow_sp.eq(c_sp),
+                                     shadow_k.eq(c.k), shadow_bad.eq(0)]
                 with m.Case(OP_MATMUL, OP_TRANSPOSE):
                     m.d.comb += ops.w_en.eq(1)
                     m.d.sync += [mv_busy.eq(1), mv_left.eq(Mux(is_tp, c.k, c.n)), mv_n.eq(0),
@@ -344,6 +444,10 @@ class TensorEngine(wiring.Component):
                                  mv_mx.eq(c.mx & ~is_tp), mv_swap.eq(shadow_new),
                                  mv_bank.eq(c.bank), shadow_new.eq(0),
                                  cur_m.eq(s_m), cur_fmt.eq(s_fmt)]
+                    if tl.sparse:
+                        m.d.sync += [cur_sp.eq(s_sp), cur_k.eq(s_k), cur_bad.eq(s_bad),
+                                     mv_sp.eq((c_sp != 0) & ~is_tp), mv_pat.eq(c_sp - 1),
+                                     mv_wsel.eq(wsel_of)]
                 with m.Case(OP_READ):
                     m.d.sync += [rd_busy.eq(1), rd_left.eq(c.n), rd_n.eq(0),
                                  rd_bank.eq(c.bank)]

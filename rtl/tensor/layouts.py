@@ -15,17 +15,26 @@ import json
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-from rtl.config import CoreConfig
+from rtl.config import CoreConfig, parse_sparse_pattern
 
 __all__ = ["OP_LOAD", "OP_MATMUL", "OP_TRANSPOSE", "OP_READ", "OP_NAMES", "ERR_NONE",
-           "ERR_SHAPE", "ERR_FORMAT", "ERR_PAIR", "ERR_OPCODE", "TensorLayouts"]
+           "ERR_SHAPE", "ERR_FORMAT", "ERR_PAIR", "ERR_OPCODE", "ERR_SPARSE", "ERR_ARCH",
+           "TensorLayouts", "SPARSE_LANE_BITS"]
 
 #: Opcodes of the command stream.
 OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ = 0, 1, 2, 3
 OP_NAMES = {OP_LOAD: "load_stationary", OP_MATMUL: "multiply_moving",
             OP_TRANSPOSE: "transpose", OP_READ: "read_psum"}
 #: Error codes (``TensorEngine.err_code``; the first error since reset is kept).
-ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR, ERR_OPCODE = 0, 1, 2, 3, 4
+#: ``ERR_SPARSE``: a sparse-tag error (architecture §11.2 ``E_SPARSE_TAG``): a tag ``>= m``,
+#: two kept weights of a group at one position, a pattern not enabled, or a matmul whose
+#: ``sp`` differs from its weights' pattern.
+ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR, ERR_OPCODE, ERR_SPARSE = 0, 1, 2, 3, 4, 5
+#: Local error code -> architecture §11.2 status code (0x07 = E_SPARSE_TAG).
+ERR_ARCH = {ERR_SPARSE: 0x07}
+#: Bits of one moving lane (one partition's SBUF lane per beat); a sparse beat packs the
+#: ``m / n`` elements a row meets into it.
+SPARSE_LANE_BITS = 32
 
 
 class TensorLayouts:
@@ -45,13 +54,29 @@ class TensorLayouts:
         Shape of a format index.
     cmd : StructLayout
         Command: ``op``, ``fmt`` (stationary format for ``load``, moving format for ``matmul``),
-        ``k`` (contraction rows used), ``m`` (columns loaded), ``n`` (moving beats / PSUM entries),
-        ``bank``, ``acc`` (accumulate instead of overwrite), ``mx`` (``matmul`` of MX element
-        codes with E8M0 scales).
+        ``k`` (contraction rows used; for a sparse ``load`` the physical rows whose tags are
+        checked), ``m`` (columns loaded), ``n`` (moving beats / PSUM entries), ``bank``,
+        ``acc`` (accumulate instead of overwrite), ``mx`` (``matmul`` of MX element codes with
+        E8M0 scales); with sparsity enabled also ``sp``: 0 = dense, ``i + 1`` = pattern
+        ``patterns[i]`` (a sparse ``load`` of kept values and tags, or a sparse ``matmul`` of
+        packed moving beats).
     lanes_in : StructLayout
-        A stationary or moving beat: ``codes``, ``pe_rows`` codes (lane k = partition k),
-        zero-extended; with MX enabled also ``scales``, one E8M0 scale per ``mx_block`` rows
-        (row k uses ``scales[k // mx_block]``; ignored by dense operations).
+        A moving beat (and a dense stationary beat): ``codes``, ``pe_rows`` lanes of
+        :attr:`lane_width` bits (lane k = partition k), a code zero-extended; with MX enabled
+        also ``scales``, one E8M0 scale per ``mx_block`` rows (row k uses
+        ``scales[k // mx_block]``; ignored by dense operations). A *sparse* moving beat packs
+        the ``CR = m / n`` logical elements ``g * m + (k % n) * CR + i`` (``g = k // n``) of
+        row k at bits ``[i * w, (i + 1) * w)`` of lane k (``golden.sparse.moving_lanes``).
+    lanes_st : StructLayout
+        A stationary beat: :attr:`lanes_in` followed, with sparsity enabled, by ``tags``,
+        ``pe_rows`` position tags of :attr:`tag_bits` bits (tag of lane k's kept weight in its
+        group; ignored by dense loads). Without sparsity it *is* :attr:`lanes_in`.
+    patterns : tuple of (n, m)
+        The enabled N:M patterns (``cfg.sparsity``); ``sp = i + 1`` selects ``patterns[i]``.
+    tag_bits : int
+        Bits of a position tag: ``ceil(log2(max m))`` (0 without sparsity).
+    lane_width : int
+        Bits of a beat lane: :attr:`code_width`, at least 32 with sparsity (a packed lane).
     lanes_out : ArrayLayout
         A result beat: ``pe_cols`` FP32 words (lane m = PSUM partition m).
     """
@@ -77,13 +102,31 @@ class TensorLayouts:
             "bank": range(max(2, cfg.psum_banks)),
             "acc": 1,
             "mx": 1,
+            **({"sp": range(len(cfg.sparsity) + 1)} if cfg.sparsity else {}),
         })
         self.mx = bool(cfg.mx_formats)
         self.mx_blocks = -(-cfg.pe_rows // cfg.mx_block)
-        beat = {"codes": data.ArrayLayout(self.code_width, cfg.pe_rows)}
+        self.sparse = bool(cfg.sparsity)
+        self.pattern_names = tuple(cfg.sparsity)
+        self.patterns = tuple(parse_sparse_pattern(p) for p in cfg.sparsity)
+        self.tag_bits = max(((m - 1).bit_length() for _, m in self.patterns), default=0)
+        self.lane_width = max(self.code_width, SPARSE_LANE_BITS) if self.sparse \
+            else self.code_width
+        beat = {"codes": data.ArrayLayout(self.lane_width, cfg.pe_rows)}
         if self.mx:
             beat["scales"] = data.ArrayLayout(8, self.mx_blocks)
         self.lanes_in = data.StructLayout(beat)
+        self.lanes_st = data.StructLayout({**beat, "tags": data.ArrayLayout(
+            self.tag_bits, cfg.pe_rows)}) if self.sparse else self.lanes_in
+        # sparse moving elements: (pattern index, element width) pairs that fit a lane, and
+        # the widths a PE's tag mux selects at (``sparse_widths``), the group bus width
+        self.sparse_combos = tuple(
+            (i, f.width) for i, (n, m) in enumerate(self.patterns)
+            for f in sorted({f.width: f for f in cfg.dense_formats}.values(), key=lambda f: f.width)
+            if f.width * m <= SPARSE_LANE_BITS * n)
+        self.sparse_widths = tuple(sorted({w for _, w in self.sparse_combos}))
+        self.bus_width = max((self.patterns[i][1] * w for i, w in self.sparse_combos),
+                             default=0)
         self.lanes_out = data.ArrayLayout(32, cfg.pe_cols)
         self.psum_depth = cfg.psum_banks * cfg.psum_bank_fp32
 
@@ -107,6 +150,12 @@ class TensorLayouts:
         return tuple(i for i, f in enumerate(self.pe_formats[:len(self.cfg.formats)])
                      if f.name in ("fp32", "tf32"))
 
+    def sparse_fmt_ok(self, pattern_index):
+        """Indices of the dense formats a matmul of ``patterns[pattern_index]`` can move."""
+        n, m = self.patterns[pattern_index]
+        return tuple(i for i, f in enumerate(self.pe_formats[:len(self.cfg.formats)])
+                     if f.width * m <= SPARSE_LANE_BITS * n)
+
     @property
     def mx_indices(self):
         """Indices of the element formats of the enabled MX formats."""
@@ -114,18 +163,31 @@ class TensorLayouts:
         return tuple(i for i, f in enumerate(self.pe_formats) if f.name in names)
 
     # --- packing (testbench / driver side) ------------------------------------------------
-    def pack_cmd(self, op, *, fmt=0, k=0, m=0, n=0, bank=0, acc=0, mx=0):
-        """The command as an int (``cmd`` layout bits)."""
-        return self.cmd.const({"op": op, "fmt": fmt, "k": k, "m": m, "n": n, "bank": bank,
-                               "acc": int(acc), "mx": int(mx)}).as_value().value
+    def pack_cmd(self, op, *, fmt=0, k=0, m=0, n=0, bank=0, acc=0, mx=0, sp=0):
+        """The command as an int (``cmd`` layout bits); ``sp`` only with sparsity enabled."""
+        fields = {"op": op, "fmt": fmt, "k": k, "m": m, "n": n, "bank": bank,
+                  "acc": int(acc), "mx": int(mx)}
+        if sp and not self.sparse:
+            raise ValueError("sp given but the config has no sparse patterns")
+        if self.sparse:
+            fields["sp"] = sp
+        return self.cmd.const(fields).as_value().value
 
-    def pack_lanes(self, codes, scales=()):
-        """A beat of up to ``pe_rows`` codes (missing lanes zero) and, with MX, up to
-        ``mx_blocks`` scales, as an int."""
+    def sp_index(self, pattern):
+        """The ``sp`` field value of an enabled pattern name (``"4:16"``): index + 1."""
+        if pattern not in self.pattern_names:
+            raise ValueError(f"pattern must be one of {self.pattern_names}, not {pattern!r}")
+        return self.pattern_names.index(pattern) + 1
+
+    def pack_lanes(self, codes, scales=(), tags=()):
+        """A beat of up to ``pe_rows`` lane words (codes, or packed sparse lanes; missing lanes
+        zero), with MX up to ``mx_blocks`` scales and, for a sparse stationary beat, up to
+        ``pe_rows`` tags, as an int (``lanes_st`` bits; a beat without tags is also a
+        ``lanes_in`` beat)."""
         codes = [int(c) for c in codes]
         if len(codes) > self.rows:
             raise ValueError(f"a beat holds at most pe_rows = {self.rows} codes, not {len(codes)}")
-        w = self.code_width
+        w = self.lane_width
         v = 0
         for i, c in enumerate(codes):
             if not 0 <= c < (1 << w):
@@ -141,6 +203,16 @@ class TensorLayouts:
             if not 0 <= x < 256:
                 raise ValueError(f"scale code must be in [0, 255], not {x}")
             v |= x << (base + 8 * i)
+        tags = [int(t) for t in tags]
+        if tags and not self.sparse:
+            raise ValueError("tags given but the config has no sparse patterns")
+        if len(tags) > self.rows:
+            raise ValueError(f"a beat holds at most pe_rows = {self.rows} tags, not {len(tags)}")
+        base = self.lanes_in.size
+        for i, t in enumerate(tags):
+            if not 0 <= t < (1 << self.tag_bits):
+                raise ValueError(f"tag must be in [0, {(1 << self.tag_bits) - 1}], not {t}")
+            v |= t << (base + self.tag_bits * i)
         return v
 
     def unpack_out(self, word):

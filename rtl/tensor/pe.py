@@ -14,6 +14,7 @@ from rtl.fp.pipe import delay
 from rtl.fp.unpack import exact_layout
 from rtl.pipeline import signature_attr
 from rtl.tensor.layouts import TensorLayouts
+from rtl.tensor.sparse import tag_select
 
 __all__ = ["PE", "pe_layouts", "FP32_EXP_MASK"]
 
@@ -25,12 +26,15 @@ def pe_layouts(cfg: CoreConfig):
     tl = TensorLayouts(cfg)
     mx = bool(cfg.mx_formats)
     mv = {"valid": 1, "first": 1, "tp": 1, "active": 1, "hit": 1,
-          "fmt": tl.fmt_shape, "code": tl.code_width}
+          "fmt": tl.fmt_shape, "code": max(tl.code_width, tl.bus_width)}
     ld = {"valid": 1, "fmt": tl.fmt_shape, "code": tl.code_width,
           "col": unsigned(max(1, (cfg.pe_cols - 1).bit_length()))}
     if mx:
         mv.update({"mx": 1, "scale": 8})
         ld.update({"scale": 8})
+    if tl.sparse:
+        mv.update({"sp": 1, "wsel": range(max(2, len(tl.sparse_widths)))})
+        ld.update({"tag": tl.tag_bits})
     ps = {"valid": 1, "flag": 1, "value": 32}
     return data.StructLayout(mv), data.StructLayout(ld), data.StructLayout(ps)
 
@@ -53,6 +57,11 @@ class PE(wiring.Component):
     * inactive row (``active = 0``): the product is forced to ``-0`` (codes ``-0 x +0``), and
       ``RNE(p + (-0)) = p`` bit for bit for every FP32 ``p`` the chain can carry (canonical
       NaN included), so the sum passes unchanged and Inf/NaN of the moving lane never leak.
+    * sparse (``sp = 1``, configs with ``cfg.sparsity``): ``code`` is the *group bus* of this
+      row's N:M group (:func:`rtl.tensor.sparse.group_bus`) and the PE's stationary ``tag``
+      selects the element its weight meets, at the element width ``wsel``
+      (:func:`~rtl.tensor.sparse.tag_select`); otherwise as dense. The tag is loaded with the
+      weight (``ld.tag``) and swapped with it.
     * transpose (``tp = 1``): product forced to ``-0`` as well; the row whose ``hit`` is set
       replaces the addend by its weight code, zero-extended to 32 bits and *encoded* so that the
       adder cannot alter it: an FP32-NaN-shaped pattern (exponent field all ones) travels with
@@ -140,7 +149,8 @@ class PE(wiring.Component):
         m.submodules.fadd = fadd = FusedAdd(self.cfg, term_layout=self.term_layout)
         mv, ld = self.mv_i, self.ld_i
         wl = data.StructLayout({"code": tl.code_width, "fmt": tl.fmt_shape,
-                                **({"scale": 8} if self.mx else {})})
+                                **({"scale": 8} if self.mx else {}),
+                                **({"tag": tl.tag_bits} if tl.sparse else {})})
         shadow = Signal(wl)
         active = Signal(wl)
         m.d.sync += [self.mv_o.eq(mv), self.ld_o.eq(ld)]
@@ -148,6 +158,8 @@ class PE(wiring.Component):
             m.d.sync += [shadow.code.eq(ld.code), shadow.fmt.eq(ld.fmt)]
             if self.mx:
                 m.d.sync += shadow.scale.eq(ld.scale)
+            if tl.sparse:
+                m.d.sync += shadow.tag.eq(ld.tag)
         w = Signal(wl)
         m.d.comb += w.eq(Mux(mv.first, shadow, active))
         with m.If(mv.valid & mv.first):
@@ -155,11 +167,16 @@ class PE(wiring.Component):
 
         forced = ~mv.active | mv.tp
         f0 = tl.pe_formats[0]
+        x_code = mv.code            # dense configs: exactly the dense PE
+        if tl.sparse:
+            x_code = Signal(tl.code_width)
+            sel = tag_select(tl, mv.code, w.tag, mv.wsel, tl.code_width)
+            m.d.comb += x_code.eq(Mux(mv.sp, sel, mv.code[:tl.code_width]))
         m.d.comb += [
             mul.i.valid.eq(mv.valid),
             mul.i.payload.a.eq(Mux(forced, 1 << (f0.width - 1), w.code)),
             mul.i.payload.fmt_a.eq(Mux(forced, 0, w.fmt)),
-            mul.i.payload.b.eq(Mux(forced, 0, mv.code)),
+            mul.i.payload.b.eq(Mux(forced, 0, x_code)),
             mul.i.payload.fmt_b.eq(Mux(forced, 0, mv.fmt)),
         ]
         # transpose hit: this PE's weight code, zero-extended and encoded, replaces the addend

@@ -90,7 +90,7 @@ class TensorHarness(wiring.Component):
 
         cmd_idx = source("cmd", dut.cmd, tl.cmd.size, d["cmd"], self.n_cmd,
                          lfsr[0] & lfsr[1])
-        source("st", dut.st, tl.lanes_in.size, d["st"], self.n_st, lfsr[2] & lfsr[3])
+        source("st", dut.st, tl.lanes_st.size, d["st"], self.n_st, lfsr[2] & lfsr[3])
         source("mv", dut.mv, tl.lanes_in.size, d["mv"], self.n_mv, lfsr[4] & lfsr[5])
 
         res_mem = memory.Memory(shape=tl.lanes_out.size, depth=d["res"], init=[])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from golden.sparse import moving_lanes, pattern_params
 from golden.tensor import PsumModel
 from rtl.config import MX_FORMAT_NAMES
 from rtl.tensor.layouts import TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ
@@ -64,6 +65,7 @@ class Program:
         self.macs = 0
         self.errors = []
         self._s = None          # (codes [R, M] incl. padding, fmt name, scales, K-agnostic)
+        self._sp = None         # (pattern, tags) of a sparse load, None for dense weights
 
     # --- operations ---------------------------------------------------------------------------
     def load(self, codes, fmt, scales=None, pad_wild=True):
@@ -86,6 +88,53 @@ class Program:
             self.st.append(tl.pack_lanes(full[:, j], [] if sc is None else sc[:, j]))
         self.cmds.append(tl.pack_cmd(OP_LOAD, fmt=tl.fmt_index(fmt), m=M))
         self._s = (codes, fmt, None if scales is None else np.asarray(scales, np.uint32))
+        self._sp = None
+
+    def load_sparse(self, values, tags, fmt, pattern, *, expect_error=None):
+        """Sparse LoadStationary of a compressed tile (``golden.sparse``: kept ``values`` and
+        ``tags`` ``[K_phys, M]``; the command's ``k`` = K_phys rows are tag-checked). Rows
+        ``K_phys..R-1`` get random codes and random tags (duplicates and out-of-range tags
+        included: unchecked rows must not matter). ``expect_error``: the load is bad (its
+        error code is expected, the weights are unusable; nothing is modelled)."""
+        cfg, tl = self.cfg, self.tl
+        values = np.asarray(values, dtype=np.uint32)
+        tags = np.asarray(tags, dtype=np.uint32)
+        K, M = values.shape
+        full = rand_codes(self.rng, cfg.fmt(fmt), (cfg.pe_rows, M), p_wild=0.5)
+        full[:K] = values
+        ft = self.rng.integers(0, 1 << tl.tag_bits, (cfg.pe_rows, M)).astype(np.uint32)
+        ft[:K] = tags
+        for j in range(M):
+            self.st.append(tl.pack_lanes(full[:, j], tags=ft[:, j]))
+        self.cmds.append(tl.pack_cmd(OP_LOAD, fmt=tl.fmt_index(fmt), m=M, k=K,
+                                     sp=tl.sp_index(pattern)))
+        if expect_error is not None:
+            self.errors.append(expect_error)
+            self._s, self._sp = None, None
+            return
+        self._s = (values, fmt, None)
+        self._sp = (pattern, tags)
+
+    def matmul_sparse(self, codes, fmt, *, bank=0, acc=False):
+        """Sparse MultiplyMoving of the logical moving tile ``codes [K_log, N]`` with the last
+        (sparse) load: ``K_phys = K_log * n / m`` rows, beats of packed lanes
+        (``golden.sparse.moving_lanes``); rows ``K_phys..R-1`` carry random lanes."""
+        cfg, tl = self.cfg, self.tl
+        s, fmt_s, _ = self._s
+        pattern, tags = self._sp
+        n, m = pattern_params(pattern, cfg)
+        x = np.asarray(codes, dtype=np.uint32)
+        K_log, N = x.shape
+        K = K_log // m * n
+        self.model.matmul_sparse(bank, bool(acc), s[:K], tags[:K], fmt_s, pattern, x, fmt)
+        lanes = moving_lanes(x, fmt, pattern, cfg)
+        full = self.rng.integers(0, 1 << 32, (cfg.pe_rows, N), dtype=np.uint64)
+        full[:K] = lanes
+        for j in range(N):
+            self.mv.append(tl.pack_lanes(full[:, j]))
+        self.cmds.append(tl.pack_cmd(OP_MATMUL, fmt=tl.fmt_index(fmt), k=K, n=N, bank=bank,
+                                     acc=acc, sp=tl.sp_index(pattern)))
+        self.macs += K_log * s.shape[1] * N
 
     def matmul(self, codes, fmt, *, bank=0, acc=False, pad_wild=True):
         """MultiplyMoving of ``codes [K, N]`` in ``fmt`` with the last loaded stationary."""
