@@ -30,4 +30,10 @@ EQUIVALENT = {
     # rtl/fp/widen.py:elaborate:const_inc:`m.d.comb += bits.eq((norm >> sub_sh)[:23])`#1
     "be9a72ef32": "in the subnormal branch e_un < -126, so sub_sh = -126 - e_un >= 1 and bit 23 "
                   "of norm >> sub_sh is 0 (norm's leading one is bit 23): [:24] adds a zero bit",
+    # rtl/mem/ap.py:elaborate:const_inc:`RW = SW + 2 + AP_OFFSET_BITS + 2              # x4 bytes, plus the u32 offset`#2
+    "3ef44dfb5f": "RW already holds offset + 4 * (sum of spans) without overflow (|span| < 2**32, "
+                  "offset < 2**32); one more bit sign-extends the same lo/hi values",
+    # rtl/mem/ap.py:elaborate:const_inc:`spans = [Signal(signed(AP_STEP_BITS + AP_NUM_BITS + 1), name=f"span{k}") for k in range(D)]`#1
+    "dbb5cf5297": "|step * (num - 1)| <= 2**15 * (2**16 - 1) < 2**32 fits the 33-bit signed span; "
+                  "a 34-bit span holds the same sign-extended value",
 }
