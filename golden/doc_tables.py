@@ -283,6 +283,16 @@ def params_table():
         ("`sparse_patterns`", "N:M sparsity patterns (None = all that fit; `()` = none)",
          lambda c: "all " + str(len(c.sparsity)) if c.sparse_patterns is None
          else ", ".join(c.sparsity) or "none"),
+        ("`sbuf_banks`", "SBUF banks per partition (top address bits)",
+         lambda c: f"{c.sbuf_banks} × {_bytes(c.sbuf_bank_bytes)}"),
+        ("`axi_data_bits`", "DMA AXI4 data width = SBUF word (`sbuf_word_bytes`)",
+         lambda c: f"{c.axi_data_bits} ({c.sbuf_word_bytes} B)"),
+        ("`axi_addr_bits`", "AXI4 address width", lambda c: str(c.axi_addr_bits)),
+        ("`dma_queues`, `dma_outstanding`", "DMA queues per engine, AXI transactions in flight "
+         "(engines = max(1, P/8))", lambda c: f"{c.dma_queues}, {c.dma_outstanding} "
+         f"(×{c.dma_engines})"),
+        ("`semaphores` × `semaphore_bits`", "semaphore file",
+         lambda c: f"{c.semaphores} × {c.semaphore_bits}"),
     ]
     rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
     return _markdown(["field", "meaning", *COLUMNS], rows)
