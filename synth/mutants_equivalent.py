@@ -27,6 +27,10 @@ EQUIVALENT = {
     # rtl/fp/convert.py:elaborate:const_inc:`"int": int_bits, "frac": _FRAC, "bexp": range(1 << 10)}))`#2
     "6ea177a019": "s2.bexp widened to 11 bits is loaded from the 10-bit unsigned s1.bexp (zero-"
                   "extended) and only feeds (bexp << M) + rounded in a w + 24-bit sum: same value",
+    # rtl/fp/convert.py:elaborate:const_dec:`bexp = Signal(range(1 << 10))   # biased exponent field - 1 of the quantum's binade`#2
+    "77154a629e": "bexp = max(E, emin) + bias - 1 <= 127 + 150 - 1 < 2**9 for every finite FP32 "
+                  "input and FP32-subset target (emin - M >= -149 bounds bias <= 150); "
+                  "Inf/NaN override the result: 9 bits hold every value 10 bits do",
     # rtl/fp/widen.py:elaborate:const_inc:`m.d.comb += bits.eq((norm >> sub_sh)[:23])`#1
     "be9a72ef32": "in the subnormal branch e_un < -126, so sub_sh = -126 - e_un >= 1 and bit 23 "
                   "of norm >> sub_sh is 0 (norm's leading one is bit 23): [:24] adds a zero bit",
