@@ -65,8 +65,10 @@ class BankArbiter:
             return n_hi + -(-n_hi // yield_after) if n_lo else n_hi
         return n_lo * (yield_after + 1) if n_hi else n_lo
 
-    def build(self, m, hi_req, lo_req, name="arb"):
-        """Add the arbiter to ``m``; returns ``(hi_grant, lo_grant)`` lists of 1-bit values."""
+    def build(self, m, hi_req, lo_req, name="arb", hold=None):
+        """Add the arbiter to ``m``; returns ``(hi_grant, lo_grant)`` lists of 1-bit values.
+        ``hold`` (a 1-bit value, optional) withholds the bank from the ``lo`` group in that
+        cycle (PSUM: the tensor engine is using the bank); it voids the ``lo`` bound."""
         n_hi, n_lo, Y = self.n_hi, self.n_lo, self.Y
         hi_ptr = Signal(range(max(2, n_hi)), name=f"{name}_hi_ptr", init=max(0, n_hi - 1))
         lo_ptr = Signal(range(max(2, n_lo)), name=f"{name}_lo_ptr", init=max(0, n_lo - 1))
@@ -76,7 +78,8 @@ class BankArbiter:
         hi_rr = round_robin(hi_req, hi_ptr) if n_hi else []
         lo_rr = round_robin(lo_req, lo_ptr) if n_lo else []
         lo_first = Signal(name=f"{name}_yield")
-        m.d.comb += lo_first.eq(lo_any & ((wait == Y) | ~hi_any))
+        m.d.comb += lo_first.eq(lo_any & ((wait == Y) | ~hi_any)
+                                & (~hold if hold is not None else 1))
         hi_g = [Signal(name=f"{name}_hg{j}") for j in range(n_hi)]
         lo_g = [Signal(name=f"{name}_lg{j}") for j in range(n_lo)]
         m.d.comb += [g.eq(r & ~lo_first) for g, r in zip(hi_g, hi_rr)]
