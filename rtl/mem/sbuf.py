@@ -117,6 +117,11 @@ class SBUF(wiring.Component):
         super().__init__(self.Signature(cfg, row_ports=row_ports, part_ports=part_ports,
                                         priority=priority, yield_after=yield_after))
         self.cfg = cfg
+        sig = self.signature
+        #: The bank memories (``P * sbuf_word_bytes`` bytes wide; partition p's word in bytes
+        #: ``[p * word_bytes, (p + 1) * word_bytes)``): testbenches preload and inspect them.
+        self.banks = [memory.Memory(shape=cfg.partitions * sig.word_bits, depth=sig.depth,
+                                    init=[]) for _ in range(cfg.sbuf_banks)]
 
     @property
     def latency(self):
@@ -154,7 +159,7 @@ class SBUF(wiring.Component):
         # --- the banks ----------------------------------------------------------------------
         rdata = []
         for b in range(NB):
-            mem = memory.Memory(shape=P * WB * 8, depth=sig.depth, init=[])
+            mem = self.banks[b]
             m.submodules[f"bank{b}"] = mem
             wp = mem.write_port(granularity=8)
             rp = mem.read_port(domain="sync")
