@@ -10,12 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from golden.ap import AP, E_AP_FORM, E_OK, PSUM, SBUF, error_code
+from golden.ap import AP, E_AP_FORM, E_AP_RANGE, E_OK, PSUM, SBUF, error_code
 from rtl.config import get_preset
+from rtl.mem.ap import APGenerator
 from rtl.mem.apport import APReader, APWriter
 from tb.amsim import SimBench
 from tb.ap.program import bad_aps, random_legal_ap
-from tb.mem.rig import APRig, apply_writes, expected_reads, reader_job, run_jobs, writer_job
+from tb.mem.rig import (APRig, apply_writes, dump_sbuf, expected_reads, preload_sbuf, reader_job,
+                        run_jobs, writer_job)
 
 SMALL = get_preset("small")
 MEMS = {SBUF: "sbuf", PSUM: "psum"}
@@ -25,38 +27,11 @@ MEMS = {SBUF: "sbuf", PSUM: "psum"}
 def rigs():
     cache = {}
 
-    def get(mem):
-        if mem not in cache:
-            cache[mem] = SimBench(APRig(SMALL, MEMS[mem]))
-        return cache[mem]
+    def get(mem, prefetch=False):
+        if (mem, prefetch) not in cache:
+            cache[mem, prefetch] = SimBench(APRig(SMALL, MEMS[mem], prefetch=prefetch))
+        return cache[mem, prefetch]
     return get
-
-
-def preload_sbuf(ctx, sbuf, mem_bytes):
-    cfg = sbuf.cfg
-    WB, BB = cfg.sbuf_word_bytes, cfg.sbuf_bank_bytes
-    for b, bank in enumerate(sbuf.banks):
-        for i in range(BB // WB):
-            a = b * BB + i * WB
-            word = 0
-            for p in range(cfg.partitions):
-                word |= int.from_bytes(mem_bytes[p, a:a + WB].tobytes(), "little") << (p * WB * 8)
-            ctx.set(bank.data[i], word)
-
-
-def dump_sbuf(ctx, sbuf):
-    cfg = sbuf.cfg
-    WB, BB = cfg.sbuf_word_bytes, cfg.sbuf_bank_bytes
-    out = np.zeros((cfg.partitions, cfg.sbuf_bytes_per_partition), np.uint8)
-    for b, bank in enumerate(sbuf.banks):
-        for i in range(BB // WB):
-            word = ctx.get(bank.data[i])
-            for p in range(cfg.partitions):
-                a = b * BB + i * WB
-                out[p, a:a + WB] = np.frombuffer(
-                    ((word >> (p * WB * 8)) & ((1 << (8 * WB)) - 1)).to_bytes(WB, "little"),
-                    np.uint8)
-    return out
 
 
 def compare_reads(out, want, seed):
@@ -74,8 +49,9 @@ def compare_reads(out, want, seed):
                     f"seed {seed} AP {k} element {e} partition {p}: {gd[p]:#x} != {x:#x}"
 
 
-def test_sbuf_reader_random_patterns_back_pressure_and_hog(rigs, seed):
-    b = rigs(SBUF)
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_sbuf_reader_random_patterns_back_pressure_and_hog(rigs, prefetch, seed):
+    b = rigs(SBUF, prefetch)
     rng = np.random.default_rng([seed, 50])
     mem = rng.integers(0, 256, (SMALL.partitions, SMALL.sbuf_bytes_per_partition), np.uint8)
     aps = [random_legal_ap(rng, SMALL, max_elems=24, memory=SBUF) for _ in range(40)]
@@ -142,11 +118,12 @@ def test_psum_writer_then_reader_round_trip(rigs, seed):
     compare_reads(r, expected_reads(SMALL, rd_aps, want_mem), seed)
 
 
-@pytest.mark.parametrize("mem", [SBUF, PSUM])
-def test_bad_descriptors_report_and_access_nothing(rigs, mem, seed):
-    """Every bad class (and a descriptor for the other memory, E_AP_FORM) between legal ones:
-    its code, no request on the port while it is checked, the next one read correctly."""
-    b = rigs(mem)
+@pytest.mark.parametrize("mem,prefetch", [(SBUF, False), (PSUM, False), (SBUF, True)])
+def test_bad_descriptors_report_and_access_nothing(rigs, mem, prefetch, seed):
+    """Every bad class (and a descriptor for the other memory, E_AP_FORM) between legal ones
+    (also two bad ones in a row): its code, no access for it, the legal ones read correctly in
+    order."""
+    b = rigs(mem, prefetch)
     rng = np.random.default_rng([seed, 53])
     other = PSUM if mem == SBUF else SBUF
     wrong = random_legal_ap(rng, SMALL, max_elems=4, memory=other)
@@ -154,6 +131,8 @@ def test_bad_descriptors_report_and_access_nothing(rigs, mem, seed):
     aps = []
     for ap, _code in cases:
         aps += [ap, random_legal_ap(rng, SMALL, max_elems=4, memory=mem)]
+    aps[2:2] = [cases[0][0]]               # two bad descriptors in a row
+    cases[1:1] = [cases[0]]
     job, out = reader_job(b.dut, aps, rng=rng, p_ready=0.8)
     run_jobs(b, job)
     # a descriptor for the other memory is E_AP_FORM here, whatever else is wrong with it
@@ -165,10 +144,49 @@ def test_bad_descriptors_report_and_access_nothing(rigs, mem, seed):
     # writer: same descriptors, elements only for the accepted ones; nothing else written
     legal = [ap for ap in aps if ap.memory == mem and error_code(SMALL, ap) == E_OK]
     elems = [[[7] * SMALL.partitions] * ap.count for ap in legal]
-    job, w = writer_job(b.dut, aps, elems, rng=rng)
+    if not prefetch:
+        job, w = writer_job(b.dut, aps, elems, rng=rng)
+        run_jobs(b, job)
+        assert w["errs"] == want
+        assert len(w["writes"]) == n_ok and w["done"] == len(legal)
+    # the legal ones read the right data in order
+    res_want = [len(addresses_of(ap)) for ap in legal]
+    assert [len(r) for r in out["res"]] == res_want
+
+
+def addresses_of(ap):
+    from golden.ap import addresses
+    return addresses(ap).tolist()
+
+
+def test_prefetch_reader_joins_descriptors_without_gaps(rigs):
+    """With two generators, back-to-back descriptors of at least ``overhead + 1`` elements give
+    one element per cycle across the boundaries, after the first ``latency`` cycles; a rejected
+    descriptor in between costs at most ``overhead + 1`` cycles; a single generator pays
+    ``overhead`` cycles at every boundary."""
+    gsig = APGenerator.Signature(SMALL)
+    aps = [AP(offset=64, elem_bytes=2, dims=((1, 6),), num_partitions=4),
+           AP(offset=1024, elem_bytes=1, dims=((-1, 5),), num_partitions=4),
+           AP(offset=8, elem_bytes=4, dims=((2, 2), (-1, 2)), num_partitions=4),
+           AP(offset=16, elem_bytes=4, dims=((1, 7),), num_partitions=4)]
+    n = sum(ap.count for ap in aps)
+    for prefetch in (True, False):
+        b = rigs(SBUF, prefetch)
+        job, out = reader_job(b.dut, aps, rng=np.random.default_rng(0), p_ready=1.0)
+        run_jobs(b, job)
+        e = out["elems"]
+        assert e[0] == out["takes"][0] + APReader.Signature(SMALL, "sbuf").latency
+        gaps = [y - x - 1 for x, y in zip(e, e[1:]) if y - x > 1]
+        assert gaps == ([] if prefetch else [gsig.overhead] * 3), (prefetch, gaps)
+    bad = AP(offset=SMALL.sbuf_bytes_per_partition, elem_bytes=4, dims=((1, 2),))
+    b = rigs(SBUF, True)
+    job, out = reader_job(b.dut, aps[:2] + [bad] + aps[2:], rng=np.random.default_rng(0),
+                          p_ready=1.0)
     run_jobs(b, job)
-    assert w["errs"] == want
-    assert len(w["writes"]) == n_ok and w["done"] == len(legal)
+    e = out["elems"]
+    assert len(e) == n and out["errs"] == [E_AP_RANGE]
+    gaps = [y - x - 1 for x, y in zip(e, e[1:]) if y - x > 1]
+    assert len(gaps) <= 1 and all(g <= gsig.overhead + 1 for g in gaps), gaps
 
 
 def test_reader_full_rate_and_latency(rigs):

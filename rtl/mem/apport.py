@@ -18,7 +18,7 @@ __all__ = ["APReader", "APWriter", "element_layout"]
 
 def element_layout(cfg: CoreConfig):
     """One element beat: ``data`` (``ArrayLayout(32, partitions)``, lane p = partition p, the
-    element right-aligned), ``mask`` (the AP's partitions), ``last`` (the AP's last element)."""
+    element right-aligned and zero-extended), ``mask`` (the AP's partitions), ``last`` (the AP's last element)."""
     return data.StructLayout({"data": data.ArrayLayout(LANE_BITS, cfg.partitions),
                               "mask": cfg.partitions, "last": 1})
 
@@ -46,8 +46,10 @@ class APReader(wiring.Component):
     A descriptor on ``i`` is checked by the :class:`~rtl.mem.ap.APGenerator` (rejected:
     ``err`` strobe, ``err_code``, no access); an accepted one issues one read per element on
     ``port`` (all partitions of the AP at once) and streams, per element, the 32-bit lane of
-    every partition shifted right by the element's byte offset inside the lane (``addr % 4``),
-    so the element sits in the low ``8 * elem_bytes`` bits, with the AP's ``mask`` and ``last``.
+    every partition shifted right by the element's byte offset inside the lane (``addr % 4``)
+    and cut to the element's ``8 * elem_bytes`` bits: the element right-aligned and
+    zero-extended, with the AP's ``mask`` and ``last``. (A 4-byte element is the whole lane,
+    e.g. several packed narrow codes.)
 
     Back-pressure both ways: a read is issued only when the output buffer (``depth`` elements)
     has room for its data, so ``o.ready`` low stops the reads and no data is ever lost; ``req``
@@ -63,13 +65,22 @@ class APReader(wiring.Component):
     mem_latency : int
         The memory's read latency (``SBUF.Signature(...).latency``,
         ``PsumUnit.Signature(...).row_latency``); sizes the output buffer for full rate.
+    depth : int or None
+        Output buffer (elements), at least ``mem_latency + 2`` (the default, enough for full
+        rate); deeper lets the walk run ahead of a consumer that pauses.
+    prefetch : bool
+        Two :class:`~rtl.mem.ap.APGenerator` taking descriptors alternately: the next
+        descriptor is checked while the current one is walked, so back-to-back descriptors
+        stream with no gap (one element per cycle across descriptor boundaries) instead of
+        ``APGenerator`` overhead + 1 cycles between them; costs a second generator.
 
     Members
     -------
     i : In(stream.Signature(APGenerator.Signature(cfg).in_layout))
     o : Out(stream.Signature(element_layout(cfg)))
     port : Out(RowPort.Signature(cfg, memory))
-    err : Out(1)
+    err, ok : Out(1)
+        One-cycle strobes: the descriptor just checked was rejected / accepted.
     err_code : Out(8)
     busy : Out(1)
         Walking, or elements in flight or buffered.
@@ -80,28 +91,38 @@ class APReader(wiring.Component):
         ``depth`` (output buffer), ``latency`` (descriptor taken -> first element, no stalls),
         ``memory``."""
 
-        def __init__(self, cfg: CoreConfig, memory: str, *, mem_latency=1):
+        def __init__(self, cfg: CoreConfig, memory: str, *, mem_latency=1, depth=None,
+                     prefetch=False):
             check_config(cfg, "APReader")
             _check_memory(memory)
             if isinstance(mem_latency, bool) or not isinstance(mem_latency, int) \
                     or not 0 <= mem_latency <= 8:
                 raise ValueError(f"APReader mem_latency must be an integer in [0, 8], "
                                  f"not {mem_latency!r}")
+            full = mem_latency + 2
+            if depth is None:
+                depth = full
+            if isinstance(depth, bool) or not isinstance(depth, int) or not full <= depth <= 64:
+                raise ValueError(f"APReader depth must be an integer in [{full}, 64], "
+                                 f"not {depth!r}")
             gs = APGenerator.Signature(cfg)
             self.memory, self.mem_latency = memory, mem_latency
             self.desc_layout, self.elem_layout = gs.in_layout, element_layout(cfg)
-            self.depth = mem_latency + 2
+            self.depth = depth
+            self.prefetch = bool(prefetch)
             # generator latency, memory latency, one buffer cycle
             self.latency = gs.latency + mem_latency + 1
             super().__init__({
                 "i": In(stream.Signature(self.desc_layout)),
                 "o": Out(stream.Signature(self.elem_layout)),
                 "port": Out(RowPort.Signature(cfg, memory)),
-                "err": Out(1), "err_code": Out(8), "busy": Out(1),
+                "err": Out(1), "ok": Out(1), "err_code": Out(8), "busy": Out(1),
             })
 
-    def __init__(self, cfg: CoreConfig, memory: str = SBUF, *, mem_latency=1):
-        super().__init__(self.Signature(cfg, memory, mem_latency=mem_latency))
+    def __init__(self, cfg: CoreConfig, memory: str = SBUF, *, mem_latency=1, depth=None,
+                 prefetch=False):
+        super().__init__(self.Signature(cfg, memory, mem_latency=mem_latency, depth=depth,
+                                        prefetch=prefetch))
         self.cfg = cfg
 
     @property
@@ -114,28 +135,74 @@ class APReader(wiring.Component):
         cfg, sig = self.cfg, self.signature
         P = cfg.partitions
         code = _check_memory(sig.memory)
-        m.submodules.gen = gen = APGenerator(cfg)
-        _gen_input(m, gen, self.i.payload, code)
-        m.d.comb += [gen.i.valid.eq(self.i.valid), self.i.ready.eq(gen.i.ready),
-                     self.err.eq(gen.err), self.err_code.eq(gen.err_code)]
+        gens, esz = [], []
+        for k in range(2 if sig.prefetch else 1):
+            g = APGenerator(cfg)
+            m.submodules[f"gen{k}"] = g
+            _gen_input(m, g, self.i.payload, code)
+            gens.append(g)
+            e = Signal(2, name=f"esize{k}")           # of the descriptor gen k walks
+            with m.If(g.i.valid & g.i.ready):
+                m.d.sync += e.eq(self.i.payload.esize)
+            esz.append(e)
+        if len(gens) == 1:
+            gen = gens[0]
+            m.d.comb += [gen.i.valid.eq(self.i.valid), self.i.ready.eq(gen.i.ready),
+                         self.err.eq(gen.err), self.ok.eq(gen.ok),
+                         self.err_code.eq(gen.err_code)]
+            gv, gb, esize = gen.o.valid, gen.o.payload, esz[0]
+            busy = gen.busy
+        else:
+            # Two generators, descriptors dealt alternately (``nxt``); the output follows
+            # descriptor order (``turn``): the next descriptor is checked while the current
+            # one is walked, so consecutive walks join with no gap.
+            g0, g1 = gens
+            nxt, turn, last1 = Signal(), Signal(), Signal()
+            perr = [Signal(name=f"perr{k}") for k in range(2)]
+            m.d.comb += [g0.i.valid.eq(self.i.valid & ~nxt), g1.i.valid.eq(self.i.valid & nxt),
+                         self.i.ready.eq(Mux(nxt, g1.i.ready, g0.i.ready))]
+            with m.If(self.i.valid & self.i.ready):
+                m.d.sync += nxt.eq(~nxt)
+            s1 = g1.err | g1.ok
+            with m.If(g0.err | g0.ok | s1):
+                m.d.sync += last1.eq(s1)
+            m.d.comb += [self.err.eq(g0.err | g1.err), self.ok.eq(g0.ok | g1.ok),
+                         self.err_code.eq(Mux(s1 | (~(g0.err | g0.ok) & last1),
+                                              g1.err_code, g0.err_code))]
+            gv = Mux(turn, g1.o.valid, g0.o.valid)
+            gb = data.View(g0.o.payload.shape(), Mux(turn, g1.o.payload.as_value(),
+                                                      g0.o.payload.as_value()))
+            esize = Mux(turn, esz[1], esz[0])
+            for k, g in enumerate(gens):
+                with m.If(g.err & (turn != k)):
+                    m.d.sync += perr[k].eq(1)
+            t_perr = Mux(turn, perr[1], perr[0])
+            t_err = Mux(turn, g1.err, g0.err)
+            with m.If(t_perr):
+                m.d.sync += [perr[0].eq(perr[0] & turn), perr[1].eq(perr[1] & ~turn)]
+            done_walk = gv & Mux(turn, g1.o.ready, g0.o.ready) & gb.last
+            with m.If(t_perr | t_err | done_walk):
+                m.d.sync += turn.eq(~turn)
+            busy = g0.busy | g1.busy | perr[0] | perr[1]
 
-        meta = data.StructLayout({"shift": 2, "mask": P, "last": 1})
+        meta = data.StructLayout({"shift": 2, "esize": 2, "mask": P, "last": 1})
         m.submodules.meta = mf = fifo.SyncFIFO(width=meta.size, depth=sig.depth)
         m.submodules.data = df = fifo.SyncFIFO(width=P * LANE_BITS, depth=sig.depth)
         used = Signal(range(sig.depth + 1))
         room = used < sig.depth
         req = self.port.req
-        b = gen.o.payload
+        b = gb
         issue = req.valid & req.ready
         take = self.o.valid & self.o.ready
+        for k, g in enumerate(gens):
+            m.d.comb += g.o.ready.eq(req.ready & room & ((turn == k) if len(gens) > 1 else 1))
         m.d.comb += [
-            req.valid.eq(gen.o.valid & room),
-            gen.o.ready.eq(req.ready & room),
+            req.valid.eq(gv & room),
             req.payload.addr.eq(_row_addr(sig.memory, b.addr, len(req.payload.addr))),
             req.payload.mask.eq(b.mask),
             req.payload.we.eq(0),
             mf.w_en.eq(issue),
-            mf.w_data.eq(Cat(b.addr[:2], b.mask, b.last)),
+            mf.w_data.eq(Cat(b.addr[:2], esize, b.mask, b.last)),
             df.w_en.eq(self.port.rsp.valid),
             df.w_data.eq(self.port.rsp.payload),
             self.o.valid.eq(df.r_rdy & mf.r_rdy),
@@ -145,9 +212,10 @@ class APReader(wiring.Component):
         mv = data.View(meta, mf.r_data)
         lanes = data.View(data.ArrayLayout(LANE_BITS, P), df.r_data)
         m.d.comb += [self.o.payload.mask.eq(mv.mask), self.o.payload.last.eq(mv.last)]
+        keep = Mux(mv.esize == 0, 0xFF, Mux(mv.esize == 1, 0xFFFF, 0xFFFFFFFF))
         for p in range(P):
-            m.d.comb += self.o.payload.data[p].eq(lanes[p] >> Cat(0, 0, 0, mv.shift))
-        m.d.comb += self.busy.eq(gen.busy | (used != 0))
+            m.d.comb += self.o.payload.data[p].eq((lanes[p] >> Cat(0, 0, 0, mv.shift)) & keep)
+        m.d.comb += self.busy.eq(busy | (used != 0))
         return m
 
 

@@ -77,6 +77,9 @@ class TensorEngine(wiring.Component):
         A moving (or identity) beat enters the array this cycle (benchmarks).
     psum_we : Out(1)
         A PSUM write lands this cycle (benchmarks).
+    cmd_reject : Out(1)
+        The command taken this cycle is rejected (it consumes no data beats): lets a feeder
+        that fetched its beats ahead (``rtl/tensor/sbuf_fed.py``) discard them.
     psum_vector, psum_scalar : In(RowPort.Signature(cfg, "psum"))
         PSUM row ports of the vector and scalar engines (:class:`PsumUnit` row ports: the
         tensor engine wins a bank, the other stalls).
@@ -105,7 +108,7 @@ class TensorEngine(wiring.Component):
                 "mv": In(stream.Signature(tl.lanes_in)),
                 "res": Out(stream.Signature(tl.lanes_out)),
                 "err": Out(1), "err_code": Out(3), "busy": Out(1),
-                "mv_fire": Out(1), "psum_we": Out(1),
+                "mv_fire": Out(1), "psum_we": Out(1), "cmd_reject": Out(1),
                 **{f"psum_{n}": In(RowPort.Signature(cfg, MEM_PSUM)) for n in ENGINE_ROW_PORTS},
             })
 
@@ -337,6 +340,7 @@ class TensorEngine(wiring.Component):
             wdesc.n.eq(Mux(is_tp, c.k, c.n)),
             ops.w_data.eq(wdesc),
         ]
+        m.d.comb += self.cmd_reject.eq(fire & bad)
         with m.If(fire & bad & ~self.err):
             m.d.sync += [self.err.eq(1), self.err_code.eq(code)]
         with m.If(fire & ~bad):

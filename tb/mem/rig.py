@@ -17,14 +17,15 @@ from rtl.tensor.psum import PsumUnit
 from tb.ap.program import pack_ap
 
 __all__ = ["APRig", "reader_job", "writer_job", "run_jobs", "lane_of", "expected_reads",
-           "apply_writes"]
+           "apply_writes", "preload_sbuf", "dump_sbuf"]
 
 
 class APRig(Elaboratable):
     """``reader`` and ``writer`` on ``memory`` ("sbuf": row ports ``reader``/``writer`` of ``mem``, an
-    :class:`rtl.mem.sbuf.SBUF` with a priority port ``hog``; "psum": of a ``PsumUnit``)."""
+    :class:`rtl.mem.sbuf.SBUF` with a priority port ``hog``; "psum": of a ``PsumUnit``); with
+    ``prefetch`` the reader has two generators."""
 
-    def __init__(self, cfg, memory):
+    def __init__(self, cfg, memory, *, prefetch=False):
         self.cfg, self.memory = cfg, memory
         if memory == SBUF:
             self.mem = SbufMem(cfg, row_ports=("hog", "reader", "writer"), priority=("hog",))
@@ -32,7 +33,7 @@ class APRig(Elaboratable):
         else:
             self.mem = PsumUnit(cfg, use_instances=False, row_ports=("hog", "reader", "writer"))
             lat = self.mem.signature.row_latency
-        self.reader = APReader(cfg, memory, mem_latency=lat)
+        self.reader = APReader(cfg, memory, mem_latency=lat, prefetch=prefetch)
         self.writer = APWriter(cfg, memory)
 
     def elaborate(self, platform):
@@ -45,11 +46,10 @@ class APRig(Elaboratable):
         return m
 
 
-def lane_of(mem_bytes, p, addr):
-    """The reader's expected data for partition ``p`` at byte ``addr``: the 32-bit lane holding
-    it, shifted right by ``addr % 4`` bytes (``mem_bytes`` = partitions x bytes)."""
-    a = addr & ~3
-    return int.from_bytes(mem_bytes[p, a:a + 4].tobytes(), "little") >> (8 * (addr & 3))
+def lane_of(mem_bytes, p, addr, w):
+    """The reader's expected data for partition ``p`` at byte ``addr``, element of ``w`` bytes:
+    the bytes ``[addr, addr + w)`` little-endian (``mem_bytes`` = partitions x bytes)."""
+    return int.from_bytes(mem_bytes[p, addr:addr + w].tobytes(), "little")
 
 
 def _idle(ctx, rig):
@@ -190,7 +190,7 @@ def expected_reads(cfg, aps, mem_bytes):
         mask = partition_mask(ap)
         addrs = addresses(ap).tolist()
         res.append([(mask, int(i == len(addrs) - 1),
-                     [lane_of(mem_bytes, p, a) if mask >> p & 1 else None
+                     [lane_of(mem_bytes, p, a, ap.elem_bytes) if mask >> p & 1 else None
                       for p in range(cfg.partitions)])
                     for i, a in enumerate(addrs)])
     return res, errs
@@ -214,3 +214,32 @@ def apply_writes(cfg, aps, elems, mem_bytes, lanes=None):
                     mem_bytes[p, a:a + ap.elem_bytes] = np.frombuffer(
                         v.to_bytes(ap.elem_bytes, "little"), np.uint8)
     return mem_bytes
+
+
+def preload_sbuf(ctx, sbuf, mem_bytes):
+    """Write ``mem_bytes`` (partitions x bytes) into the bank memories of ``sbuf`` (backdoor)."""
+    cfg = sbuf.cfg
+    WB, BB = cfg.sbuf_word_bytes, cfg.sbuf_bank_bytes
+    for b, bank in enumerate(sbuf.banks):
+        for i in range(BB // WB):
+            a = b * BB + i * WB
+            word = 0
+            for p in range(cfg.partitions):
+                word |= int.from_bytes(mem_bytes[p, a:a + WB].tobytes(), "little") << (p * WB * 8)
+            ctx.set(bank.data[i], word)
+
+
+def dump_sbuf(ctx, sbuf):
+    """The contents of ``sbuf`` as partitions x bytes (backdoor)."""
+    cfg = sbuf.cfg
+    WB, BB = cfg.sbuf_word_bytes, cfg.sbuf_bank_bytes
+    out = np.zeros((cfg.partitions, cfg.sbuf_bytes_per_partition), np.uint8)
+    for b, bank in enumerate(sbuf.banks):
+        for i in range(BB // WB):
+            word = ctx.get(bank.data[i])
+            for p in range(cfg.partitions):
+                a = b * BB + i * WB
+                out[p, a:a + WB] = np.frombuffer(
+                    ((word >> (p * WB * 8)) & ((1 << (8 * WB)) - 1)).to_bytes(WB, "little"),
+                    np.uint8)
+    return out
