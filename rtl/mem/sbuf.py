@@ -4,7 +4,7 @@ banks, reached through named requester ports with per-bank arbitration (docs/mem
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, ResetSignal, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In
 
@@ -49,7 +49,7 @@ class SBUF(wiring.Component):
     never dropped or reordered. Wait bounds: :meth:`wait_bound`.
 
     Timing: ``req.ready`` is combinational from the requests (``valid``, bank bits) of every port
-    and the arbiters' registers. Read data of a request granted in cycle *t* is on ``rsp``
+    and the arbiters' registers; it is low during reset (no access is taken then). Read data of a request granted in cycle *t* is on ``rsp``
     (``rsp.valid`` high) in cycle *t* + ``latency`` (1). Writes land at the end of the grant cycle;
     a read granted in a later cycle sees them.
 
@@ -152,7 +152,7 @@ class SBUF(wiring.Component):
             lreq = [ports[n].req.valid & (bank_of(n) == b) for n in lo]
             hg, lg = arb.build(m, hreq, lreq, name=f"bank{b}")
             for n, g in zip(hi + lo, hg + lg):
-                grant[n].append(g)
+                grant[n].append(g & ~ResetSignal())    # nothing is taken during reset
         for n in names:
             m.d.comb += ports[n].req.ready.eq(Cat(*grant[n]).any())
 
