@@ -75,15 +75,17 @@ def compare(beats, prog, seed):
         assert g == e, f"seed {seed} beat {i}: {[hex(x) for x in g]} != {[hex(x) for x in e]}"
 
 
-def test_random_programs_bit_exact(bench, seed):
-    """Every allowed dense pair once (load + matmul, random K <= R, M <= C, N), some
-    accumulating onto the previous bank, a transpose, all banks read; operands behind random
-    patterns in SBUF, the writer busy on bank 3."""
+def random_program_check(bench, seed, n_pairs):
+    """``n_pairs`` allowed dense pairs (all of them for None; load + matmul, random K <= R,
+    M <= C, N), some accumulating onto the previous bank, a transpose, all banks read; operands
+    behind random patterns in SBUF, the writer busy on bank 3."""
     cfg = SMALL
     rng = np.random.default_rng([seed, 60])
     prog = Program(cfg, rng)
     R, C, B = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
     pairs = allowed_pairs(cfg)
+    if n_pairs is not None:
+        pairs = [pairs[i] for i in rng.choice(len(pairs), n_pairs, replace=False)]
     n_used = {}
     for i, (fs, fx) in enumerate(pairs):
         K, M = int(rng.integers(1, R + 1)), int(rng.integers(1, C + 1))
@@ -106,13 +108,25 @@ def test_random_programs_bit_exact(bench, seed):
     assert B >= 12
 
 
-def test_back_to_back_one_column_per_cycle(bench, seed):
-    """8 back-to-back full tiles (N = one bank) with the writer on bank 3: after the first
-    moving beat, one beat every cycle (no bubble across AP or command boundaries)."""
+def test_random_programs_bit_exact(bench, seed):
+    """Fast tier: 6 random format pairs per run."""
+    random_program_check(bench, seed, 6)
+
+
+@pytest.mark.full
+def test_random_programs_every_pair(bench, seed):
+    random_program_check(bench, seed, None)
+
+
+@pytest.mark.parametrize("N", [16, pytest.param(SMALL.psum_bank_fp32, marks=pytest.mark.full)])
+def test_back_to_back_one_column_per_cycle(bench, N, seed):
+    """8 back-to-back full tiles (K = R, M = C, N moving columns) with the writer on bank 3:
+    after the first moving beat, one beat every cycle (no bubble across AP or command
+    boundaries)."""
     cfg = SMALL
     rng = np.random.default_rng([seed, 61])
     prog = Program(cfg, rng)
-    R, C, N = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
+    R, C = cfg.pe_rows, cfg.pe_cols
     f = cfg.fmt("bf16")
     for i in range(8):
         prog.load(rand_codes(rng, f, (R, C), 0.0), "bf16")
