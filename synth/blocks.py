@@ -141,6 +141,41 @@ def _build_semaphores(cfg, variant):
     return SemaphoreFile(cfg, sources=cfg.dma_engines)
 
 
+def _build_sbuf(cfg, variant):
+    from rtl.mem.sbuf import SBUF
+    # the ports the plan names (architecture §4.1): tensor stationary / moving (priority),
+    # vector 2R + 1W, scalar R + W, one DMA partition port per DMA engine
+    return SBUF(cfg, row_ports=("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w",
+                                "scalar_r", "scalar_w"),
+                part_ports=tuple(f"dma{i}" for i in range(cfg.dma_engines)),
+                priority=("tensor_st", "tensor_mv"))
+
+
+def _build_psum(cfg, variant):
+    from rtl.emit import Design
+    from rtl.fp.adder import FP32Adder
+    from rtl.tensor.psum import ENGINE_ROW_PORTS, PsumUnit, psum_adder_module_name
+    return Design(top=PsumUnit(cfg, row_ports=ENGINE_ROW_PORTS),
+                  modules={psum_adder_module_name(cfg): FP32Adder(cfg)})
+
+
+def _build_ap_reader(cfg, variant):
+    from rtl.mem.apport import APReader
+    return APReader(cfg, "sbuf", prefetch=variant == "prefetch")
+
+
+def _build_ap_writer(cfg, variant):
+    from rtl.mem.apport import APWriter
+    return APWriter(cfg, "sbuf")
+
+
+def _build_tensor_sbuf(cfg, variant):
+    from rtl.emit import Design
+    from rtl.tensor.engine import leaf_modules, leaf_pragmas
+    from rtl.tensor.sbuf_fed import SbufTensorEngine
+    return Design(top=SbufTensorEngine(cfg), modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -155,6 +190,7 @@ _DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma")
 #: The sparsity decoder (group bus, tag mux) and the sparse paths of the PE and the engine:
 #: the amaranth.sim unit tests and the formal check first, then the cocotb sparse tests.
 _SPARSE = ("tests/test_tensor_sparse_units.py", "tests/test_tensor_sparse.py::test_tensor_sparse")
+_MEM = "tests/test_mem_"
 
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
@@ -192,7 +228,7 @@ BLOCKS = (
     Block(name="tensor_engine", module="rtl.tensor.engine", build=_build_engine, pnr=False,
           sweep=False, holds_array=True,
           description="tensor engine: array + PSUM banks (memory) + lane adders + control",
-          sources=("rtl/tensor/engine.py", "rtl/tensor/psum.py"), tests=_TENSOR + _SPARSE),
+          sources=("rtl/tensor/engine.py",), tests=_TENSOR + _SPARSE),
     Block(name="ap_generator", module="rtl.mem.ap", build=_build_ap_generator,
           description="access-pattern generator: closed-form range check, one address/cycle",
           sources=("rtl/mem/ap.py",), tests=("tests/test_ap_units.py",)),
@@ -208,6 +244,26 @@ BLOCKS = (
           sweep=False, description="semaphore file (one increment source per DMA engine)",
           sources=("rtl/core/semaphores.py",),
           tests=("tests/test_dma_units.py::test_semaphore_file", "tests/test_dma.py::test_dma")),
+    Block(name="sbuf", module="rtl.mem.sbuf", build=_build_sbuf, pnr=False, sweep=False,
+          description="SBUF: banks (memory bits) + per-bank arbiters of 7 row ports and the DMA "
+                      "partition ports",
+          sources=("rtl/mem/sbuf.py", "rtl/mem/arbiter.py"),
+          tests=(_MEM + "sbuf.py", _MEM + "ap_ports.py")),
+    Block(name="psum", module="rtl.tensor.psum", build=_build_psum, pnr=False, sweep=False,
+          description="PSUM banks (memory bits) + accumulate adders + vector/scalar row ports",
+          sources=("rtl/tensor/psum.py",),
+          tests=(_MEM + "psum.py", "tests/test_tensor_units.py", _MEM + "ap_ports.py")),
+    Block(name="ap_reader", module="rtl.mem.apport", build=_build_ap_reader,
+          variants=lambda cfg: ("single", "prefetch"),
+          description="AP reader: AP generator(s) + row-port reads + element buffer",
+          sources=("rtl/mem/apport.py",), tests=(_MEM + "ap_ports.py",)),
+    Block(name="ap_writer", module="rtl.mem.apport", build=_build_ap_writer,
+          description="AP writer: AP generator + byte-enabled row-port writes",
+          sources=("rtl/mem/apport.py",), tests=(_MEM + "ap_ports.py",)),
+    Block(name="tensor_sbuf", module="rtl.tensor.sbuf_fed", build=_build_tensor_sbuf,
+          pnr=False, sweep=False, holds_array=True,
+          description="tensor engine fed from SBUF: engine + two prefetching AP readers + queues",
+          sources=("rtl/tensor/sbuf_fed.py",), tests=(_MEM + "tensor_fed.py",)),
 )
 
 

@@ -24,7 +24,7 @@ from tb.amsim import SimBench
 SMALL = get_preset("small")
 #: The exhaustive range check's config: 2 partitions, 64 B of SBUF, 2 PSUM banks of 16 B, 2 dims.
 TINY = SMALL.replace(partitions=2, pe_rows=2, pe_cols=2, sbuf_bytes_per_partition=64,
-                     psum_banks=2, psum_bank_fp32=4, ap_dims=2)
+                     psum_banks=2, psum_bank_fp32=4, ap_dims=2, sbuf_banks=1)
 CONFIGS = {"small": SMALL, "default": get_preset("default"),
            "small_2dims": SMALL.replace(ap_dims=2), "tiny": TINY}
 

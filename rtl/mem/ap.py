@@ -70,6 +70,9 @@ class APGenerator(Pipeline):
         addressed iff bit ``p``), ``last`` (the descriptor's last element).
     err : Out(1)
         One-cycle strobe: the descriptor just checked was rejected.
+    ok : Out(1)
+        One-cycle strobe: the descriptor just checked was accepted (the cycle of its first
+        beat; exactly one of ``err`` and ``ok`` per descriptor taken).
     err_code : Out(8)
         Code of the last descriptor checked (0 = accepted), held until the next one is checked.
     busy : Out(1)
@@ -94,7 +97,8 @@ class APGenerator(Pipeline):
             self.overhead = _LATENCY
             super().__init__(in_layout, out_layout, latency=_LATENCY, ready=True,
                              out_ready=True,
-                             members={"err": Out(1), "err_code": Out(8), "busy": Out(1)})
+                             members={"err": Out(1), "ok": Out(1), "err_code": Out(8),
+                                      "busy": Out(1)})
 
     def __init__(self, cfg: CoreConfig):
         super().__init__(self.Signature(cfg))
@@ -150,14 +154,15 @@ class APGenerator(Pipeline):
         addr = Signal(AW)
         mask = Signal(P)
         err = Signal()
+        ok = Signal()
         err_code = Signal(8)
 
         at_end = [idx[k] == lim[k] for k in range(D)]
         last = Cat(*at_end).all()
         m.d.comb += [self.o.payload.addr.eq(addr), self.o.payload.mask.eq(mask),
-                     self.o.payload.last.eq(last), self.err.eq(err),
+                     self.o.payload.last.eq(last), self.err.eq(err), self.ok.eq(ok),
                      self.err_code.eq(err_code)]
-        m.d.sync += err.eq(0)
+        m.d.sync += [err.eq(0), ok.eq(0)]
 
         with m.FSM(name="ap"):
             with m.State("IDLE"):
@@ -175,7 +180,8 @@ class APGenerator(Pipeline):
                 m.next = "RANGE"
             with m.State("RANGE"):
                 m.d.comb += self.busy.eq(1)
-                m.d.sync += [err_code.eq(code), err.eq(code != E_OK), addr.eq(d.offset[:AW])]
+                m.d.sync += [err_code.eq(code), err.eq(code != E_OK), ok.eq(code == E_OK),
+                             addr.eq(d.offset[:AW])]
                 below = 0
                 for k in range(D):
                     m.d.sync += [

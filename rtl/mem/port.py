@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The requester ports of SBUF and PSUM: the one interface every engine uses to reach memory.
 
-Two kinds of port (``docs/memory.md`` §4):
+Two kinds of port (``docs/memory.md`` §5):
 
 * a **row port** (:class:`RowPort`) addresses the same location in a set of partitions: what an
   access pattern does (``rtl/mem/ap.py`` issues ``addr`` + partition ``mask``). One 32-bit lane

@@ -14,7 +14,8 @@ from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name, 
 from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
                                 ERR_SHAPE, ERR_FORMAT, ERR_PAIR, ERR_SPARSE)
 from rtl.tensor.sparse import group_bus
-from rtl.tensor.psum import PsumUnit, psum_adder_module_name
+from rtl.mem.port import PSUM as MEM_PSUM, RowPort
+from rtl.tensor.psum import ENGINE_ROW_PORTS, PsumUnit, psum_adder_module_name
 from rtl.fp.adder import FP32Adder
 
 __all__ = ["TensorEngine", "build_tensor_engine", "leaf_modules", "leaf_pragmas"]
@@ -86,6 +87,12 @@ class TensorEngine(wiring.Component):
         A moving (or identity) beat enters the array this cycle (benchmarks).
     psum_we : Out(1)
         A PSUM write lands this cycle (benchmarks).
+    cmd_reject : Out(1)
+        The command taken this cycle is rejected (it consumes no data beats): lets a feeder
+        that fetched its beats ahead (``rtl/tensor/sbuf_fed.py``) discard them.
+    psum_vector, psum_scalar : In(RowPort.Signature(cfg, "psum"))
+        PSUM row ports of the vector and scalar engines (:class:`PsumUnit` row ports: the
+        tensor engine wins a bank, the other stalls).
 
     Timing: a matmul's first result reaches PSUM ``latency`` cycles after its first beat was
     accepted; back-to-back matmuls issue one beat per cycle with no gap.
@@ -102,7 +109,7 @@ class TensorEngine(wiring.Component):
             check_config(cfg, "TensorEngine")
             self.tl = tl = TensorLayouts(cfg)
             self.array = SystolicArray.Signature(cfg)
-            self.psum = PsumUnit.Signature(cfg)
+            self.psum = PsumUnit.Signature(cfg, row_ports=ENGINE_ROW_PORTS)
             self.latency = 1 + self.array.latency + self.psum.latency
             self.swap_guard = (cfg.pe_rows - 1) * self.array.row_skew + 1
             super().__init__({
@@ -111,7 +118,8 @@ class TensorEngine(wiring.Component):
                 "mv": In(stream.Signature(tl.lanes_in)),
                 "res": Out(stream.Signature(tl.lanes_out)),
                 "err": Out(1), "err_code": Out(3), "busy": Out(1),
-                "mv_fire": Out(1), "psum_we": Out(1),
+                "mv_fire": Out(1), "psum_we": Out(1), "cmd_reject": Out(1),
+                **{f"psum_{n}": In(RowPort.Signature(cfg, MEM_PSUM)) for n in ENGINE_ROW_PORTS},
             })
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
@@ -130,7 +138,10 @@ class TensorEngine(wiring.Component):
         cfg, tl = self.cfg, self.tl
         R, C, B = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
         m.submodules.array = arr = SystolicArray(cfg, use_instances=self.use_instances)
-        m.submodules.psum = psu = PsumUnit(cfg, use_instances=self.use_instances)
+        m.submodules.psum = psu = PsumUnit(cfg, use_instances=self.use_instances,
+                                           row_ports=ENGINE_ROW_PORTS)
+        for n in ENGINE_ROW_PORTS:         # the vector / scalar engines' PSUM row ports
+            wiring.connect(m, wiring.flipped(getattr(self, f"psum_{n}")), getattr(psu, n))
         desc = data.StructLayout({"bank": tl.cmd["bank"].shape, "acc": 1, "mask": C,
                                   "n": range(B + 1)})
         m.submodules.ops = ops = fifo.SyncFIFO(width=desc.size, depth=OPS_IN_FLIGHT)
@@ -417,6 +428,7 @@ class TensorEngine(wiring.Component):
             wdesc.n.eq(Mux(is_tp, c.k, c.n)),
             ops.w_data.eq(wdesc),
         ]
+        m.d.comb += self.cmd_reject.eq(fire & bad)
         with m.If(fire & bad & ~self.err):
             m.d.sync += [self.err.eq(1), self.err_code.eq(code)]
         if tl.sparse:

@@ -25,9 +25,10 @@ class EngineDriver(TB):
     def clear_psum(self):
         """Zero every PSUM entry through the simulator (the golden model starts at zero; PSUM
         is a memory, not cleared by reset)."""
-        mem = self.dut.dut.psum.mem
-        for i in range(self.cfg.psum_banks * self.cfg.psum_bank_fp32):
-            mem[i].value = 0
+        for b in range(self.cfg.psum_banks):
+            mem = getattr(self.dut.dut.psum, f"bank{b}")
+            for i in range(self.cfg.psum_bank_fp32):
+                mem[i].value = 0
 
     async def run(self, prog, *, bubbles=False, timeout_cycles=None):
         """Run ``prog``; return a dict with ``beats`` (result words as lists of FP32 ints) and
