@@ -40,4 +40,7 @@ EQUIVALENT = {
     # rtl/mem/ap.py:elaborate:const_inc:`spans = [Signal(signed(AP_STEP_BITS + AP_NUM_BITS + 1), name=f"span{k}") for k in range(D)]`#1
     "dbb5cf5297": "|step * (num - 1)| <= 2**15 * (2**16 - 1) < 2**32 fits the 33-bit signed span; "
                   "a 34-bit span holds the same sign-extended value",
+    # rtl/tensor/pe.py:elaborate:const_inc:`mul.i.payload.b.eq(Mux(forced, 0, x_code)),`#1
+    "8d3878a36a": "a forced product has a = -0 (sign bit only, format 0), so b = code 1 (the "
+                  "smallest positive finite value of format 0) gives -0 exactly as b = +0 does",
 }

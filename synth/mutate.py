@@ -558,7 +558,10 @@ def _current(block, res, preset):
     if "sources_sha" in res:
         return res["sources_sha"] == sources_sha(block)
     git = ["git", "-C", str(ROOT)]
-    last = subprocess.run(git + ["log", "-1", "--format=%ct", "--", *block.sources],
+    # --first-parent: a merge that brought the sources in counts at its own time (the merged
+    # branch's commits may be older than the report)
+    last = subprocess.run(git + ["log", "-1", "--first-parent", "--format=%ct", "--",
+                                 *block.sources],
                           capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(git + ["diff", "--quiet", "HEAD", "--", *block.sources]).returncode
     path = OUT / f"{block.name}.json"
