@@ -195,3 +195,12 @@ def test_relative_import_resolution():
     assert resolve_from(nodes[1], "synth.flow", False) == "synth.design"
     assert resolve_from(nodes[1], "synth", True) == "synth.design"
     assert resolve_from(nodes[2], "tb.tensor.build", False) == "tb"
+
+
+def test_test_files_have_unique_basenames():
+    """pytest imports test files by basename (no packages under tests/): two files with one
+    name make the second fail to collect ("import file mismatch")."""
+    from collections import Counter
+    from pathlib import Path
+    names = Counter(p.name for p in Path(__file__).parent.rglob("test_*.py"))
+    assert not [n for n, k in names.items() if k > 1], names
