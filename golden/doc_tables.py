@@ -10,9 +10,12 @@ remarks, formulas as text) are written here; every number comes from :mod:`rtl.c
   and E8M0 with their derived figures;
 - ``presets-table`` in ``docs/architecture.md``: key parameters of the presets;
 - ``cycles-table`` in ``docs/architecture.md``: the §6.8 cycle formulas for the presets;
-- ``params-table`` in ``README.md``: the ``CoreConfig`` fields of the presets.
+- ``params-table`` in ``README.md``: the ``CoreConfig`` fields of the presets;
+- ``isa-header``, ``isa-ap``, ``isa-dtypes``, ``isa-opcodes`` in ``docs/isa.md``: the
+  instruction encoding of :mod:`rtl.isa`.
 
-This module imports only :mod:`rtl.config` and the standard library (see the package graph).
+This module imports only :mod:`rtl.config`, :mod:`rtl.isa` and the standard library (see the
+package graph).
 """
 
 import argparse
@@ -298,6 +301,49 @@ def params_table():
     return _markdown(["field", "meaning", *COLUMNS], rows)
 
 
+# --- docs/isa.md: the encoding, from rtl/isa.py ---------------------------------------------
+
+def _bits(f, base=0):
+    lo = base + f.lsb
+    return f"[{lo + f.width - 1}:{lo}]" if f.width > 1 else f"[{lo}]"
+
+
+def isa_header_table():
+    from rtl import isa
+    rows = [(f"`{f.name}`", _bits(f), isa.FIELD_KINDS[f.kind], f.doc) for f in isa.HEADER]
+    rows += [(f"`{slot}`", f"[{8 * b + 8 * isa.AP_BYTES - 1}:{8 * b}]", "AP", "access pattern")
+             for slot, b in isa.AP_SLOTS.items()]
+    rows.append(("`imm`", f"[{8 * isa.INSTR_BYTES - 1}:{8 * isa.IMM_BYTE}]", "per opcode",
+                 "immediates (opcode table)"))
+    return _markdown(("field", "bits", "kind", "meaning"), rows)
+
+
+def isa_ap_table():
+    from rtl import isa
+    return _markdown(("field", "bits", "kind", "meaning"),
+                     [(f"`{f.name}`", _bits(f), isa.FIELD_KINDS[f.kind], f.doc)
+                      for f in isa.AP_FIELDS])
+
+
+def isa_dtype_table():
+    from rtl import isa
+    return _markdown(("code", "dtype"), [(str(i), f"`{n}`") for i, n in enumerate(isa.DTYPES)]
+                     + [(f"{len(isa.DTYPES)}-15", "reserved")])
+
+
+def isa_opcode_table():
+    from rtl import isa
+    rows = []
+    for op in isa.OPCODES:
+        aps = ", ".join(f"{k}: {v}" for k, v in op.aps.items()) or "-"
+        imm = ", ".join(f"`{f.name}` {_bits(f, 8 * isa.IMM_BYTE)} {isa.FIELD_KINDS[f.kind]}"
+                        for f in op.imm) or "-"
+        rows.append((f"0x{op.code:02X}", f"`{op.name}`", op.engine or "any", aps,
+                     ", ".join(op.flags) or "-", imm, op.doc))
+    return _markdown(("code", "mnemonic", "engine", "APs", "flags", "immediates", "operation"),
+                     rows)
+
+
 # --- Markdown and files ---------------------------------------------------------------------
 
 def _markdown(head, rows):
@@ -312,6 +358,10 @@ TABLES = (
     ("docs/architecture.md", "presets-table", presets_table),
     ("docs/architecture.md", "cycles-table", cycles_table),
     ("README.md", "params-table", params_table),
+    ("docs/isa.md", "isa-header", isa_header_table),
+    ("docs/isa.md", "isa-ap", isa_ap_table),
+    ("docs/isa.md", "isa-dtypes", isa_dtype_table),
+    ("docs/isa.md", "isa-opcodes", isa_opcode_table),
 )
 
 

@@ -7,9 +7,11 @@ Every tracked ``.py`` file under ``rtl/``, ``golden/``, ``tb/``, ``bench/``, ``s
 with a literal name):
 
 - ``rtl`` imports ``rtl``, Amaranth, numpy and the standard library;
-- ``rtl.config`` (and ``rtl/__init__.py``, which importing it runs) imports only the standard
-  library, so that the golden model and the tools can read the parameters without the HDL;
-- ``golden`` imports ``golden``, ``rtl.config``, numpy, ml_dtypes and the standard library;
+- ``rtl.config`` and ``rtl.isa`` (and ``rtl/__init__.py``, which importing them runs) import only
+  the standard library, so that the golden model and the tools can read the parameters and the
+  instruction encoding without the HDL;
+- ``golden`` imports ``golden``, ``rtl.config``, ``rtl.isa``, numpy, ml_dtypes and the standard
+  library;
 - ``tb`` imports ``rtl``, ``golden``, ``tb`` (and any third-party package);
 - ``bench`` and ``synth`` import ``rtl``, ``golden``, ``tb`` and themselves, not each other;
 - ``tests`` import public APIs only: no ``__main__`` module, no ``_private`` module or name, and
@@ -42,10 +44,11 @@ THIRD_PARTY_ALLOWED = {
     "rtl.config": set(),
     "golden": {"numpy", "ml_dtypes"},
 }
-#: Modules of ``rtl`` that ``golden`` may import: the parameters, which import no HDL.
-GOLDEN_RTL = {"rtl", "rtl.config"}
-#: Modules importing ``rtl.config`` runs, held to its rule.
-CONFIG_MODULES = {"rtl", "rtl.config"}
+#: Modules of ``rtl`` that ``golden`` may import: the parameters and the instruction encoding,
+#: which import no HDL.
+GOLDEN_RTL = {"rtl", "rtl.config", "rtl.isa"}
+#: Modules held to ``rtl.config``'s rule (standard library only).
+CONFIG_MODULES = {"rtl", "rtl.config", "rtl.isa"}
 
 
 def tracked_files():
@@ -122,7 +125,7 @@ def forbidden(rule, target, name):
     if rule == "rtl.config":
         return True
     if top in PACKAGES:
-        if rule == "golden" and target in GOLDEN_RTL and (target != "rtl" or name == "config"):
+        if rule == "golden" and target in GOLDEN_RTL and (target != "rtl" or name in ("config", "isa")):
             return False
         if top not in PROJECT_ALLOWED[rule]:
             return True

@@ -1,0 +1,432 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The instruction set of the core, defined once: the 128-byte instruction, the 24-byte access
+pattern (AP) and every opcode with its APs and immediates (``docs/architecture.md`` §8.2-8.4).
+
+Like :mod:`rtl.config` this module imports only the standard library: the RTL decoders build
+their layouts from these tables, the golden ISA simulator and the assembler (``golden/asm.py``)
+encode and decode with them, and ``docs/isa.md`` is generated from them
+(``python -m golden.doc_tables``). Nothing else restates a field position.
+
+An instruction is little-endian: bit ``b`` of the instruction is bit ``b % 8`` of byte
+``b // 8``. :class:`Field` positions below are bit offsets from bit 0 of byte 0.
+
+Layout (``INSTR_BYTES`` = 128):
+
+========== ======== ===========================================================================
+bytes      field    contents
+========== ======== ===========================================================================
+0          opcode   :data:`OPCODES` (one engine's range each, §8.4)
+1          flags    b0 accumulate, b1 transpose, b2 SR on write, b3 sparse, b4 MX, b5-7 reserved
+2          wait_sem semaphore the instruction waits on (``ctl.wait_en``)
+3          post_sem semaphore it increments at completion (``ctl.post_en``)
+4-7        wait_val issue only when ``sem[wait_sem] >= wait_val``
+8-9        post_inc added to ``sem[post_sem]`` at completion
+10         ctl      b0 wait_en, b1 post_en, b2 irq_on_done, b3-7 reserved
+11-15      reserved must be 0
+16-39      AP0      destination AP (:data:`AP_FIELDS`)
+40-63      AP1      first source
+64-87      AP2      second source / scales / per-partition tile
+88-127     imm      immediates of the opcode (:attr:`Op.imm`); bits no field names must be 0
+========== ======== ===========================================================================
+
+Validation (docs/architecture.md §11.3, "validate before issue") is the decoder's: a reserved
+bit set, an opcode unknown or foreign to the issuing engine -> ``E_OPCODE``; an AP an opcode does
+not use must be all zero (memory code 0), otherwise ``E_OPCODE``; then the engine's own checks
+(formats, AP checks, shapes).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+__all__ = [
+    "INSTR_BYTES", "AP_BYTES", "IMM_BYTE", "F32Bits", "FIELD_KINDS", "Field", "HEADER", "AP_SLOTS", "AP_FIELDS",
+    "FLAG_BITS", "CTL_BITS", "DTYPES", "DTYPE_CODES", "dtype_name", "dtype_code", "ENGINES",
+    "Op", "OPCODES", "OPS_BY_NAME", "OPS_BY_CODE",
+    "E_OPCODE", "Instr", "APEnc", "encode", "decode", "check_reserved",
+]
+
+INSTR_BYTES = 128
+AP_BYTES = 24
+#: First byte of the immediates.
+IMM_BYTE = 88
+#: Error code of a malformed instruction (docs/architecture.md §11.2).
+E_OPCODE = 0x01
+
+
+#: How :class:`Field` kinds read in the documentation.
+FIELD_KINDS = {"u": "unsigned", "s": "signed", "f32": "FP32", "bits": "bits"}
+
+
+class F32Bits(int):
+    """FP32 immediate given by its bits: how a NaN is held, since a Python float cannot carry a
+    signalling NaN's payload (``Field.get`` returns one for every NaN)."""
+
+    def __repr__(self):
+        return f"F32Bits(0x{int(self):08x})"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field: ``name``, bit offset ``lsb``, ``width`` in bits, ``kind`` (``"u"`` unsigned,
+    ``"s"`` two's complement, ``"f32"`` FP32 as a Python float that FP32 holds exactly, or as
+    :class:`F32Bits` (every NaN), ``"bits"`` raw bits), ``doc``."""
+    name: str
+    lsb: int
+    width: int
+    kind: str = "u"
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ("u", "s", "f32", "bits"):
+            raise ValueError(f"Field kind must be 'u', 's', 'f32' or 'bits', not {self.kind!r}")
+        if self.kind == "f32" and self.width != 32:
+            raise ValueError(f"f32 field {self.name!r} must be 32 bits wide, not {self.width}")
+
+    def get(self, word):
+        v = (word >> self.lsb) & ((1 << self.width) - 1)
+        if self.kind == "s" and v >> (self.width - 1):
+            v -= 1 << self.width
+        elif self.kind == "f32":
+            f = struct.unpack("<f", struct.pack("<I", v))[0]
+            v = F32Bits(v) if f != f else f
+        return v
+
+    def put(self, value, what="instruction"):
+        """``value`` as the field's bits at its position; ``ValueError`` when out of range."""
+        if self.kind == "f32" and isinstance(value, F32Bits):
+            if not 0 <= value < 1 << 32:
+                raise ValueError(f"{what} field {self.name!r} bits must be in [0, 2**32 - 1], "
+                                 f"not {int(value)!r}")
+            raw = int(value)
+        elif self.kind == "f32":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{what} field {self.name!r} must be a number, not {value!r}")
+            try:
+                raw = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+                exact = struct.unpack("<f", struct.pack("<I", raw))[0]
+            except OverflowError:
+                exact = None
+            if exact != float(value) or value != value:   # a NaN: give its F32Bits
+                raise ValueError(f"{what} field {self.name!r} must be exactly representable "
+                                 f"in FP32 (a NaN by its bits: F32Bits), not {value!r}")
+        else:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{what} field {self.name!r} must be an int, not {value!r}")
+            lo, hi = ((-(1 << (self.width - 1)), (1 << (self.width - 1)) - 1)
+                      if self.kind == "s" else (0, (1 << self.width) - 1))
+            if not lo <= value <= hi:
+                raise ValueError(f"{what} field {self.name!r} must be in [{lo}, {hi}], "
+                                 f"not {value!r}")
+            raw = value & ((1 << self.width) - 1)
+        return raw << self.lsb
+
+
+def _fields(base_byte, *spec):
+    """Fields packed from byte ``base_byte`` upward in the order given: (name, width, kind, doc)."""
+    out, pos = [], base_byte * 8
+    for name, width, kind, doc in spec:
+        out.append(Field(name, pos, width, kind, doc))
+        pos += width
+    return tuple(out)
+
+
+HEADER = _fields(
+    0,
+    ("opcode", 8, "u", "operation (OPCODES)"),
+    ("flags", 8, "u", "b0 accumulate, b1 transpose, b2 SR on write, b3 sparse, b4 MX"),
+    ("wait_sem", 8, "u", "semaphore waited on when ctl.wait_en"),
+    ("post_sem", 8, "u", "semaphore incremented at completion when ctl.post_en"),
+    ("wait_val", 32, "u", "issue when sem[wait_sem] >= wait_val"),
+    ("post_inc", 16, "u", "increment of sem[post_sem] at completion"),
+    ("ctl", 8, "u", "b0 wait_en, b1 post_en, b2 irq_on_done"),
+    ("reserved", 40, "u", "must be 0"),
+)
+FLAG_BITS = {"acc": 0, "transpose": 1, "sr": 2, "sparse": 3, "mx": 4}
+CTL_BITS = {"wait_en": 0, "post_en": 1, "irq": 2}
+_FLAGS_RESERVED = 0xFF & ~sum(1 << b for b in FLAG_BITS.values())
+_CTL_RESERVED = 0xFF & ~sum(1 << b for b in CTL_BITS.values())
+
+#: The three AP slots: name -> first byte.
+AP_SLOTS = {"ap0": 16, "ap1": 40, "ap2": 64}
+
+#: Fields of one AP, bit offsets from the AP's first bit (§8.3).
+AP_FIELDS = (
+    Field("mem", 0, 2, "u", "0 none (slot unused), 1 SBUF, 2 PSUM, 3 reserved"),
+    Field("start", 2, 8, "u", "first partition"),
+    Field("count", 10, 8, "u", "partitions (1..P)"),
+    Field("dtype", 18, 4, "u", "element format (DTYPES)"),
+    Field("reserved", 22, 10, "u", "must be 0"),
+    Field("offset", 32, 32, "u", "byte offset in the partition (PSUM: bank * bank bytes + byte)"),
+    *(f for d in range(4) for f in (
+        Field(f"step{d}", 64 + 32 * d, 16, "s", f"dimension {d} step, in elements (signed)"),
+        Field(f"num{d}", 80 + 32 * d, 16, "u", f"dimension {d} count (0 ends the list)"))),
+)
+
+#: Element formats of an AP's ``dtype`` (§8.3); codes 10-15 are reserved.
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "cfp8",
+          "fp4_e2m1", "e8m0")
+DTYPE_CODES = {n: i for i, n in enumerate(DTYPES)}
+
+
+def dtype_name(code):
+    """Name of dtype ``code``: a :data:`DTYPES` name, or ``"reserved<code>"`` for 10-15."""
+    return DTYPES[code] if code < len(DTYPES) else f"reserved{code}"
+
+
+def dtype_code(name):
+    """Inverse of :func:`dtype_name`; ``ValueError`` for anything else."""
+    if name in DTYPE_CODES:
+        return DTYPE_CODES[name]
+    if isinstance(name, str) and name.startswith("reserved") and name[8:].isdigit() \
+            and len(DTYPES) <= int(name[8:]) < 16:
+        return int(name[8:])
+    raise ValueError(f"AP dtype must be one of {list(DTYPES)}, not {name!r}")
+
+#: Engines in host-register order (§11.1 ``Q_*`` blocks: e = index).
+ENGINES = ("pe", "dve", "act", "pool", "sp", "cc")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One opcode: ``code``, ``name`` (assembler mnemonic), ``engine`` (``None``: every engine
+    may issue it), ``aps``: role of each AP slot used (``{"ap0": "dst", ...}``; an unused slot must
+    be zero), ``imm``: its immediate fields (offsets from byte ``IMM_BYTE``), ``flags``: the flag
+    names it accepts, ``doc``."""
+    code: int
+    name: str
+    engine: str | None
+    aps: dict = field(default_factory=dict)
+    imm: tuple = ()
+    flags: tuple = ()
+    doc: str = ""
+
+    @property
+    def imm_fields(self):
+        return {f.name: f for f in self.imm}
+
+
+def _imm(*spec):
+    return _fields(0, *spec)
+
+
+_U8_ALU = ("op", 8, "u", "ALU operation (the engine's op table)")
+
+#: Every opcode (§8.4). Ranges: 0x00-0x0F any engine, 0x10 tensor, 0x20 vector, 0x30 scalar,
+#: 0x40 GpSimd [later], 0x50 sync, 0x60 collective.
+OPCODES = (
+    Op(0x00, "nop", None, doc="no operation: waits and posts only"),
+    Op(0x0E, "notify", None, imm=_imm(("code", 16, "u", "value shown to the host")),
+       doc="raise the notify interrupt"),
+    Op(0x0F, "halt", None, doc="stop this engine's stream (the queue is done)"),
+    # ---- tensor engine ------------------------------------------------------------------------
+    Op(0x10, "load_stationary", "pe", aps={"ap1": "stationary"}, flags=("sparse", "mx"),
+       imm=_imm(("sp_n", 8, "u", "N of the N:M pattern (sparse flag)"),
+                ("sp_m", 8, "u", "M of the N:M pattern (sparse flag)")),
+       doc="load K partitions x M elements into the shadow weights (K = count, M = elements)"),
+    Op(0x11, "multiply_moving", "pe", aps={"ap0": "psum", "ap1": "moving", "ap2": "scales"},
+       flags=("acc", "sparse", "mx"),
+       imm=_imm(("sp_n", 8, "u", "N of the N:M pattern (sparse flag)"),
+                ("sp_m", 8, "u", "M of the N:M pattern (sparse flag)")),
+       doc="PSUM[M, N] (=|+=) W^T X over K moving partitions x N elements (`matmul`)"),
+    Op(0x12, "transpose", "pe", aps={"ap0": "psum", "ap1": "src"},
+       doc="PSUM <- transpose of a K x N tile (bit-exact bypass)"),
+    # ---- vector engine ------------------------------------------------------------------------
+    Op(0x20, "tensor_tensor", "dve", aps={"ap0": "dst", "ap1": "src0", "ap2": "src1"},
+       flags=("sr",), imm=_imm(_U8_ALU), doc="dst = src0 op src1, element-wise"),
+    Op(0x21, "tensor_scalar", "dve", aps={"ap0": "dst", "ap1": "src0", "ap2": "scalars"},
+       flags=("sr",),
+       imm=_imm(("op0", 8, "u", "first ALU operation"), ("op1", 8, "u", "second (0: none)"),
+                ("per_partition", 8, "u", "b0: scalar0, b1: scalar1 from the scalars AP"),
+                ("pad", 8, "u", "0"),
+                ("scalar0", 32, "f32", "first operand"), ("scalar1", 32, "f32", "second")),
+       doc="dst = (src0 op0 scalar0) op1 scalar1"),
+    Op(0x22, "tensor_reduce", "dve", aps={"ap0": "dst", "ap1": "src0"}, flags=("sr",),
+       imm=_imm(_U8_ALU), doc="dst[p] = reduction of src0[p, :] along the free axes"),
+    Op(0x23, "tensor_copy", "dve", aps={"ap0": "dst", "ap1": "src0"}, flags=("sr",),
+       doc="dst = src0, with the formats' cast"),
+    Op(0x24, "memset", "dve", aps={"ap0": "dst"}, flags=("sr",),
+       imm=_imm(("value", 32, "f32", "value written")), doc="dst = value"),
+    Op(0x25, "select", "dve", aps={"ap0": "dst", "ap1": "src0", "ap2": "src1"}, flags=("sr",),
+       imm=_imm(_U8_ALU, ("pad", 24, "u", "0"), ("value", 32, "f32", "compared against")),
+       doc="dst = (src0 op value) ? src0 : src1"),
+    Op(0x26, "iota", "dve", aps={"ap0": "dst"}, flags=("sr",),
+       imm=_imm(("base", 32, "s", "value of element 0 of partition 0"),
+                ("part_step", 32, "s", "added per partition"),
+                ("elem_step", 32, "s", "added per element")),
+       doc="dst[p, i] = base + p * part_step + i * elem_step"),
+    # ---- scalar (activation) engine -----------------------------------------------------------
+    Op(0x30, "activation", "act", aps={"ap0": "dst", "ap1": "src0", "ap2": "bias"},
+       flags=("sr",),
+       imm=_imm(("func", 8, "u", "function id (the loaded table's)"),
+                ("reduce_cmd", 8, "u", "0 idle, 1 reset, 2 reduce, 3 reset_reduce"),
+                ("bias_ap", 8, "u", "1: bias per partition from AP2"),
+                ("pad", 8, "u", "0"),
+                ("scale", 32, "f32", "scale"), ("bias", 32, "f32", "bias (bias_ap 0)")),
+       doc="dst = f(src0 * scale + bias), optional add-reduce into the accumulators"),
+    Op(0x31, "act_table_load", "act", aps={"ap1": "table"},
+       imm=_imm(("func", 8, "u", "function id loaded")),
+       doc="load a function's segment table from SBUF"),
+    # ---- sync engine --------------------------------------------------------------------------
+    Op(0x50, "dma_start", "sp",
+       imm=_imm(("engine", 8, "u", "DMA engine"), ("queue", 8, "u", "queue of that engine"),
+                ("count", 16, "u", "descriptors"),
+                ("desc_addr", 64, "u", "DRAM address of the first 64-byte descriptor")),
+       doc="enqueue descriptors on a DMA queue (they post their own semaphores)"),
+)
+OPS_BY_NAME = {op.name: op for op in OPCODES}
+OPS_BY_CODE = {op.code: op for op in OPCODES}
+
+
+@dataclass(frozen=True)
+class APEnc:
+    """One AP as encoded: ``mem`` (1 SBUF, 2 PSUM), ``start``, ``count``, ``dtype`` (a name of
+    :data:`DTYPES`), ``offset`` (bytes), ``dims`` ((step, num) pairs, innermost first)."""
+    mem: int
+    start: int
+    count: int
+    dtype: str
+    offset: int
+    dims: tuple
+
+    def word(self):
+        code = dtype_code(self.dtype)
+        if len(self.dims) > 4:
+            raise ValueError(f"AP dims must have at most 4 (step, num) pairs, not {len(self.dims)}")
+        vals = {"mem": self.mem, "start": self.start, "count": self.count,
+                "dtype": code, "reserved": 0, "offset": self.offset}
+        for d in range(4):
+            step, num = self.dims[d] if d < len(self.dims) else (0, 0)
+            vals[f"step{d}"], vals[f"num{d}"] = step, num
+        w = 0
+        for f in AP_FIELDS:
+            w |= f.put(vals[f.name], "AP")
+        return w
+
+    @classmethod
+    def from_word(cls, w):
+        v = {f.name: f.get(w) for f in AP_FIELDS}
+        dims = [(v[f"step{d}"], v[f"num{d}"]) for d in range(4)]
+        while dims and dims[-1] == (0, 0):   # trailing unused pairs; a malformed list stays
+            dims.pop()
+        return cls(mem=v["mem"], start=v["start"], count=v["count"],
+                   dtype=dtype_name(v["dtype"]), offset=v["offset"], dims=tuple(dims))
+
+
+@dataclass(frozen=True)
+class Instr:
+    """A decoded instruction: ``op`` (mnemonic), ``flags`` (names set), ``wait`` (``(sem,
+    value)`` or ``None``), ``post`` (``(sem, inc)`` or ``None``), ``irq`` (raise the interrupt at
+    completion), ``aps`` (slot -> :class:`APEnc`, only the slots the opcode uses), ``imm`` (field
+    name -> value)."""
+    op: str
+    flags: frozenset = frozenset()
+    wait: tuple | None = None
+    post: tuple | None = None
+    irq: bool = False
+    aps: dict = field(default_factory=dict)
+    imm: dict = field(default_factory=dict)
+
+    def __hash__(self):
+        return hash((self.op, self.flags, self.wait, self.post, self.irq,
+                     tuple(sorted(self.aps.items())), tuple(sorted(self.imm.items()))))
+
+    @property
+    def opcode(self):
+        return OPS_BY_NAME[self.op]
+
+
+def encode(ins: Instr) -> bytes:
+    """The 128 bytes of ``ins``. ``ValueError``/``TypeError`` name the field that does not fit,
+    an unknown opcode, a flag the opcode does not take, an AP slot it does not use or an
+    immediate it does not have."""
+    if ins.op not in OPS_BY_NAME:
+        raise ValueError(f"instruction op must be one of {sorted(OPS_BY_NAME)}, not {ins.op!r}")
+    op = OPS_BY_NAME[ins.op]
+    bad = set(ins.flags) - set(op.flags)
+    if bad:
+        raise ValueError(f"{op.name} takes the flags {list(op.flags)}, not {sorted(bad)}")
+    bad = set(ins.aps) - set(op.aps)
+    if bad:
+        raise ValueError(f"{op.name} uses the AP slots {list(op.aps)}, not {sorted(bad)}")
+    bad = set(ins.imm) - set(op.imm_fields)
+    if bad:
+        raise ValueError(f"{op.name} has the immediates {list(op.imm_fields)}, not {sorted(bad)}")
+    hv = {"opcode": op.code, "flags": sum(1 << FLAG_BITS[f] for f in ins.flags),
+          "wait_sem": 0, "post_sem": 0, "wait_val": 0, "post_inc": 0, "reserved": 0}
+    ctl = 0
+    if ins.wait is not None:
+        hv["wait_sem"], hv["wait_val"] = ins.wait
+        ctl |= 1 << CTL_BITS["wait_en"]
+    if ins.post is not None:
+        hv["post_sem"], hv["post_inc"] = ins.post
+        ctl |= 1 << CTL_BITS["post_en"]
+    if ins.irq:
+        ctl |= 1 << CTL_BITS["irq"]
+    hv["ctl"] = ctl
+    w = 0
+    for f in HEADER:
+        w |= f.put(hv[f.name])
+    for slot, ap in ins.aps.items():
+        w |= ap.word() << (8 * AP_SLOTS[slot])
+    for name, value in ins.imm.items():
+        w |= op.imm_fields[name].put(value, f"{op.name} immediate") << (8 * IMM_BYTE)
+    return w.to_bytes(INSTR_BYTES, "little")
+
+
+def check_reserved(raw: bytes, engine: str | None = None):
+    """``None`` if ``raw`` is a well-formed instruction for ``engine`` (any engine when
+    ``None``), otherwise ``(E_OPCODE, reason)``: unknown or foreign opcode, a reserved header,
+    flag, ctl or AP bit set, a flag the opcode does not take, an unused AP slot not zero, or an
+    immediate bit outside the opcode's fields."""
+    if len(raw) != INSTR_BYTES:
+        raise ValueError(f"an instruction must be {INSTR_BYTES} bytes, not {len(raw)}")
+    w = int.from_bytes(raw, "little")
+    h = {f.name: f.get(w) for f in HEADER}
+    op = OPS_BY_CODE.get(h["opcode"])
+    if op is None:
+        return E_OPCODE, f"unknown opcode 0x{h['opcode']:02x}"
+    if engine is not None and op.engine not in (None, engine):
+        return E_OPCODE, f"opcode {op.name} belongs to engine {op.engine}, not {engine}"
+    if h["reserved"] or h["ctl"] & _CTL_RESERVED or h["flags"] & _FLAGS_RESERVED:
+        return E_OPCODE, "reserved header bit set"
+    allowed = sum(1 << FLAG_BITS[f] for f in op.flags)
+    if h["flags"] & ~allowed:
+        return E_OPCODE, f"flag not taken by {op.name}"
+    for slot, byte in AP_SLOTS.items():
+        apw = (w >> (8 * byte)) & ((1 << (8 * AP_BYTES)) - 1)
+        if slot not in op.aps and apw:
+            return E_OPCODE, f"{slot} not used by {op.name} must be 0"
+        if slot in op.aps and (apw >> 22) & 0x3FF:
+            return E_OPCODE, f"{slot} reserved bits set"
+    imm = w >> (8 * IMM_BYTE)
+    mask = sum(((1 << f.width) - 1) << f.lsb for f in op.imm)
+    if imm & ~mask:
+        return E_OPCODE, f"immediate bits outside {op.name}'s fields"
+    return None
+
+
+def decode(raw: bytes) -> Instr:
+    """The :class:`Instr` of 128 well-formed bytes; ``ValueError`` with the reason otherwise
+    (the hardware's ``E_OPCODE``)."""
+    err = check_reserved(raw)
+    if err is not None:
+        raise ValueError(f"malformed instruction: {err[1]}")
+    w = int.from_bytes(raw, "little")
+    h = {f.name: f.get(w) for f in HEADER}
+    op = OPS_BY_CODE[h["opcode"]]
+    flags = frozenset(n for n, b in FLAG_BITS.items() if h["flags"] >> b & 1)
+    ctl = h["ctl"]
+    aps = {}
+    for slot in op.aps:
+        apw = (w >> (8 * AP_SLOTS[slot])) & ((1 << (8 * AP_BYTES)) - 1)
+        if apw:
+            aps[slot] = APEnc.from_word(apw)
+    imm_w = w >> (8 * IMM_BYTE)
+    # canonical form: only the immediates whose bits are not all zero
+    imm = {f.name: f.get(imm_w) for f in op.imm if (imm_w >> f.lsb) & ((1 << f.width) - 1)}
+    return Instr(op=op.name, flags=flags,
+                 wait=(h["wait_sem"], h["wait_val"]) if ctl >> CTL_BITS["wait_en"] & 1 else None,
+                 post=(h["post_sem"], h["post_inc"]) if ctl >> CTL_BITS["post_en"] & 1 else None,
+                 irq=bool(ctl >> CTL_BITS["irq"] & 1), aps=aps, imm=imm)
