@@ -296,6 +296,11 @@ def params_table():
          f"(×{c.dma_engines})"),
         ("`semaphores` × `semaphore_bits`", "semaphore file",
          lambda c: f"{c.semaphores} × {c.semaphore_bits}"),
+        ("`fetch_depth`, `issue_depth`", "per sequencer: instructions prefetched, issued and "
+         "not complete", lambda c: f"{c.fetch_depth}, {c.issue_depth}"),
+        ("`watchdog_reset`", "reset value of `WATCHDOG` (cycles; 0 = off)",
+         lambda c: pow2_text(c.watchdog_reset) if c.watchdog_reset > 0
+         and not c.watchdog_reset & (c.watchdog_reset - 1) else str(c.watchdog_reset)),
     ]
     rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
     return _markdown(["field", "meaning", *COLUMNS], rows)

@@ -271,6 +271,14 @@ class CoreConfig:
         Semaphores in the semaphore file, a power of two in 1..256.
     semaphore_bits : int
         Width of a semaphore, 8..32.
+    fetch_depth : int
+        Instructions each sequencer prefetches from its DRAM queue, 1..16 (architecture §8.1).
+    issue_depth : int
+        Instructions a sequencer has issued to its engine and not yet seen complete, 1..16;
+        completions (semaphore posts) stay in order.
+    watchdog_reset : int
+        Reset value of the ``WATCHDOG`` register: the longest wait, in cycles, on a semaphore
+        or an AXI response before ``E_TIMEOUT``; 0..2**32-1, 0 = off (architecture §11.3).
     sparse_patterns : tuple of str or None
         N:M structured-sparsity patterns the tensor engine runs (subset of
         ``SPARSE_PATTERN_NAMES``, no repeats; ``()`` = no sparsity hardware at all). Each
@@ -304,6 +312,9 @@ class CoreConfig:
     dma_outstanding: int = 8
     semaphores: int = 256
     semaphore_bits: int = 32
+    fetch_depth: int = 4
+    issue_depth: int = 4
+    watchdog_reset: int = 1 << 24
     sparse_patterns: Optional[tuple] = None
 
     def __post_init__(self):
@@ -369,6 +380,9 @@ class CoreConfig:
             raise ValueError(f"{c} field 'semaphores' must be a power of two in [1, 256], "
                              f"not {self.semaphores!r}")
         _check_int(c, "semaphore_bits", self.semaphore_bits, 8, 32)
+        _check_int(c, "fetch_depth", self.fetch_depth, 1, 16)
+        _check_int(c, "issue_depth", self.issue_depth, 1, 16)
+        _check_int(c, "watchdog_reset", self.watchdog_reset, 0, (1 << 32) - 1)
         if self.sparse_patterns is not None:
             if not isinstance(self.sparse_patterns, tuple):
                 raise TypeError(f"{c} field 'sparse_patterns' must be a tuple or None, "

@@ -51,6 +51,9 @@ def test_config_is_frozen():
     ("dma_outstanding", 33, r"'dma_outstanding' must be in \[1, 32\], not 33"),
     ("semaphores", 100, r"'semaphores' must be a power of two in \[1, 256\], not 100"),
     ("semaphore_bits", 7, r"'semaphore_bits' must be in \[8, 32\], not 7"),
+    ("fetch_depth", 0, r"'fetch_depth' must be in \[1, 16\], not 0"),
+    ("issue_depth", 17, r"'issue_depth' must be in \[1, 16\], not 17"),
+    ("watchdog_reset", -1, r"'watchdog_reset' must be in \[0, 4294967295\], not -1"),
 ])
 def test_bad_values_name_the_field_and_range(field, value, message):
     with pytest.raises(ValueError, match=message):
