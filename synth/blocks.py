@@ -176,6 +176,11 @@ def _build_tensor_sbuf(cfg, variant):
     return Design(top=SbufTensorEngine(cfg), modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
 
 
+def _build_sequencer(cfg, variant):
+    from rtl.core.sequencer import Sequencer
+    return Sequencer(cfg, "dve")
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -264,6 +269,11 @@ BLOCKS = (
           pnr=False, sweep=False, holds_array=True,
           description="tensor engine fed from SBUF: engine + two prefetching AP readers + queues",
           sources=("rtl/tensor/sbuf_fed.py",), tests=(_MEM + "tensor_fed.py",)),
+    Block(name="sequencer", module="rtl.core.sequencer", build=_build_sequencer, sweep=False,
+          description="one engine's sequencer: queue fetch (AXI4 reads), E_OPCODE check, "
+                      "semaphore wait + watchdog, in-order issue/retire, posts",
+          sources=("rtl/core/sequencer.py", "rtl/isa.py"),
+          tests=("tests/test_core_sequencer.py",)),
 )
 
 
