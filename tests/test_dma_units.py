@@ -193,67 +193,75 @@ def test_walker_full_rate(seed):
 # --- semaphore file ------------------------------------------------------------------------
 
 def test_semaphore_file(seed):
+    """Increments from 3 sources and host additions/decrements, host sets, two read ports:
+    against a sequential model (fairness bound, over/underflow -> E_SEM, the first kept)."""
     from rtl.core.semaphores import E_SEM, SemaphoreFile
     cfg = SMALL.replace(semaphore_bits=8)
     S = 3
-    dut = SemaphoreFile(cfg, sources=S)
+    dut = SemaphoreFile(cfg, sources=S, readers=1)
     bench = SimBench(dut)
     rng = random.Random(seed)
     N, top = cfg.semaphores, (1 << 8) - 1
     log = {"err": None}
+    srcs = list(dut.inc) + [dut.add]
 
     async def job(ctx):
         model = [0] * N
-        pend = [None] * S
-        waits = [0] * S
-        for _ in range(600):
-            for k in range(S):
+        pend = [None] * (S + 1)
+        waits = [0] * (S + 1)
+        for _ in range(700):
+            for k, src in enumerate(srcs):
                 if pend[k] is None and rng.random() < 0.5:
-                    pend[k] = (rng.randrange(N), rng.randrange(0, 40))
-                ctx.set(dut.inc[k].valid, int(pend[k] is not None))
+                    pend[k] = (rng.randrange(N), rng.randrange(0, 40),
+                               k == S and rng.random() < 0.5)
+                ctx.set(src.valid, int(pend[k] is not None))
                 if pend[k] is not None:
-                    ctx.set(dut.inc[k].payload.sem, pend[k][0])
-                    ctx.set(dut.inc[k].payload.inc, pend[k][1])
+                    ctx.set(src.payload.sem, pend[k][0])
+                    if k == S:
+                        ctx.set(src.payload.value, pend[k][1])
+                        ctx.set(src.payload.dec, int(pend[k][2]))
+                    else:
+                        ctx.set(src.payload.inc, pend[k][1])
             do_set = rng.random() < 0.1
             sv = (rng.randrange(N), rng.randrange(0, top + 1))
             ctx.set(dut.set.valid, int(do_set))
             ctx.set(dut.set.payload.sem, sv[0])
             ctx.set(dut.set.payload.value, sv[1])
-            rs = rng.randrange(N)
-            ctx.set(dut.rd_sem, rs)
-            taken = [ctx.get(dut.inc[k].ready) and pend[k] is not None for k in range(S)]
+            ctx.set(dut.rd_sem, rng.randrange(N))
+            ctx.set(dut.wait_sem[0], rng.randrange(N))
+            taken = [ctx.get(src.ready) and pend[k] is not None for k, src in enumerate(srcs)]
             set_taken = do_set and ctx.get(dut.set.ready)
             await ctx.tick()
-            # the read presented in the last cycle sees what was complete before it
-            # (a set or a completed increment of that same cycle is visible: transparent)
-            for k in range(S):
+            for k in range(S + 1):
                 if pend[k] is not None:
                     waits[k] = 0 if taken[k] else waits[k] + 1
-                    assert waits[k] <= 2 * S + 2, f"seed={seed}: source {k} starved"
+                    assert waits[k] <= 2 * (S + 1) + 2, f"seed={seed}: source {k} starved"
             # a set and an increment taken in the same cycle: the set first (the increment's
             # read sees the set value through the transparent read port)
             if set_taken:
                 model[sv[0]] = sv[1]
-            for k in range(S):
+            for k in range(S + 1):
                 if taken[k]:
-                    s, i = pend[k]
+                    s, i, dec = pend[k]
                     pend[k] = None
-                    # applied one cycle later; record it now in the model in order
-                    if model[s] + i > top:
+                    new = model[s] - i if dec else model[s] + i
+                    if not 0 <= new <= top:
                         if log["err"] is None:
                             log["err"] = s
                     else:
-                        model[s] += i
-        # drain, then read every semaphore
-        for k in range(S):
-            ctx.set(dut.inc[k].valid, 0)
+                        model[s] = new
+        # drain, then read every semaphore through both ports
+        for src in srcs:
+            ctx.set(src.valid, 0)
         ctx.set(dut.set.valid, 0)
         await ctx.tick()
         await ctx.tick()
         for s in range(N):
             ctx.set(dut.rd_sem, s)
+            ctx.set(dut.wait_sem[0], N - 1 - s)
             await ctx.tick()
             assert ctx.get(dut.rd_data) == model[s], f"seed={seed} sem {s}"
+            assert ctx.get(dut.wait_data[0]) == model[N - 1 - s], f"seed={seed} sem {N - 1 - s}"
         if log["err"] is not None:
             assert ctx.get(dut.err) and ctx.get(dut.err_code) == E_SEM
             assert ctx.get(dut.err_sem) == log["err"]

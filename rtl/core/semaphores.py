@@ -2,8 +2,8 @@
 """The semaphore file (architecture §8.1): ``semaphores`` counters of ``semaphore_bits``,
 incremented by completions (a DMA descriptor's ``post``), read and set by the host.
 
-This is the start of the file; waits, decrements and the MMIO window grow with the core
-integration (docs/dma.md §5).
+Sequencers read it for their waits (``wait_sem``/``wait_data`` ports); the host reads, sets,
+increments and decrements it (docs/core.md §2).
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ E_SEM = 0x08
 class SemaphoreFile(wiring.Component):
     """``semaphores`` x ``semaphore_bits`` counters in one memory.
 
-    Increments arrive on ``sources`` streams ``inc[k]`` (``{sem, inc}``), served round-robin,
-    one every 2 cycles (read, then add and write): a source waits at most ``2 * sources``
-    cycles. An increment that would pass ``2**semaphore_bits - 1`` leaves the counter
-    unchanged, sets ``err`` (sticky until ``err_clear``), ``err_code`` = E_SEM and
-    ``err_sem`` = its index. The host reads with ``rd_sem`` (``rd_data`` the next cycle,
+    Increments arrive on ``sources`` streams ``inc[k]`` (``{sem, inc}``) and host additions on
+    ``add`` (``{sem, value, dec}``: ``dec`` subtracts), served round-robin (``add`` is the
+    last source), one every 2 cycles (read, then add and write): a source waits at most
+    ``2 * (sources + 1)`` cycles. An increment that would pass ``2**semaphore_bits - 1``, or a
+    decrement below 0, leaves the counter unchanged, sets ``err`` (sticky until ``err_clear``),
+    ``err_code`` = E_SEM and ``err_sem`` = its index. ``readers`` read ports ``wait_sem[r]`` /
+    ``wait_data[r]`` (one per sequencer) behave like the host's ``rd_sem`` / ``rd_data``. The host reads with ``rd_sem`` (``rd_data`` the next cycle,
     ``rd_latency`` = 1; it sees every write completed before the cycle ``rd_sem`` was
     presented) and sets with ``set`` (``{sem, value}``; ``set.ready`` is low only in the write
     cycle of an increment). A set and an increment of the same semaphore taken in the same
@@ -38,12 +40,16 @@ class SemaphoreFile(wiring.Component):
     cfg : CoreConfig
         ``semaphores``, ``semaphore_bits``.
     sources : int
-        Increment streams (e.g. one per DMA engine).
+        Increment streams (e.g. one per DMA engine and one per sequencer).
+    readers : int
+        Read ports for sequencer waits, 0..16.
 
     Members
     -------
     inc : In(stream.Signature(inc_layout)).array(sources)
+    add : In(stream.Signature(add_layout))
     set : In(stream.Signature(set_layout))
+    wait_sem : In(8).array(readers); wait_data : Out(semaphore_bits).array(readers)
     rd_sem : In(8)
     rd_data : Out(semaphore_bits)
     err, err_clear : Out(1), In(1)
@@ -54,62 +60,76 @@ class SemaphoreFile(wiring.Component):
         """Members and ``inc_layout``, ``set_layout``, ``rd_latency`` of a
         :class:`SemaphoreFile`."""
 
-        def __init__(self, cfg: CoreConfig, *, sources=1):
+        def __init__(self, cfg: CoreConfig, *, sources=1, readers=0):
             check_config(cfg, "SemaphoreFile")
             if isinstance(sources, bool) or not isinstance(sources, int) or not 1 <= sources <= 64:
                 raise ValueError(f"SemaphoreFile sources must be in [1, 64], not {sources!r}")
-            self.sources = sources
+            if isinstance(readers, bool) or not isinstance(readers, int) or not 0 <= readers <= 16:
+                raise ValueError(f"SemaphoreFile readers must be in [0, 16], not {readers!r}")
+            self.sources, self.readers = sources, readers
+            self.add_layout = data.StructLayout({"sem": 8, "value": cfg.semaphore_bits, "dec": 1})
             self.inc_layout = data.StructLayout({"sem": 8, "inc": 16})
             self.set_layout = data.StructLayout({"sem": 8, "value": cfg.semaphore_bits})
             self.rd_latency = 1
             super().__init__({
                 "inc": In(stream.Signature(self.inc_layout)).array(sources),
+                "add": In(stream.Signature(self.add_layout)),
                 "set": In(stream.Signature(self.set_layout)),
+                **({"wait_sem": In(8).array(readers),
+                    "wait_data": Out(cfg.semaphore_bits).array(readers)} if readers else {}),
                 "rd_sem": In(8), "rd_data": Out(cfg.semaphore_bits),
                 "err": Out(1), "err_clear": In(1), "err_code": Out(8), "err_sem": Out(8),
             })
 
-    def __init__(self, cfg: CoreConfig, *, sources=1):
-        super().__init__(self.Signature(cfg, sources=sources))
+    def __init__(self, cfg: CoreConfig, *, sources=1, readers=0):
+        super().__init__(self.Signature(cfg, sources=sources, readers=readers))
         self.cfg = cfg
-        self.sources = sources
+        self.sources, self.readers = sources, readers
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        N, B, S = cfg.semaphores, cfg.semaphore_bits, self.sources
+        N, B = cfg.semaphores, cfg.semaphore_bits
+        srcs = list(self.inc) + [self.add]
+        S = len(srcs)
         ib = max(1, (N - 1).bit_length())
         mem = m.submodules.mem = memory.Memory(shape=B, depth=N, init=[])
         wp = mem.write_port()
         rmw = mem.read_port(transparent_for=(wp,))
         host = mem.read_port(transparent_for=(wp,))
         m.d.comb += [host.addr.eq(self.rd_sem[:ib]), self.rd_data.eq(host.data)]
+        for r in range(self.readers):
+            rp = mem.read_port(transparent_for=(wp,))
+            m.d.comb += [rp.addr.eq(self.wait_sem[r][:ib]), self.wait_data[r].eq(rp.data)]
 
         # stage A: pick a source (round-robin) and read its semaphore
         rr = Signal(range(S) if S > 1 else 1)
         stage_b = Signal()
         b_sem = Signal(8)
-        b_inc = Signal(16)
+        b_inc = Signal(B)
+        b_dec = Signal()
         pick = Signal(range(S) if S > 1 else 1)
         found = Signal()
-        valids = Cat(i.valid for i in self.inc)
+        valids = Cat(i.valid for i in srcs)
         for k in reversed(range(S)):
             idx = Signal(range(S) if S > 1 else 1, name=f"rr_order{k}")
             m.d.comb += idx.eq(Mux(rr + k >= S, (rr + k - S).as_unsigned(), rr + k))
             with m.If(valids.bit_select(idx, 1)):
                 m.d.comb += [pick.eq(idx), found.eq(1)]
         take = found & ~stage_b
-        for k in range(S):
+        for k, src in enumerate(srcs):
             with m.If(take & (pick == k)):
-                m.d.comb += [self.inc[k].ready.eq(1), rmw.addr.eq(self.inc[k].payload.sem[:ib])]
-                m.d.sync += [b_sem.eq(self.inc[k].payload.sem), b_inc.eq(self.inc[k].payload.inc)]
+                p = src.payload
+                m.d.comb += [src.ready.eq(1), rmw.addr.eq(p.sem[:ib])]
+                m.d.sync += [b_sem.eq(p.sem), b_inc.eq(p.value if src is self.add else p.inc),
+                             b_dec.eq(p.dec if src is self.add else 0)]
         m.d.sync += stage_b.eq(take)
         with m.If(take):
             m.d.sync += rr.eq(Mux(pick == S - 1, 0, pick + 1))
 
         # stage B: add, check, write; the host's set takes the write port otherwise
-        total = Signal(B + 1)
-        m.d.comb += total.eq(rmw.data + b_inc)
+        total = Signal(B + 1)       # bit B: the result left [0, 2**B)
+        m.d.comb += total.eq(Mux(b_dec, rmw.data - b_inc, rmw.data + b_inc))
         err = Signal()
         code, esem = Signal(8), Signal(8)
         m.d.comb += [self.err.eq(err), self.err_code.eq(code), self.err_sem.eq(esem)]
