@@ -181,6 +181,11 @@ def _build_sequencer(cfg, variant):
     return Sequencer(cfg, "dve")
 
 
+def _build_csr(cfg, variant):
+    from rtl.core.csr import CSR
+    return CSR(cfg)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -274,6 +279,9 @@ BLOCKS = (
                       "semaphore wait + watchdog, in-order issue/retire, posts",
           sources=("rtl/core/sequencer.py", "rtl/isa.py"),
           tests=("tests/test_core_sequencer.py",)),
+    Block(name="csr", module="rtl.core.csr", build=_build_csr, sweep=False,
+          description="host registers (AXI4-Lite), first-error latch, interrupt",
+          sources=("rtl/core/csr.py",), tests=("tests/test_core_csr.py",)),
 )
 
 

@@ -1,0 +1,245 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The host register block (rtl/core/csr.py) over AXI4-Lite, with a real semaphore file behind
+it, in amaranth.sim (small preset). Expected values come from docs/architecture.md §11.1 and
+the config, computed here."""
+
+import math
+import random
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from rtl import isa
+from rtl.config import get_preset
+from rtl.core.csr import (CSR, ERR_SRC_SEM, ID_VALUE, Q_BLOCK, Q_REGS, Q_STRIDE, REGS,
+                          SEM_BLOCK, SEM_DEC_BLOCK, SEM_INC_BLOCK)
+from rtl.core.semaphores import E_SEM, SemaphoreFile
+
+CFG = get_preset("small")
+TIMEOUT = 50
+
+
+class _Top(wiring.Component):
+    def __init__(self):
+        self.csr = CSR(CFG)
+        self.sems = SemaphoreFile(CFG, sources=1)
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.csr, m.submodules.sems = c, s = self.csr, self.sems
+        wiring.connect(m, c.sem_set, s.set)
+        wiring.connect(m, c.sem_add, s.add)
+        m.d.comb += [s.rd_sem.eq(c.sem_rd), c.sem_data.eq(s.rd_data),
+                     c.sem_err.eq(s.err), c.sem_code.eq(s.err_code), c.sem_idx.eq(s.err_sem)]
+        return m
+
+
+async def write(ctx, bus, addr, value):
+    ctx.set(bus.awaddr, addr)
+    ctx.set(bus.wdata, value)
+    ctx.set(bus.awvalid, 1)
+    ctx.set(bus.wvalid, 1)
+    ctx.set(bus.bready, 1)
+    for _ in range(TIMEOUT):
+        aw = ctx.get(bus.awready)
+        await ctx.tick()
+        if aw:
+            break
+    else:
+        raise AssertionError(f"AW at 0x{addr:x} not accepted")
+    ctx.set(bus.awvalid, 0)
+    ctx.set(bus.wvalid, 0)
+    for _ in range(TIMEOUT):
+        if ctx.get(bus.bvalid):
+            assert ctx.get(bus.bresp) == 0
+            await ctx.tick()
+            ctx.set(bus.bready, 0)
+            return
+        await ctx.tick()
+    raise AssertionError(f"no B for 0x{addr:x}")
+
+
+async def read(ctx, bus, addr):
+    ctx.set(bus.araddr, addr)
+    ctx.set(bus.arvalid, 1)
+    ctx.set(bus.rready, 1)
+    for _ in range(TIMEOUT):
+        ar = ctx.get(bus.arready)
+        await ctx.tick()
+        if ar:
+            break
+    else:
+        raise AssertionError(f"AR at 0x{addr:x} not accepted")
+    ctx.set(bus.arvalid, 0)
+    for _ in range(TIMEOUT):
+        if ctx.get(bus.rvalid):
+            v = ctx.get(bus.rdata)
+            await ctx.tick()
+            ctx.set(bus.rready, 0)
+            return v
+        await ctx.tick()
+    raise AssertionError(f"no R for 0x{addr:x}")
+
+
+def run(job):
+    top = _Top()
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        await job(ctx, top.csr)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def qreg(e, name):
+    return Q_BLOCK + Q_STRIDE * e + Q_REGS[name]
+
+
+def test_identity_and_config_words():
+    async def job(ctx, c):
+        b = c.bus
+        assert await read(ctx, b, REGS["ID"]) == ID_VALUE
+        cfg0 = await read(ctx, b, REGS["CFG0"])
+        assert cfg0 & 0xFF == CFG.partitions and cfg0 >> 8 & 0xFF == CFG.pe_cols
+        assert cfg0 >> 16 & 0xF == CFG.psum_banks
+        assert 1 << (cfg0 >> 20 & 0xF) == CFG.psum_bank_fp32
+        assert cfg0 >> 24 & 0x1F == math.ceil(math.log2(CFG.partitions
+                                                         * CFG.sbuf_bytes_per_partition))
+        cfg1 = await read(ctx, b, REGS["CFG1"])
+        assert {isa.DTYPES[i] for i in range(16) if cfg1 >> i & 1} == set(CFG.formats)
+        assert 1 << (cfg1 >> 20 & 0xF) == CFG.mx_block
+        assert await read(ctx, b, REGS["SR_SEED"]) == CFG.sr_seed
+        assert await read(ctx, b, REGS["WATCHDOG"]) == CFG.watchdog_reset
+        assert await read(ctx, b, 0x0FC) == 0          # unmapped
+    run(job)
+
+
+def test_registers_read_back_and_drive_the_core():
+    rng = random.Random(3)
+
+    async def job(ctx, c):
+        b = c.bus
+        vals = {}
+        for e in range(len(isa.ENGINES)):
+            for name in ("Q_BASE_LO", "Q_BASE_HI", "Q_SIZE", "Q_TAIL"):
+                v = rng.getrandbits(16 if name in ("Q_SIZE", "Q_TAIL") else 32)
+                await write(ctx, b, qreg(e, name), v)
+                vals[(e, name)] = v
+            ctx.set(c.q_head[e], 100 + e)
+        for name in ("WATCHDOG", "DRAM_BASE_LO", "DRAM_BASE_HI", "DRAM_LIMIT_LO",
+                     "DRAM_LIMIT_HI"):
+            vals[name] = rng.getrandbits(32)
+            await write(ctx, b, REGS[name], vals[name])
+        await write(ctx, b, REGS["CTRL"], 0b101101 << 8)
+        for e in range(len(isa.ENGINES)):
+            for name in ("Q_BASE_LO", "Q_BASE_HI", "Q_SIZE", "Q_TAIL"):
+                assert await read(ctx, b, qreg(e, name)) == vals[(e, name)], (e, name)
+            assert await read(ctx, b, qreg(e, "Q_HEAD")) == 100 + e
+            assert ctx.get(c.q_base[e]) == vals[(e, "Q_BASE_HI")] << 32 | vals[(e, "Q_BASE_LO")]
+            assert ctx.get(c.q_size[e]) == vals[(e, "Q_SIZE")]
+            assert ctx.get(c.q_tail[e]) == vals[(e, "Q_TAIL")]
+        for name in ("WATCHDOG", "DRAM_BASE_LO", "DRAM_BASE_HI"):
+            assert await read(ctx, b, REGS[name]) == vals[name], name
+        assert ctx.get(c.watchdog) == vals["WATCHDOG"]
+        assert ctx.get(c.dram_base) == vals["DRAM_BASE_HI"] << 32 | vals["DRAM_BASE_LO"]
+        assert ctx.get(c.dram_limit) == vals["DRAM_LIMIT_HI"] << 32 | vals["DRAM_LIMIT_LO"]
+        assert ctx.get(c.run) == 0b101101
+        assert await read(ctx, b, REGS["CTRL"]) == 0b101101 << 8
+    run(job)
+
+
+def test_semaphores_from_the_host():
+    async def job(ctx, c):
+        b = c.bus
+        await write(ctx, b, SEM_BLOCK + 4 * 3, 10)
+        await write(ctx, b, SEM_INC_BLOCK + 4 * 3, 5)
+        await write(ctx, b, SEM_DEC_BLOCK + 4 * 3, 7)
+        await write(ctx, b, SEM_INC_BLOCK + 4 * 9, 0x12345)
+        assert await read(ctx, b, SEM_BLOCK + 4 * 3) == 8
+        assert await read(ctx, b, SEM_BLOCK + 4 * 9) == 0x12345
+        assert not ctx.get(c.stop)
+        await write(ctx, b, SEM_DEC_BLOCK + 4 * 3, 9)         # underflow
+        await ctx.tick().repeat(3)
+        assert await read(ctx, b, SEM_BLOCK + 4 * 3) == 8      # unchanged
+        code = await read(ctx, b, REGS["ERR_CODE"])
+        assert code == (1 << 31 | ERR_SRC_SEM << 8 | E_SEM)
+        assert await read(ctx, b, REGS["ERR_INFO"]) == 3
+        assert ctx.get(c.stop)
+    run(job)
+
+
+def test_first_error_irq_and_soft_reset():
+    async def job(ctx, c):
+        b = c.bus
+        await write(ctx, b, REGS["IRQ_ENABLE"], 0b011)
+        await write(ctx, b, REGS["CTRL"], 0b1111 << 8)
+        await write(ctx, b, qreg(1, "Q_TAIL"), 5)
+        assert not ctx.get(c.irq)
+        # two engines fail in the same cycle: the lower index is kept; a later one is not
+        for e, code, pc, info in ((3, 0x04, 17, 0xAB), (2, 0x07, 9, 0xCD)):
+            ctx.set(c.seq_err[e], 1)
+            ctx.set(c.seq_code[e], code)
+            ctx.set(c.seq_pc[e], pc)
+            ctx.set(c.seq_info[e], info)
+        await ctx.tick()
+        ctx.set(c.dma_err, 1)
+        ctx.set(c.dma_code, 0x0A)
+        await ctx.tick()
+        assert ctx.get(c.stop) and ctx.get(c.irq)
+        assert await read(ctx, b, REGS["ERR_CODE"]) == (1 << 31 | 2 << 8 | 0x07)
+        assert await read(ctx, b, REGS["ERR_PC"]) == 9
+        assert await read(ctx, b, REGS["ERR_INFO"]) == 0xCD
+        st = await read(ctx, b, REGS["STATUS"])
+        assert st >> 8 & 1
+        assert await read(ctx, b, REGS["IRQ_STATUS"]) & 1
+        await write(ctx, b, REGS["IRQ_STATUS"], 1)             # W1C
+        assert await read(ctx, b, REGS["IRQ_STATUS"]) & 1 == 0 and not ctx.get(c.irq)
+        # notify pulses raise IRQ bit 1
+        ctx.set(c.seq_notify, 0b10)
+        await ctx.tick()
+        ctx.set(c.seq_notify, 0)
+        assert ctx.get(c.irq) and await read(ctx, b, REGS["IRQ_STATUS"]) & 2
+        # soft reset: pulse, errors, IRQ status and tails cleared; enables and bases kept
+        for e in (2, 3):
+            ctx.set(c.seq_err[e], 0)
+        ctx.set(c.dma_err, 0)
+        pulses = 0
+        ctx.set(b.awaddr, REGS["CTRL"])
+        ctx.set(b.wdata, 1 | 0b1111 << 8)
+        ctx.set(b.awvalid, 1)
+        ctx.set(b.wvalid, 1)
+        ctx.set(b.bready, 1)
+        for _ in range(10):
+            await ctx.tick()
+            ctx.set(b.awvalid, 0)
+            ctx.set(b.wvalid, 0)
+            pulses += ctx.get(c.soft_reset)
+        assert pulses == 1
+        assert not ctx.get(c.stop)
+        assert await read(ctx, b, REGS["ERR_CODE"]) >> 31 == 0
+        assert await read(ctx, b, qreg(1, "Q_TAIL")) == 0
+        assert await read(ctx, b, REGS["IRQ_STATUS"]) & 0b011 == 0
+        assert ctx.get(c.run) == 0b1111
+    run(job)
+
+
+def test_idle_interrupt_on_the_falling_busy_edge():
+    async def job(ctx, c):
+        b = c.bus
+        await write(ctx, b, REGS["IRQ_ENABLE"], 0b100)
+        await write(ctx, b, REGS["CTRL"], 0b1 << 8)
+        ctx.set(c.dma_idle, 1)
+        await write(ctx, b, REGS["IRQ_STATUS"], 0b111)
+        assert not ctx.get(c.irq)
+        ctx.set(c.seq_busy, 1)
+        await ctx.tick().repeat(3)
+        assert not ctx.get(c.irq)
+        assert await read(ctx, b, REGS["STATUS"]) & 0x23F == 1
+        ctx.set(c.seq_busy, 0)
+        await ctx.tick().repeat(2)
+        assert ctx.get(c.irq)
+        assert await read(ctx, b, REGS["STATUS"]) >> 9 & 1
+    run(job)
