@@ -186,6 +186,11 @@ def _build_csr(cfg, variant):
     return CSR(cfg)
 
 
+def _build_axi_mux(cfg, variant):
+    from rtl.core.axi_mux import AXI4Mux
+    return AXI4Mux(cfg, 4)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -282,6 +287,9 @@ BLOCKS = (
     Block(name="csr", module="rtl.core.csr", build=_build_csr, sweep=False,
           description="host registers (AXI4-Lite), first-error latch, interrupt",
           sources=("rtl/core/csr.py",), tests=("tests/test_core_csr.py",)),
+    Block(name="axi_mux", module="rtl.core.axi_mux", build=_build_axi_mux, sweep=False,
+          description="AXI4 interconnect, 4 managers onto the core's one master",
+          sources=("rtl/core/axi_mux.py",), tests=("tests/test_core_axi_mux.py",)),
 )
 
 

@@ -25,7 +25,8 @@ PAGE_BYTES = 4096
 
 class AXI4Signature(wiring.Signature):
     """Manager (requester) view of an AXI4 interface of ``axi_data_bits`` data,
-    ``axi_addr_bits`` addresses and an ID wide enough for one ID per DMA queue.
+    ``axi_addr_bits`` addresses and an ID wide enough for one ID per DMA queue, or ``id_bits``
+    wide (an interconnect's output carries the manager index above the manager's own ID).
 
     Attributes
     ----------
@@ -34,11 +35,14 @@ class AXI4Signature(wiring.Signature):
         ``log2`` of the bytes per beat (the ``AxSIZE`` of full-width bursts).
     """
 
-    def __init__(self, cfg: CoreConfig):
+    def __init__(self, cfg: CoreConfig, *, id_bits=None):
         check_config(cfg, "AXI4Signature")
         self.data_bits = cfg.axi_data_bits
         self.addr_bits = cfg.axi_addr_bits
-        self.id_bits = max(1, (cfg.dma_queues - 1).bit_length())
+        if id_bits is not None and (isinstance(id_bits, bool) or not isinstance(id_bits, int)
+                                    or not 1 <= id_bits <= 16):
+            raise ValueError(f"AXI4Signature id_bits must be in [1, 16], not {id_bits!r}")
+        self.id_bits = id_bits or max(1, (cfg.dma_queues - 1).bit_length())
         self.strb_bits = self.data_bits // 8
         self.size = self.strb_bits.bit_length() - 1
         A, D, ID = self.addr_bits, self.data_bits, self.id_bits
