@@ -191,6 +191,16 @@ def _build_axi_mux(cfg, variant):
     return AXI4Mux(cfg, 4)
 
 
+def _build_tensor_decode(cfg, variant):
+    from rtl.core.tensor_decode import TensorDecoder
+    return TensorDecoder(cfg)
+
+
+def _build_sync_engine(cfg, variant):
+    from rtl.core.sync_engine import SyncEngine
+    return SyncEngine(cfg)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -290,6 +300,14 @@ BLOCKS = (
     Block(name="axi_mux", module="rtl.core.axi_mux", build=_build_axi_mux, sweep=False,
           description="AXI4 interconnect, 4 managers onto the core's one master",
           sources=("rtl/core/axi_mux.py",), tests=("tests/test_core_axi_mux.py",)),
+    Block(name="tensor_decode", module="rtl.core.tensor_decode", build=_build_tensor_decode,
+          sweep=False, description="tensor-engine instruction decoder (ISA -> fed commands)",
+          sources=("rtl/core/tensor_decode.py",),
+          tests=("tests/test_core_decode.py", "tests/test_core.py")),
+    Block(name="sync_engine", module="rtl.core.sync_engine", build=_build_sync_engine,
+          sweep=False, description="sync engine: dma_start (descriptor reads -> DMA queues)",
+          sources=("rtl/core/sync_engine.py",),
+          tests=("tests/test_core_decode.py", "tests/test_core.py")),
 )
 
 

@@ -1,0 +1,216 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The tensor engine's instruction decoder: raw instructions from its sequencer into
+:class:`~rtl.tensor.sbuf_fed.SbufTensorEngine` commands, with the shape checks of
+``docs/isa.md`` §6 before anything is issued, and one completion per instruction."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl import isa
+from rtl.config import AP_MAX_DIMS, CoreConfig, check_config
+from rtl.core.sequencer import Sequencer
+from rtl.tensor.layouts import (ERR_FORMAT, ERR_OPCODE, ERR_PAIR, ERR_SHAPE, ERR_SPARSE,
+                                OP_LOAD, OP_MATMUL, OP_TRANSPOSE)
+from rtl.tensor.sbuf_fed import SbufTensorEngine
+
+__all__ = ["TensorDecoder", "decode_ap", "E_FORMAT", "E_SHAPE", "E_FLAGS", "E_AP_FORM",
+           "ENGINE_STATUS"]
+
+E_FORMAT, E_SHAPE, E_FLAGS, E_AP_FORM = 0x02, 0x05, 0x06, 0x0F
+#: Engine error code -> status (docs/architecture.md §11.2).
+ENGINE_STATUS = {ERR_SHAPE: E_SHAPE, ERR_FORMAT: E_FORMAT, ERR_PAIR: E_FORMAT,
+                 ERR_OPCODE: isa.E_OPCODE, ERR_SPARSE: 0x07}
+#: Cycles after a command is taken before the engine's ``busy`` is trusted.
+_SETTLE = 3
+#: log2 of the element bytes of each dtype an AP may address (others: E_FORMAT).
+_ESIZE = {"fp32": 2, "tf32": 2, "bf16": 1, "fp16": 1, "fp8_e5m2": 0, "fp8_e4m3": 0,
+          "fp8_e4m3fn": 0, "cfp8": 0, "e8m0": 0}
+
+
+def _ap_fields(raw, slot):
+    base = 8 * isa.AP_SLOTS[slot]
+    return {f.name: raw[base + f.lsb:base + f.lsb + f.width] for f in isa.AP_FIELDS}
+
+
+def decode_ap(m, raw, slot, desc, cfg, name):
+    """Drive ``desc`` (an :class:`~rtl.mem.ap.APGenerator` descriptor view) from AP ``slot``
+    of ``raw``; returns ``(fields, elements, esize_ok, form_ok)``: the raw fields, the element
+    count (saturated at ``2**16``), whether the dtype has an element size, and whether no
+    dimension beyond ``cfg.ap_dims`` is used."""
+    f = _ap_fields(raw, slot)
+    esize = Signal(2, name=f"{name}_esize")
+    esize_ok = Signal(name=f"{name}_esize_ok")
+    with m.Switch(f["dtype"]):
+        for dt, e in _ESIZE.items():
+            with m.Case(isa.DTYPE_CODES[dt]):
+                m.d.comb += [esize.eq(e), esize_ok.eq(1)]
+    m.d.comb += [desc.mem.eq(f["mem"]), desc.start.eq(f["start"]), desc.count.eq(f["count"]),
+                 desc.esize.eq(esize), desc.offset.eq(f["offset"])]
+    for d in range(cfg.ap_dims):
+        m.d.comb += [desc.dims[d].step.eq(f[f"step{d}"].as_signed()),
+                     desc.dims[d].num.eq(f[f"num{d}"])]
+    form_ok = Signal(name=f"{name}_form_ok")
+    m.d.comb += form_ok.eq(Cat(f[f"num{d}"] == 0 for d in range(cfg.ap_dims, AP_MAX_DIMS)).all()
+                           if cfg.ap_dims < AP_MAX_DIMS else 1)
+    lim = 1 << 16
+    count = Signal(range(lim + 1), name=f"{name}_elements")
+    acc = 1
+    for d in range(cfg.ap_dims):
+        nd = f[f"num{d}"]
+        prod = acc * Mux(nd == 0, 1, nd)
+        acc = Mux(prod > lim, lim, prod)[:17]
+    m.d.comb += count.eq(acc)
+    return f, count, esize_ok, form_ok
+
+
+class TensorDecoder(wiring.Component):
+    """Decodes tensor-engine instructions and runs them on an ``SbufTensorEngine``.
+
+    One instruction at a time. An instruction is checked (``docs/isa.md`` §6): a shape,
+    flag or format error becomes its completion status at once and nothing is issued.
+    Otherwise the decoder issues its command (the command word and its AP) and completes it
+    when the engine has gone idle, that is, when every SBUF read and PSUM write of the
+    instruction is done. The status is then the engine's first error (feed-level or engine), or 0.
+    Since every error stops the core (§11.3), a sticky first error is enough. Waiting for idle
+    costs the array's drain between instructions. The overlapped completion tracking is [later].
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+
+    Members
+    -------
+    issue : In(stream.Signature(Sequencer issue_layout))
+    done : Out(stream.Signature(Sequencer done_layout))
+    cmd : Out(stream.Signature(SbufTensorEngine cmd_layout))
+    eng_busy, eng_err, eng_ap_err : In(1); eng_err_code : In(3); eng_ap_err_code : In(8)
+        The engine's status members.
+    """
+
+    class Signature(wiring.Signature):
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "TensorDecoder")
+            seq = Sequencer.Signature(cfg, "pe")
+            self.fed = SbufTensorEngine.Signature(cfg)
+            super().__init__({
+                "issue": In(stream.Signature(seq.issue_layout)),
+                "done": Out(stream.Signature(seq.done_layout)),
+                "cmd": Out(stream.Signature(self.fed.cmd_layout)),
+                "eng_busy": In(1), "eng_err": In(1), "eng_err_code": In(3),
+                "eng_ap_err": In(1), "eng_ap_err_code": In(8),
+            })
+
+    def __init__(self, cfg: CoreConfig):
+        super().__init__(self.Signature(cfg))
+        self.cfg = cfg
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, sig = self.cfg, self.signature
+        tl = sig.fed.tl
+        raw = self.issue.payload.raw
+        H = {f.name: f for f in isa.HEADER}
+        opcode = raw[H["opcode"].lsb:H["opcode"].lsb + 8]
+        flags = raw[H["flags"].lsb:H["flags"].lsb + 8]
+        cmd = Signal(sig.fed.cmd_layout)
+        op = isa.OPS_BY_NAME
+
+        # the source AP (ap1) goes to the reader; the PSUM AP (ap0) is only checked here
+        src, n_src, esz_ok, form_ok = decode_ap(m, raw, "ap1", cmd.ap, cfg, "src")
+        dst = _ap_fields(raw, "ap0")
+        dst_form = Cat(dst[f"num{d}"] == 0 for d in range(1, AP_MAX_DIMS)).all()
+        # the format index of the source dtype among the engine's formats
+        fmt_ok = Signal()
+        with m.Switch(src["dtype"]):
+            for i, f in enumerate(tl.pe_formats):
+                if f.name in isa.DTYPE_CODES:
+                    with m.Case(isa.DTYPE_CODES[f.name]):
+                        m.d.comb += [cmd.cmd.fmt.eq(i), fmt_ok.eq(1)]
+        last_m = Signal(range(cfg.pe_cols + 1))        # columns of the last load
+        last_k = Signal(range(cfg.pe_rows + 1))
+        bank_bytes = cfg.psum_bank_bytes
+        bank = dst["offset"] // bank_bytes
+        psum_ok = ((dst["mem"] == 2) & (dst["start"] == 0)
+                   & (dst["dtype"] == isa.DTYPE_CODES["fp32"])
+                   & (dst["offset"] % bank_bytes == 0) & (bank < cfg.psum_banks)
+                   & (dst["step0"] == 1) & dst_form & (dst["count"] == last_m))
+        src_ok = (src["mem"] == 1) & (src["start"] == 0) & (src["count"] != 0) \
+            & (src["count"] <= cfg.pe_rows)
+        m.d.comb += [cmd.cmd.k.eq(src["count"]), cmd.cmd.bank.eq(bank),
+                     cmd.cmd.acc.eq(flags[isa.FLAG_BITS["acc"]])]
+
+        status = Signal(8)
+        with m.Switch(opcode):
+            with m.Case(op["load_stationary"].code):
+                m.d.comb += [cmd.cmd.op.eq(OP_LOAD), cmd.cmd.m.eq(n_src)]
+                with m.If(flags != 0):
+                    m.d.comb += status.eq(E_FLAGS)
+                with m.Elif(~esz_ok | ~fmt_ok):
+                    m.d.comb += status.eq(E_FORMAT)
+                with m.Elif(~form_ok):
+                    m.d.comb += status.eq(E_AP_FORM)
+                with m.Elif(~src_ok | (n_src == 0) | (n_src > cfg.pe_cols)):
+                    m.d.comb += status.eq(E_SHAPE)
+            with m.Case(op["multiply_moving"].code):
+                m.d.comb += [cmd.cmd.op.eq(OP_MATMUL), cmd.cmd.n.eq(n_src)]
+                with m.If((flags & (0xFF & ~(1 << isa.FLAG_BITS["acc"]))) != 0):
+                    m.d.comb += status.eq(E_FLAGS)
+                with m.Elif(~esz_ok | ~fmt_ok):
+                    m.d.comb += status.eq(E_FORMAT)
+                with m.Elif(~form_ok):
+                    m.d.comb += status.eq(E_AP_FORM)
+                with m.Elif(~src_ok | (n_src == 0) | (n_src > cfg.psum_bank_fp32) | ~psum_ok
+                            | (dst["num0"] != n_src) | (src["count"] > last_k)):
+                    m.d.comb += status.eq(E_SHAPE)
+            with m.Case(op["transpose"].code):
+                m.d.comb += [cmd.cmd.op.eq(OP_TRANSPOSE), cmd.cmd.k.eq(last_k),
+                             cmd.cmd.n.eq(last_k)]
+                with m.If(~psum_ok | (dst["num0"] != last_k) | (last_k == 0)):
+                    m.d.comb += status.eq(E_SHAPE)
+            with m.Default():
+                m.d.comb += status.eq(isa.E_OPCODE)
+
+        # ---- one instruction at a time -----------------------------------------------------
+        # the engine's busy covers a taken command only after its queues' latency (two
+        # buffered FIFOs): look at it SETTLE cycles after the command was taken
+        settle = Signal(range(_SETTLE + 1))
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.issue.valid):
+                    with m.If(status != 0):
+                        m.d.sync += [self.done.payload.status.eq(status),
+                                     self.done.payload.info.eq(self.issue.payload.index)]
+                        m.d.comb += self.issue.ready.eq(1)
+                        m.next = "DONE"
+                    with m.Else():
+                        m.d.comb += [self.cmd.valid.eq(1), self.cmd.payload.eq(cmd)]
+                        with m.If(self.cmd.ready):
+                            m.d.comb += self.issue.ready.eq(1)
+                            with m.If(opcode == op["load_stationary"].code):
+                                m.d.sync += [last_m.eq(n_src), last_k.eq(src["count"])]
+                            m.d.sync += settle.eq(0)
+                            m.next = "RUN"
+            with m.State("RUN"):
+                with m.If(settle != _SETTLE):
+                    m.d.sync += settle.eq(settle + 1)
+                with m.Elif(~self.eng_busy):
+                    code = Signal(8)
+                    with m.Switch(self.eng_err_code):
+                        for k, v in ENGINE_STATUS.items():
+                            with m.Case(k):
+                                m.d.comb += code.eq(v)
+                    m.d.sync += [
+                        self.done.payload.status.eq(
+                            Mux(self.eng_ap_err, self.eng_ap_err_code,
+                                Mux(self.eng_err, code, 0))),
+                        self.done.payload.info.eq(0)]
+                    m.next = "DONE"
+            with m.State("DONE"):
+                m.d.comb += self.done.valid.eq(1)
+                with m.If(self.done.ready):
+                    m.next = "IDLE"
+        return m
+

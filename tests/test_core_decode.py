@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The tensor decoder and the sync engine in amaranth.sim (small preset): every check of
+docs/isa.md §6 against statuses written here from the document, the command fields a good
+instruction produces, completion only after the engine went idle, and the sync engine's
+descriptor reads and queueing against a DRAM model."""
+
+import random
+
+from amaranth.sim import Simulator
+
+from golden.asm import parse_instr
+from rtl import isa
+from rtl.config import get_preset
+from rtl.core.sync_engine import E_AXI, E_DESC, SyncEngine
+from rtl.core.tensor_decode import E_AP_FORM, E_FLAGS, E_FORMAT, E_SHAPE, TensorDecoder
+from rtl.tensor.layouts import OP_LOAD, OP_MATMUL, OP_TRANSPOSE, TensorLayouts
+
+CFG = get_preset("small")
+K, M = CFG.pe_rows, CFG.pe_cols
+BANK = CFG.psum_bank_bytes
+TL = TensorLayouts(CFG)
+
+
+def _raw(text):
+    return int.from_bytes(isa.encode(parse_instr(text)), "little")
+
+
+def run_decoder(texts, *, busy_cycles=5, err=None):
+    """Feed instructions; returns ``[(status, cmd or None)]``. The model engine is busy for
+    ``busy_cycles`` after each command and reports ``err`` (``(ap_err_code or None,
+    err_code or None)``) from then on."""
+    dut = TensorDecoder(CFG)
+    out = []
+
+    async def bench(ctx):
+        busy_left = 0
+        for text in texts:
+            ctx.set(dut.issue.payload.raw, _raw(text))
+            ctx.set(dut.issue.valid, 1)
+            ctx.set(dut.done.ready, 1)
+            ctx.set(dut.cmd.ready, 1)
+            cmd = None
+            for _ in range(100):
+                if ctx.get(dut.cmd.valid):
+                    cmd = ctx.get(dut.cmd.payload)
+                    cmd = {"op": cmd.cmd.op, "fmt": cmd.cmd.fmt, "k": cmd.cmd.k,
+                           "m": cmd.cmd.m, "n": cmd.cmd.n, "bank": cmd.cmd.bank,
+                           "acc": cmd.cmd.acc, "ap_count": cmd.ap.count,
+                           "ap_offset": cmd.ap.offset, "ap_esize": cmd.ap.esize}
+                    busy_left = busy_cycles
+                    if err is not None:
+                        ctx.set(dut.eng_ap_err, err[0] is not None)
+                        ctx.set(dut.eng_ap_err_code, err[0] or 0)
+                        ctx.set(dut.eng_err, err[1] is not None)
+                        ctx.set(dut.eng_err_code, err[1] or 0)
+                took = ctx.get(dut.issue.ready)
+                ctx.set(dut.eng_busy, busy_left > 0)
+                if ctx.get(dut.done.valid):
+                    assert busy_left == 0, "completed while the engine was busy"
+                    out.append((ctx.get(dut.done.payload.status), cmd))
+                    await ctx.tick()
+                    break
+                busy_left = max(0, busy_left - 1)
+                await ctx.tick()
+                if took:
+                    ctx.set(dut.issue.valid, 0)
+            else:
+                raise AssertionError(f"no completion for {text!r}")
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+LOAD = f"load_stationary ap1=sbuf.bf16[0:{K}]@0x20{{1x{M}}}"
+MM = f"multiply_moving ap0=psum.fp32[0:{M}]@0x{BANK:x}{{1x6}} ap1=sbuf.bf16[0:{K}]@0x40{{1x6}}"
+
+
+def test_good_instructions_make_the_commands():
+    out = run_decoder([LOAD, MM, MM.replace("multiply_moving", "multiply_moving.acc"),
+                       f"transpose ap0=psum.fp32[0:{M}]@0x{2 * BANK:x}{{1x{K}}}"])
+    bf16 = [f.name for f in TL.pe_formats].index("bf16")
+    assert [s for s, _ in out] == [0, 0, 0, 0]
+    (_, ld), (_, mm), (_, acc), (_, tp) = out
+    assert ld["op"] == OP_LOAD and (ld["k"], ld["m"], ld["fmt"]) == (K, M, bf16)
+    assert (ld["ap_count"], ld["ap_offset"], ld["ap_esize"]) == (K, 0x20, 1)
+    assert mm["op"] == OP_MATMUL and (mm["k"], mm["n"], mm["bank"], mm["acc"]) == (K, 6, 1, 0)
+    assert acc["acc"] == 1
+    assert tp["op"] == OP_TRANSPOSE and (tp["k"], tp["n"], tp["bank"]) == (K, K, 2)
+
+
+def test_every_check():
+    p = f"psum.fp32[0:{M}]@0x{BANK:x}{{1x6}}"
+    x = f"sbuf.bf16[0:{K}]@0x40{{1x6}}"
+    cases = [
+        (f"load_stationary.mx ap1=sbuf.bf16[0:{K}]@0x0{{1x{M}}}", E_FLAGS),
+        (f"load_stationary ap1=sbuf.fp4_e2m1[0:{K}]@0x0{{1x{M}}}", E_FORMAT),
+        (f"load_stationary ap1=sbuf.e8m0[0:{K}]@0x0{{1x{M}}}", E_FORMAT),
+        (f"load_stationary ap1=sbuf.bf16[1:{K - 1}]@0x0{{1x{M}}}", E_SHAPE),
+        (f"load_stationary ap1=sbuf.bf16[0:{K + 1}]@0x0{{1x{M}}}", E_SHAPE),
+        (f"load_stationary ap1=sbuf.bf16[0:{K}]@0x0{{1x{M + 1}}}", E_SHAPE),
+        (f"load_stationary ap1=psum.bf16[0:{K}]@0x0{{1x{M}}}", E_SHAPE),
+        (f"multiply_moving.mx ap0={p} ap1={x}", E_FLAGS),
+        (f"multiply_moving ap0={p.replace('fp32', 'bf16')} ap1={x}", E_SHAPE),
+        (f"multiply_moving ap0={p.replace('1x6', '1x5')} ap1={x}", E_SHAPE),
+        (f"multiply_moving ap0={p.replace('1x6', '2x6')} ap1={x}", E_SHAPE),
+        (f"multiply_moving ap0={p.replace('1x6', '1x6,1x1')} ap1={x}", E_SHAPE),
+        (f"multiply_moving ap0=psum.fp32[0:{M}]@0x{BANK + 4:x}{{1x6}} ap1={x}", E_SHAPE),
+        (f"multiply_moving ap0=psum.fp32[0:{M}]@0x{BANK * CFG.psum_banks:x}{{1x6}} ap1={x}",
+         E_SHAPE),
+        (f"multiply_moving ap0=psum.fp32[0:{M - 1}]@0x{BANK:x}{{1x6}} ap1={x}", E_SHAPE),
+        (f"multiply_moving ap0=sbuf.fp32[0:{M}]@0x{BANK:x}{{1x6}} ap1={x}", E_SHAPE),
+    ]
+    if CFG.ap_dims < 4:
+        cases.append((f"load_stationary ap1=sbuf.bf16[0:{K}]@0x0{{1x{M},1x1,1x1,1x1}}",
+                      E_AP_FORM))
+    texts = [LOAD]
+    for t, _ in cases:
+        texts += [t]
+    out = run_decoder(texts)
+    assert out[0] == (0, out[0][1])
+    for (t, want), (got, cmd) in zip(cases, out[1:]):
+        assert got == want and cmd is None, (t, got, want)
+
+
+def test_moving_rows_beyond_the_load_and_engine_errors():
+    half = f"load_stationary ap1=sbuf.bf16[0:{K // 2}]@0x0{{1x{M}}}"
+    out = run_decoder([half, MM])
+    assert [s for s, _ in out] == [0, E_SHAPE]
+    # engine-reported errors become the completion status (feed-level first)
+    assert run_decoder([LOAD], err=(0x04, None))[0][0] == 0x04
+    assert run_decoder([LOAD], err=(None, 5))[0][0] == 0x07      # ERR_SPARSE -> E_SPARSE_TAG
+    assert run_decoder([LOAD], err=(None, 3))[0][0] == E_FORMAT  # ERR_PAIR
+    assert run_decoder([LOAD], busy_cycles=40)[0][0] == 0
+
+
+def run_sync(text, dram, *, window=(0, 1 << 20), p=0.7, seed=0):
+    rng = random.Random(seed)
+    dut = SyncEngine(CFG)
+    beat = CFG.axi_data_bits // 8
+    got = {"queued": [], "status": None, "info": None}
+
+    async def bench(ctx):
+        ctx.set(dut.dram_base, window[0])
+        ctx.set(dut.dram_limit, window[1])
+        ctx.set(dut.issue.payload.raw, _raw(text))
+        ctx.set(dut.issue.valid, 1)
+        burst, bi = None, 0
+        for _ in range(5000):
+            ctx.set(dut.axi.arready, rng.random() < p)
+            rv = burst is not None and rng.random() < p
+            ctx.set(dut.axi.rvalid, rv)
+            if rv:
+                a = burst + bi * beat
+                ctx.set(dut.axi.rdata, int.from_bytes(dram.get(a, bytes(beat)), "little"))
+                ctx.set(dut.axi.rresp, 2 if a in dram.get("bad", ()) else 0)
+                ctx.set(dut.axi.rlast, bi == 64 // beat - 1)
+            for port in dut.dma:
+                ctx.set(port.ready, rng.random() < p)
+            ctx.set(dut.done.ready, 1)
+            took = ctx.get(dut.issue.ready)
+            if ctx.get(dut.axi.arvalid) and ctx.get(dut.axi.arready):
+                assert ctx.get(dut.axi.arlen) == 64 // beat - 1
+                burst, bi = ctx.get(dut.axi.araddr), 0
+            elif rv and ctx.get(dut.axi.rready):
+                bi += 1
+                if bi == 64 // beat:
+                    burst = None
+            for e, port in enumerate(dut.dma):
+                if ctx.get(port.valid) and ctx.get(port.ready):
+                    got["queued"].append((e, ctx.get(port.payload.queue),
+                                          ctx.get(port.payload.desc.as_value())))
+            if ctx.get(dut.done.valid):
+                got["status"] = ctx.get(dut.done.payload.status)
+                got["info"] = ctx.get(dut.done.payload.info)
+                return
+            await ctx.tick()
+            if took:
+                ctx.set(dut.issue.valid, 0)
+        raise AssertionError("the sync engine did not complete")
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def _dram_with(descs, base):
+    beat = CFG.axi_data_bits // 8
+    dram = {}
+    for i, d in enumerate(descs):
+        for b in range(64 // beat):
+            dram[base + 64 * i + b * beat] = d[b * beat:(b + 1) * beat]
+    return dram
+
+
+def test_sync_engine_reads_and_queues_descriptors():
+    rng = random.Random(1)
+    descs = [bytes(rng.getrandbits(8) for _ in range(64)) for _ in range(3)]
+    base = 0x3000
+    for seed in range(3):
+        got = run_sync(f"dma_start engine=0 queue={CFG.dma_queues - 1} count=3 "
+                       f"desc_addr={base}", _dram_with(descs, base), seed=seed)
+        assert got["status"] == 0
+        assert [(e, q) for e, q, _ in got["queued"]] == [(0, CFG.dma_queues - 1)] * 3
+        assert [int.from_bytes(d, "little") for d in descs] == [d for _, _, d in got["queued"]]
+
+
+def test_sync_engine_errors():
+    ok = _dram_with([bytes(64)] * 2, 0x3000)
+    cases = [("dma_start engine=0 queue=0 count=1 desc_addr=0x3020", E_DESC, 0),
+             (f"dma_start engine={CFG.dma_engines} queue=0 count=1 desc_addr=0x3000", E_DESC, 0),
+             (f"dma_start engine=0 queue={CFG.dma_queues} count=1 desc_addr=0x3000", E_DESC, 0),
+             ("dma_start engine=0 queue=0 count=2 desc_addr=0x3000", E_AXI, 0)]
+    for text, code, n in cases:
+        got = run_sync(text, ok, window=(0x1000, 0x3040))
+        assert (got["status"], len(got["queued"])) == (code, n), text
+    assert run_sync("dma_start engine=0 queue=0 count=0 desc_addr=0x3000", ok)["status"] == 0
+    bad = dict(ok)
+    bad["bad"] = (0x3040,)
+    got = run_sync("dma_start engine=0 queue=0 count=2 desc_addr=0x3000", bad)
+    assert (got["status"], got["info"], len(got["queued"])) == (E_AXI, 1, 1)
