@@ -95,7 +95,7 @@ class SyncEngine(wiring.Component):
         m.d.comb += [axi.araddr.eq(r_addr), axi.arlen.eq(sig.beats - 1),
                      axi.arsize.eq(bytes_per_beat.bit_length() - 1), axi.arburst.eq(BURST_INCR),
                      axi.arid.eq(0), axi.bready.eq(1)]
-        for e, port in enumerate(self.dma):
+        for port in self.dma:
             m.d.comb += [port.payload.queue.eq(r_queue), port.payload.desc.eq(desc)]
 
         with m.FSM():
