@@ -56,6 +56,13 @@ class Block:
         only while the preset's array is no larger than the largest directly synthesized array
         size (``synth.cli.DIRECT_SIZES``); above it the report names it as not synthesized
         and the array's own area is estimated hierarchically.
+    default : bool
+        Whether the default ``make synth`` synthesizes the block (False: only ``--blocks`` naming
+        it, or the sweep; for composites whose parts are rows of their own, so that the
+        default run stays within its 10-minute budget on 2 cores).
+    default_variants : callable or None
+        ``default_variants(cfg)`` -> the variants the default run synthesizes (``None``: all of
+        ``variants``); the sweep synthesizes every variant.
     description : str
         One line for the Markdown report.
     sources : tuple of str
@@ -74,6 +81,8 @@ class Block:
     pnr: bool = True
     sweep: bool = True
     holds_array: bool = False
+    default: bool = True
+    default_variants: Optional[Callable] = None
     description: str = ""
     sources: tuple = ()
     tests: tuple = ()
@@ -220,6 +229,7 @@ _MEM = "tests/test_mem_"
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
     Block(name="mac", module="rtl.fp.fma", build=_build_mac, variants=_mac_variants,
+          default_variants=lambda cfg: ("all",),
           description="fused multiply-add: exact multiplier of one input format + FP32 adder",
           sources=("rtl/fp/fma.py", "rtl/fp/multiplier.py", "rtl/fp/unpack.py"),
           tests=(_ARITH + "test_multiplier_few_formats", _ARITH + "test_fma_pipeline_depths",
@@ -286,7 +296,7 @@ BLOCKS = (
           description="AP writer: AP generator + byte-enabled row-port writes",
           sources=("rtl/mem/apport.py",), tests=(_MEM + "ap_ports.py",)),
     Block(name="tensor_sbuf", module="rtl.tensor.sbuf_fed", build=_build_tensor_sbuf,
-          pnr=False, sweep=False, holds_array=True,
+          pnr=False, sweep=False, holds_array=True, default=False,
           description="tensor engine fed from SBUF: engine + two prefetching AP readers + queues",
           sources=("rtl/tensor/sbuf_fed.py",), tests=(_MEM + "tensor_fed.py",)),
     Block(name="sequencer", module="rtl.core.sequencer", build=_build_sequencer, sweep=False,

@@ -73,6 +73,8 @@ def plan(cfg, blocks, *, fmax, sweep):
                                f"synthesized one ({nd} x {nd}; see the hierarchical estimate)")
                 continue
             variants = b.variants(fc) if b.variants else (None,)
+            if not sweep and b.default_variants is not None:
+                variants = tuple(v for v in variants if v in b.default_variants(fc))
             for v in variants:
                 if not b.array:
                     # default run: P&R of single blocks and the "all" variant only (keeps
@@ -146,7 +148,9 @@ def main(argv=None):
     ap.add_argument("--sweep", action="store_true", help="array sizes x format configurations")
     ap.add_argument("--no-fmax", "--quick", dest="fmax", action="store_false",
                     help="skip ECP5 place and route (no Fmax)")
-    ap.add_argument("--blocks", default=None, help="comma-separated block names (default: all)")
+    ap.add_argument("--blocks", default=None,
+                    help="comma-separated block names, or 'all' (default: the blocks marked "
+                         "default in synth/blocks.py; the sweep: all)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel yosys processes")
     ap.add_argument("--update-readme", action="store_true",
                     help="replace the table between the synth-table markers of README.md")
@@ -156,8 +160,12 @@ def main(argv=None):
     warnings.filterwarnings("ignore", message=r".* created but never used")
     cfg = get_preset(a.config) if a.config else preset_from_env()
     reg = blocks_mod.BLOCKS
-    if a.blocks:
+    if a.blocks == "all":
+        pass
+    elif a.blocks:
         reg = tuple(blocks_mod.get_block(n.strip()) for n in a.blocks.split(","))
+    elif not a.sweep:       # the default run: the blocks marked default (synth/blocks.py)
+        reg = tuple(b for b in reg if b.default)
     avail, missing = blocks_mod.available_blocks(reg)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
