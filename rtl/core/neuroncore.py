@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The NeuronCore top (docs/core.md §5): the engines with their sequencers, SBUF, PSUM, the
+DMA engines, the semaphore file and the host registers. It has one AXI4 master (instruction
+fetch, descriptors and DMA), one AXI4-Lite slave (the host) and one interrupt line."""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, ResetInserter, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl import isa
+from rtl.config import CoreConfig, check_config
+from rtl.core.axi_mux import AXI4Mux
+from rtl.core.csr import CSR, AXI4LiteSignature
+from rtl.core.semaphores import SemaphoreFile
+from rtl.core.sequencer import Sequencer
+from rtl.core.sync_engine import SyncEngine
+from rtl.core.tensor_decode import TensorDecoder
+from rtl.dma.engine import DMAEngine
+from rtl.mem.sbuf import SBUF
+from rtl.tensor.sbuf_fed import SbufTensorEngine
+
+__all__ = ["NeuronCore", "ENGINES_BUILT"]
+
+#: Engines with a sequencer in this core (the others' queue registers read as idle).
+ENGINES_BUILT = ("pe", "sp")
+
+
+class NeuronCore(wiring.Component):
+    """One NeuronCore.
+
+    The tensor engine (fed from SBUF, PSUM inside it) runs the ``pe`` queue through its
+    decoder. The sync engine runs the ``sp`` queue, whose ``dma_start`` instructions feed the
+    DMA engines (``cfg.dma_engines``, each on an SBUF partition port). Every sequencer, the
+    sync engine and every DMA engine share one AXI4 master through :class:`AXI4Mux`
+    (manager order: the sequencers of :data:`ENGINES_BUILT`, the sync engine, the DMA
+    engines). DMA completions and instruction posts go to the semaphore file. Errors go to the
+    host registers' first-error latch, which stops every stream.
+
+    ``CTRL.soft_reset`` resets the sequencers, decoders, engines, DMA and semaphores. SBUF and
+    PSUM keep their contents. It must be given while the core is idle or stopped with no AXI
+    transaction in flight: a response that arrives after the reset reaches a manager that no
+    longer expects it. Making the reset safe mid-transfer is [later].
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    use_instances : bool
+        PEs as ``Instance`` of one converted module (synthesis/Verilator) or as submodules
+        (amaranth.sim).
+
+    Members
+    -------
+    axi : Out(AXI4Signature(cfg, id_bits=...))
+        The core's AXI4 master (ports ``axi__*``).
+    host : In(AXI4LiteSignature())
+        The host registers (ports ``host__*``).
+    irq : Out(1)
+    """
+
+    class Signature(wiring.Signature):
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "NeuronCore")
+            self.managers = len(ENGINES_BUILT) + 1 + cfg.dma_engines
+            self.mux = AXI4Mux.Signature(cfg, self.managers)
+            super().__init__({"axi": Out(self.mux.out_sig), "host": In(AXI4LiteSignature()),
+                              "irq": Out(1)})
+
+    def __init__(self, cfg: CoreConfig, *, use_instances=True):
+        super().__init__(self.Signature(cfg))
+        self.cfg = cfg
+        self.use_instances = use_instances
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, sig = self.cfg, self.signature
+        n_seq, n_dma = len(ENGINES_BUILT), cfg.dma_engines
+        csr = m.submodules.csr = CSR(cfg)
+        soft = ResetInserter(csr.soft_reset)
+
+        seqs = {e: Sequencer(cfg, e) for e in ENGINES_BUILT}
+        for e, s in seqs.items():
+            m.submodules[f"seq_{e}"] = soft(s)
+        sems = SemaphoreFile(cfg, sources=n_seq + n_dma, readers=n_seq)
+        m.submodules.sems = soft(sems)
+        fed = SbufTensorEngine(cfg, use_instances=self.use_instances)
+        m.submodules.tensor = soft(fed)
+        dec = TensorDecoder(cfg)
+        m.submodules.tensor_decode = soft(dec)
+        sync = SyncEngine(cfg)
+        m.submodules.sync = soft(sync)
+        dmas = [DMAEngine(cfg) for _ in range(n_dma)]
+        for i, d in enumerate(dmas):
+            m.submodules[f"dma{i}"] = soft(d)
+        sbuf = m.submodules.sbuf = SBUF(
+            cfg, row_ports=("tensor_st", "tensor_mv"),
+            part_ports=tuple(f"dma{i}" for i in range(n_dma)),
+            priority=("tensor_st", "tensor_mv"))
+        mux = m.submodules.axi_mux = AXI4Mux(cfg, sig.managers)
+
+        # ---- the AXI master and the host ---------------------------------------------------
+        wiring.connect(m, mux.s, wiring.flipped(self.axi))
+        wiring.connect(m, wiring.flipped(self.host), csr.bus)
+        m.d.comb += self.irq.eq(csr.irq)
+        masters = [seqs[e].axi for e in ENGINES_BUILT] + [sync.axi] + [d.axi for d in dmas]
+        for k, axi in enumerate(masters):
+            wiring.connect(m, axi, mux.m[k])
+
+        # ---- sequencers: queue registers, semaphores, errors -------------------------------
+        for r, e in enumerate(ENGINES_BUILT):
+            s, x = seqs[e], isa.ENGINES.index(e)
+            m.d.comb += [s.q_base.eq(csr.q_base[x]), s.q_size.eq(csr.q_size[x]),
+                         s.q_tail.eq(csr.q_tail[x]), csr.q_head[x].eq(s.q_head),
+                         s.run.eq(csr.run[x]), s.stop.eq(csr.stop),
+                         s.watchdog.eq(csr.watchdog),
+                         sems.wait_sem[r].eq(s.sem_rd), s.sem_data.eq(sems.wait_data[r]),
+                         csr.seq_busy[x].eq(s.busy), csr.seq_halted[x].eq(s.halted),
+                         csr.seq_err[x].eq(s.err), csr.seq_code[x].eq(s.err_code),
+                         csr.seq_pc[x].eq(s.err_pc), csr.seq_info[x].eq(s.err_info),
+                         csr.seq_notify[x].eq(s.notify | s.irq_done)]
+            wiring.connect(m, s.post, sems.inc[r])
+        wiring.connect(m, csr.sem_set, sems.set)
+        wiring.connect(m, csr.sem_add, sems.add)
+        m.d.comb += [sems.rd_sem.eq(csr.sem_rd), csr.sem_data.eq(sems.rd_data),
+                     csr.sem_err.eq(sems.err), csr.sem_code.eq(sems.err_code),
+                     csr.sem_idx.eq(sems.err_sem)]
+
+        # ---- tensor engine -----------------------------------------------------------------
+        wiring.connect(m, seqs["pe"].issue, dec.issue)
+        wiring.connect(m, dec.done, seqs["pe"].done)
+        wiring.connect(m, dec.cmd, fed.cmd)
+        wiring.connect(m, fed.st_port, sbuf.tensor_st)
+        wiring.connect(m, fed.mv_port, sbuf.tensor_mv)
+        m.d.comb += [dec.eng_busy.eq(fed.busy), dec.eng_err.eq(fed.err),
+                     dec.eng_err_code.eq(fed.err_code), dec.eng_ap_err.eq(fed.ap_err),
+                     dec.eng_ap_err_code.eq(fed.ap_err_code), fed.res.ready.eq(1)]
+
+        # ---- sync engine and DMA -----------------------------------------------------------
+        wiring.connect(m, seqs["sp"].issue, sync.issue)
+        wiring.connect(m, sync.done, seqs["sp"].done)
+        m.d.comb += [sync.dram_base.eq(csr.dram_base), sync.dram_limit.eq(csr.dram_limit)]
+        dma_err = Signal()
+        dma_code, dma_info = Signal(8), Signal(32)
+        for i, d in enumerate(dmas):
+            wiring.connect(m, sync.dma[i], d.i)
+            wiring.connect(m, d.sbuf, getattr(sbuf, f"dma{i}"))
+            wiring.connect(m, d.sem, sems.inc[n_seq + i])
+            m.d.comb += [d.dram_base.eq(csr.dram_base), d.dram_limit.eq(csr.dram_limit)]
+        # the DMA's first stopped queue (engine order, then queue order) for the error latch
+        for d in reversed(dmas):
+            for q in reversed(range(cfg.dma_queues)):
+                with m.If(d.q_code[q] != 0):
+                    m.d.comb += [dma_err.eq(1), dma_code.eq(d.q_code[q]),
+                                 dma_info.eq(d.q_info[q])]
+        m.d.comb += [csr.dma_err.eq(dma_err), csr.dma_code.eq(dma_code),
+                     csr.dma_info.eq(dma_info), csr.dma_idle.eq(Cat(d.idle for d in dmas).all())]
+        return m

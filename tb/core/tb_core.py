@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: Apache-2.0
+"""cocotb tests of the whole core: DRAM is cocotbext-axi's ``AxiRam`` (on ``axi__*``), the host
+is an ``AxiLiteMaster`` (on ``host__*``). The host loads a program into DRAM, points the queue
+registers at it, enables the engines, rings the doorbells and waits for the interrupt.
+
+Tests: a DMA-fed matmul chain (sync engine -> DMA -> semaphores -> tensor engine), then every
+error class the current core detects, each followed by a soft reset and a clean rerun of the
+good program (recovery)."""
+
+from __future__ import annotations
+
+import cocotb
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
+from rtl import isa
+from rtl.core.csr import ERR_SRC_DMA, IRQ_ERROR, IRQ_IDLE, Q_BLOCK, Q_REGS, Q_STRIDE, REGS, SEM_BLOCK
+from rtl.core.neuroncore import ENGINES_BUILT
+from tb.base import TB
+from tb.core.program import DATA_BASE, DRAM_BYTES, QUEUE_BYTES, CoreProgram
+
+#: Longest run of any test program, in cycles (a hung core fails the test).
+MAX_CYCLES = 200_000
+
+
+class CoreTB(TB):
+    def __init__(self, dut):
+        super().__init__(dut)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "axi", bus_separator="__"), dut.clk, dut.rst,
+                          size=DRAM_BYTES)
+        self.host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "host", bus_separator="__"),
+                                  dut.clk, dut.rst)
+
+    async def wr(self, name_or_addr, value):
+        a = REGS[name_or_addr] if isinstance(name_or_addr, str) else name_or_addr
+        await self.host.write_dword(a, value)
+
+    async def rd(self, name_or_addr):
+        a = REGS[name_or_addr] if isinstance(name_or_addr, str) else name_or_addr
+        return await self.host.read_dword(a)
+
+    def qreg(self, engine, name):
+        return Q_BLOCK + Q_STRIDE * isa.ENGINES.index(engine) + Q_REGS[name]
+
+    async def run_program(self, prog: CoreProgram, what):
+        """Load ``prog``, run it to the idle or error interrupt; returns the cycles from the
+        first doorbell to the interrupt and the error word."""
+        dram, qs = prog.image()
+        self.ram.write(0, bytes(dram))
+        await self.wr("DRAM_BASE_LO", 0)
+        await self.wr("DRAM_LIMIT_LO", DRAM_BYTES)
+        await self.wr("DRAM_LIMIT_HI", 0)
+        await self.wr("IRQ_STATUS", 0b111)
+        await self.wr("IRQ_ENABLE", IRQ_ERROR | IRQ_IDLE)
+        mask = 0
+        for e in ENGINES_BUILT:
+            base = prog.queue_base(e)
+            await self.wr(self.qreg(e, "Q_BASE_LO"), base)
+            await self.wr(self.qreg(e, "Q_BASE_HI"), 0)
+            await self.wr(self.qreg(e, "Q_SIZE"), QUEUE_BYTES // isa.INSTR_BYTES)
+            mask |= 1 << isa.ENGINES.index(e)
+        await self.wr("CTRL", mask << 8)
+        t0 = cocotb.utils.get_sim_time("ns")
+        for e, (_, n) in qs.items():
+            await self.wr(self.qreg(e, "Q_TAIL"), n)
+        await self.wait_high(self.dut.irq, cycles=MAX_CYCLES, what=what)
+        cycles = int((cocotb.utils.get_sim_time("ns") - t0) // 10)
+        await ClockCycles(self.dut.clk, 1)
+        return cycles, await self.rd("ERR_CODE")
+
+    async def wait_idle(self, what, polls=2000):
+        """Poll ``STATUS`` until the core is idle (streams drained, DMA idle): the soft reset
+        must not cut AXI transactions in flight (docs/core.md §5)."""
+        for _ in range(polls):
+            if (await self.rd("STATUS")) >> 9 & 1:
+                return
+        raise AssertionError(self.fail_text(what, "the core did not drain"))
+
+    async def soft_reset(self):
+        ctrl = await self.rd("CTRL")
+        await self.wr("CTRL", ctrl | 1)
+        await ClockCycles(self.dut.clk, 4)
+
+    async def sem(self, i):
+        return await self.rd(SEM_BLOCK + 4 * i)
+
+
+def matmul_program(cfg, *, bad=None):
+    """W (K x M, bf16) and X (K x N, bf16) DMA'd from DRAM into SBUF by the sync engine (each
+    descriptor posts semaphore 0), then the tensor engine waits for sem 0 >= 2, loads W,
+    multiplies X into PSUM bank 1 and posts semaphore 1. ``bad`` injects one error."""
+    K, M, N = cfg.pe_rows, cfg.pe_cols, min(8, cfg.psum_bank_fp32)
+    P = cfg.sbuf_bytes_per_partition
+    w_dram, x_dram = DATA_BASE, DATA_BASE + 0x4000
+    w_sb, x_sb = 0, 0x400
+    bf16 = DTYPE_CODES["bf16"]
+    prog = CoreProgram()
+    data = bytes((i * 37 + 11) & 0x3F for i in range(2 * K * max(M, N)))
+    prog.data[w_dram] = data[:2 * K * M]
+    prog.data[x_dram] = data[:2 * K * N]
+    for src, dst, cols in ((w_dram, w_sb, M), (x_dram, x_sb, N)):
+        prog.add_descriptor(Descriptor(
+            src=src if bad != "dma_window" else DRAM_BYTES + src, dst=dst, src_space=SP_DRAM,
+            dst_space=SP_SBUF, dims=((cols, 2, 2), (K, 2 * cols, P)),
+            src_dtype=bf16, dst_dtype=bf16, post=True, sem=0, inc=1))
+    prog.queues["sp"] = f"dma_start engine=0 queue=0 count=2 desc_addr={prog.desc_addr(0)}\n"
+    mm_psum = f"psum.fp32[0:{M}]@0x{cfg.psum_bank_bytes:x}{{1x{N}}}"
+    if bad == "shape":
+        mm_psum = f"psum.fp32[0:{M}]@0x{cfg.psum_bank_bytes:x}{{1x{N + 1}}}"
+    first = "tensor_tensor" if bad == "opcode" else "load_stationary"
+    wait = "s0>=3" if bad == "timeout" else "s0>=2"
+    pe = (f"{first} ap1=sbuf.bf16[0:{K}]@0x{w_sb:x}{{1x{M}}} wait={wait}\n"
+          if first == "load_stationary" else
+          f"tensor_tensor ap0=sbuf.fp32[0:1]@0x0{{1x1}} wait={wait}\n")
+    pe += f"multiply_moving ap0={mm_psum} ap1=sbuf.bf16[0:{K}]@0x{x_sb:x}{{1x{N}}} post=s1+1\n"
+    prog.queues["pe"] = pe
+    return prog
+
+
+async def _good_run(tb, what):
+    prog = matmul_program(tb.cfg)
+    cycles, err = await tb.run_program(prog, what)
+    assert err >> 31 == 0, tb.fail_text(what, f"unexpected error word {err:#x}")
+    assert await tb.sem(0) == 2 and await tb.sem(1) == 1, tb.fail_text(what, "semaphores")
+    st = await tb.rd("STATUS")
+    assert st >> 9 & 1 and not st >> 8 & 1, tb.fail_text(what, f"STATUS {st:#x}")
+    return cycles
+
+
+@cocotb.test()
+async def core_dma_matmul(dut):
+    """The good program runs to idle with the expected semaphores, twice (after a soft
+    reset)."""
+    tb = CoreTB(dut)
+    await tb.reset()
+    c1 = await _good_run(tb, "dma + matmul")
+    await tb.soft_reset()
+    assert await tb.sem(0) == 0, "soft reset clears the semaphores"
+    c2 = await _good_run(tb, "dma + matmul after soft reset")
+    tb.record(test="core_dma_matmul", cycles=c1, cycles_again=c2)
+
+
+@cocotb.test()
+async def core_errors(dut):
+    """Each injected error: the right code, source and queue index, the error IRQ, nothing
+    hangs, and a soft reset recovers the core to run the good program."""
+    tb = CoreTB(dut)
+    await tb.reset()
+    await tb.wr("WATCHDOG", 2000)
+    cases = {
+        # bad: (code, source, queue index)
+        "opcode": (isa.E_OPCODE, isa.ENGINES.index("pe"), 0),
+        "shape": (0x05, isa.ENGINES.index("pe"), 1),
+        "timeout": (0x09, isa.ENGINES.index("pe"), 0),
+        "dma_window": (0x0A, ERR_SRC_DMA, None),
+    }
+    for bad, (code, src, pc) in cases.items():
+        prog = matmul_program(tb.cfg, bad=bad)
+        _, err = await tb.run_program(prog, f"error {bad}")
+        assert err >> 31 == 1, tb.fail_text(bad, f"no error latched ({err:#x})")
+        assert err & 0xFF == code and err >> 8 & 7 == src, tb.fail_text(
+            bad, f"ERR_CODE {err:#x}, want code {code:#x} source {src}")
+        if pc is not None:
+            got_pc = await tb.rd("ERR_PC")
+            assert got_pc == pc, tb.fail_text(bad, f"ERR_PC {got_pc}, want {pc}")
+        assert await tb.rd("IRQ_STATUS") & IRQ_ERROR
+        await tb.wait_idle(f"drain after {bad}")
+        await tb.soft_reset()
+        await _good_run(tb, f"good program after {bad}")
+        await tb.soft_reset()
