@@ -1,0 +1,453 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The golden ISA simulator (golden/isasim.py): every error class it detects, scheduler
+determinism over random interleavings, random race-free programs against a sequential
+reference, the race detector, and the cycle model's formulas.
+
+Independent references: the sequential reference below runs the same operations in their global
+order with numpy slicing and golden.tensor (no APs, no semaphores, no scheduler); expected error
+codes come from docs/isa.md §6 and docs/architecture.md §11.2.
+"""
+
+import random
+
+import numpy as np
+import pytest
+
+from golden import dma as gdma
+from golden.asm import assemble
+from golden.isasim import (E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_AXI, E_DESC,
+                           E_FLAGS, E_FORMAT, E_OPCODE, E_SEM, E_SHAPE, E_TIMEOUT, IsaSim,
+                           Timing, find_races, pe_latency, register_op)
+from golden.tensor import matmul, psum_update, transpose
+from rtl.config import SMALL
+from rtl.isa import INSTR_BYTES, OPS_BY_NAME, Instr, encode
+
+CFG = SMALL
+SBP = CFG.sbuf_bytes_per_partition
+BANK = CFG.psum_bank_bytes
+DRAM_BYTES = 1 << 14
+DESC_BASE = 0x0                  # descriptors live at DRAM [0, 0x1000)
+DATA_BASE = 0x1000               # 8 tiles of 4 rows x 64 bytes
+SLOT = 64                        # SBUF tile: 64 bytes per partition at slot * 64
+
+
+def _state(sim):
+    return (bytes(sim.mem.dram), bytes(sim.mem.sbuf), sim.psum.tobytes(), tuple(sim.sems))
+
+
+# --- random race-free programs -------------------------------------------------------------------
+
+def _load_desc(a, b, sem):
+    """DRAM tile a -> SBUF tile b (4 partitions x 64 bytes), posting ``sem``."""
+    return gdma.Descriptor(src=DATA_BASE + 256 * a, dst=SLOT * b, src_space=gdma.DRAM,
+                           dst_space=gdma.SBUF, dims=((32, 2, 2), (4, 64, SBP)), src_dtype=2,
+                           dst_dtype=2, post=True, sem=sem, inc=1)
+
+
+def _store_desc(a, b, sem):
+    return gdma.Descriptor(src=SLOT * b, dst=DATA_BASE + 256 * a, src_space=gdma.SBUF,
+                           dst_space=gdma.DRAM, dims=((32, 2, 2), (4, SBP, 64)), src_dtype=2,
+                           dst_dtype=2, post=True, sem=sem, inc=1)
+
+
+def gen_program(seed, n_ops=24):
+    """A random race-free program: a global sequence of operations (DMA loads/stores on random
+    queues, load_stationary, multiply_moving, transpose), each given to its engine with waits on
+    every earlier conflicting operation of another completion stream (sem 0 counts PE
+    instructions, sem 1 + q the descriptors of DMA queue q). Returns (ops, programs, dram)."""
+    rng = random.Random(seed)
+    drng = np.random.default_rng(seed)
+    dram = bytearray(DRAM_BYTES)
+    dram[DATA_BASE:DATA_BASE + 8 * 256] = drng.integers(0, 256, 8 * 256, dtype=np.uint8).tobytes()
+    ops = []
+    loaded = False
+    while len(ops) < n_ops:
+        kind = rng.choice(["load", "load", "store", "ls", "mm", "mm", "tr"])
+        if kind in ("mm", "tr") and not loaded:
+            kind = "ls"
+        op = {"kind": kind, "a": rng.randrange(8), "b": rng.randrange(8), "q": rng.randrange(2),
+              "bank": rng.randrange(CFG.psum_banks), "n": rng.randint(1, 32),
+              "acc": rng.random() < 0.5, "m": rng.randint(1, 4)}
+        loaded |= kind == "ls"
+        if kind == "load":
+            op["r"], op["w"] = {("dram", op["a"])}, {("sbuf", op["b"])}
+        elif kind == "store":
+            op["r"], op["w"] = {("sbuf", op["b"])}, {("dram", op["a"])}
+        elif kind == "ls":
+            op["r"], op["w"] = {("sbuf", op["b"])}, set()
+        elif kind == "mm":
+            op["r"] = {("sbuf", op["b"])} | ({("psum", op["bank"])} if op["acc"] else set())
+            op["w"] = {("psum", op["bank"])}
+        else:
+            op["r"], op["w"] = set(), {("psum", op["bank"])}
+        ops.append(op)
+    # streams, waits, counters
+    count = {"pe": 0, 0: 0, 1: 0}                  # completions so far per completion stream
+    done_at = []                                   # (completion stream, its count) per op
+    progs = {"pe": [], "sp": [], "act": [], "dve": []}
+    desc_n = 0
+    for j, op in enumerate(ops):
+        cs = "pe" if op["kind"] in ("ls", "mm", "tr") else op["q"]
+        need = {}
+        for i in range(j):
+            o = ops[i]
+            if (o["w"] & (op["r"] | op["w"])) or (op["w"] & o["r"]):
+                s, k = done_at[i]
+                if s != cs:
+                    need[s] = max(need.get(s, 0), k)
+        waits = [((0 if s == "pe" else 1 + s), k) for s, k in sorted(need.items(), key=str)]
+        issuer = "pe" if cs == "pe" else "sp"
+        for w in waits[:-1]:
+            progs[issuer].append(Instr(op="nop", wait=w))
+        wait = waits[-1] if waits else None
+        sb = f"sbuf.bf16[0:4]@{SLOT * op['b']:#x}"
+        if cs == "pe":
+            if op["kind"] == "ls":
+                ins = Instr(op="load_stationary", wait=wait, post=(0, 1),
+                            aps=_aps(f"ap1={sb}{{1x{op['m']}}}"))
+            elif op["kind"] == "mm":
+                ins = Instr(op="multiply_moving", wait=wait, post=(0, 1),
+                            flags=frozenset({"acc"} if op["acc"] else ()),
+                            aps=_aps(f"ap0=psum.fp32[0:MM]@{op['bank'] * BANK:#x}"
+                                     f"{{1x{op['n']}}} ap1={sb}{{1x{op['n']}}}"))
+            else:
+                ins = Instr(op="transpose", wait=wait, post=(0, 1),
+                            aps=_aps(f"ap0=psum.fp32[0:MM]@{op['bank'] * BANK:#x}{{1x4}}"))
+            progs["pe"].append(ins)
+        else:
+            d = (_load_desc if op["kind"] == "load" else _store_desc)(op["a"], op["b"], 1 + cs)
+            dram[DESC_BASE + 64 * desc_n:DESC_BASE + 64 * desc_n + 64] = d.pack()
+            progs["sp"].append(Instr(op="dma_start", wait=wait, imm={
+                "engine": 0, "queue": cs, "count": 1, "desc_addr": DESC_BASE + 64 * desc_n}))
+            desc_n += 1
+        count[cs] += 1
+        done_at.append((cs, count[cs]))
+    # bystander engines: nops/notifies waiting on reachable counts
+    for e in ("act", "dve"):
+        for _ in range(rng.randint(0, 3)):
+            s = rng.choice(["pe", 0, 1])
+            w = ((0 if s == "pe" else 1 + s), rng.randint(0, count[s]))
+            progs[e].append(Instr(op=rng.choice(["nop", "notify"]), wait=w, post=(8, 1)))
+    return ops, progs, dram
+
+
+def _aps(text):
+    """``{"ap0": "<AP text>", ...}``; ``MM`` in a PSUM AP stands for the last load's M."""
+    return dict(w.split("=", 1) for w in text.split())
+
+
+def _finish(progs):
+    """Resolve the M of the PSUM APs (the last load's columns, in PE program order) and encode."""
+    from golden.asm import parse_ap
+    out = {}
+    for e, lst in progs.items():
+        m = None
+        enc = []
+        for ins in lst:
+            if ins.op == "load_stationary":
+                m = parse_ap(ins.aps["ap1"]).dims[0][1]
+            aps = {k: parse_ap(v.replace("MM", str(m))) for k, v in ins.aps.items()}
+            enc.append(encode(Instr(op=ins.op, flags=ins.flags, wait=ins.wait, post=ins.post,
+                                    aps=aps, imm=ins.imm)))
+        out[e] = b"".join(enc)
+    return out
+
+
+def reference(ops, dram):
+    """Run ``ops`` sequentially with numpy slicing: DRAM, SBUF [P, SBP], PSUM [P, banks, fp32]."""
+    dram = bytearray(dram)
+    sbuf = np.zeros((CFG.partitions, SBP), dtype=np.uint8)
+    psum = np.zeros((CFG.partitions, CFG.psum_banks, CFG.psum_bank_fp32), dtype=np.uint32)
+    w = None
+    for op in ops:
+        a, b = DATA_BASE + 256 * op["a"], SLOT * op["b"]
+        if op["kind"] == "load":
+            sbuf[:, b:b + 64] = np.frombuffer(bytes(dram[a:a + 256]), np.uint8).reshape(4, 64)
+        elif op["kind"] == "store":
+            dram[a:a + 256] = sbuf[:, b:b + 64].tobytes()
+        elif op["kind"] == "ls":
+            w = sbuf[:, b:b + 2 * op["m"]].copy().view("<u2").astype(np.uint32)
+        elif op["kind"] == "mm":
+            x = sbuf[:, b:b + 2 * op["n"]].copy().view("<u2").astype(np.uint32)
+            M, n = w.shape[1], op["n"]
+            r = matmul(w, "bf16", x, "bf16", CFG)
+            psum[:M, op["bank"], :n] = psum_update(psum[:M, op["bank"], :n], r, op["acc"])
+        else:
+            M = w.shape[1]
+            psum[:M, op["bank"], :4] = transpose(w, "bf16", CFG)
+    return bytes(dram), sbuf.tobytes(), psum
+
+
+SEEDS = range(12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_programs_match_reference_under_any_interleaving(seed):
+    ops, progs, dram = gen_program(seed)
+    raw = _finish(progs)
+    ref_dram, ref_sbuf, ref_psum = reference(ops, dram)
+    states = []
+    for policy in ["timed"] + [random.Random(1000 * seed + k) for k in range(4)]:
+        sim = IsaSim(CFG, dram_bytes=dram)
+        err = sim.run(raw, policy=policy)
+        assert err is None, f"seed {seed} policy {policy}: {err}"
+        assert bytes(sim.mem.dram) == ref_dram, f"seed {seed}: DRAM differs"
+        assert bytes(sim.mem.sbuf) == ref_sbuf, f"seed {seed}: SBUF differs"
+        assert np.array_equal(sim.psum32, ref_psum), f"seed {seed}: PSUM differs"
+        states.append(_state(sim))
+        if policy == "timed":
+            assert find_races(sim) == [], f"seed {seed}: race in a race-free program"
+    assert all(s == states[0] for s in states), f"seed {seed}: interleavings differ"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_race_detector_finds_dropped_waits(seed):
+    ops, progs, dram = gen_program(seed)
+    n_waits = sum(ins.wait is not None for e in ("pe", "sp") for ins in progs[e])
+    assert n_waits, f"seed {seed}: generator made no dependency"
+    bare = {e: [Instr(op=i.op, flags=i.flags, post=i.post, aps=i.aps, imm=i.imm)
+                for i in lst] for e, lst in progs.items()}
+    sim = IsaSim(CFG, dram_bytes=dram)
+    assert sim.run(_finish(bare)) is None
+    assert find_races(sim), f"seed {seed}: waits dropped but no race found"
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+def _run(programs, dram=None, cfg=CFG):
+    sim = IsaSim(cfg, dram_bytes=dram if dram is not None else DRAM_BYTES)
+    before = _state(sim)
+    err = sim.run({e: assemble(p) if isinstance(p, str) else p for e, p in programs.items()})
+    return sim, err, before
+
+
+LS = "load_stationary ap1=sbuf.bf16[0:4]@0x0{1x4}\n"
+MM = "multiply_moving ap0=psum.fp32[0:4]@0x0{1x8} ap1=sbuf.bf16[0:4]@0x40{1x8}\n"
+
+ERROR_CASES = [
+    # (name, programs, code, source, index, info)
+    ("opcode_foreign", {"dve": "nop\n" + LS}, E_OPCODE, "dve", 1, 0),
+    ("wait_sem_range", {"pe": "nop\nnop wait=s16>=0"}, E_SEM, "pe", 1, 16),
+    ("post_sem_range", {"act": "nop post=s200+1"}, E_SEM, "act", 0, 200),
+    ("post_overflow", {"act": "nop post=s3+255\nnop post=s3+1"}, E_SEM, "sem", 1, 3),
+    ("deadlock", {"pe": "nop post=s1+1\nnop wait=s2>=1",
+                  "act": "nop wait=s1>=1\nnop wait=s3>=1\nnop post=s2+1"},
+     E_TIMEOUT, "pe", 1, 2),
+    ("sparse_flag", {"pe": "load_stationary.sparse ap1=sbuf.bf16[0:4]@0x0{1x4} sp_n=2 sp_m=4"},
+     E_FLAGS, "pe", 0, 0),
+    ("mx_scales_without_flag", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{1x8} "
+                                "ap1=sbuf.bf16[0:4]@0x40{1x8} ap2=sbuf.e8m0[0:4]@0x0{1x1}"},
+     E_FLAGS, "pe", 1, 2),
+    ("format_e8m0_weights", {"pe": "load_stationary ap1=sbuf.e8m0[0:4]@0x0{1x4}"},
+     E_FORMAT, "pe", 0, 1),
+    ("format_fp4", {"pe": "load_stationary ap1=sbuf.fp4_e2m1[0:4]@0x0{1x4}"},
+     E_FORMAT, "pe", 0, 1),
+    ("format_pair", {"pe": "load_stationary ap1=sbuf.fp32[0:4]@0x0{1x4}\n" + MM},
+     E_FORMAT, "pe", 1, 1),
+    ("ap_form", {"pe": "load_stationary ap1=psum.bf16[0:4]@0x0{1x4,1x0,1x2}"},
+     E_AP_FORM, "pe", 0, 1),
+    ("ap_part", {"pe": "load_stationary ap1=sbuf.bf16[1:2]@0x0{1x4}"}, E_AP_PART, "pe", 0, 1),
+    ("ap_align", {"pe": "load_stationary ap1=sbuf.bf16[0:4]@0x1{1x4}"}, E_AP_ALIGN, "pe", 0, 1),
+    ("ap_range", {"pe": "load_stationary ap1=sbuf.bf16[0:4]@0xffc{1x4}"},
+     E_AP_RANGE, "pe", 0, 1),
+    ("ap_range_psum_bank", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0xf8{1x8} "
+                            "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_AP_RANGE, "pe", 1, 0),
+    ("shape_m", {"pe": "load_stationary ap1=sbuf.bf16[0:4]@0x0{1x5}"}, E_SHAPE, "pe", 0, 1),
+    ("shape_start", {"pe": "load_stationary ap1=sbuf.bf16[2:2]@0x0{1x4}"},
+     E_SHAPE, "pe", 0, 1),
+    ("shape_psum_memory", {"pe": "load_stationary ap1=psum.bf16[0:4]@0x0{1x4}"},
+     E_SHAPE, "pe", 0, 1),
+    ("shape_no_load", {"pe": MM}, E_SHAPE, "pe", 0, 0),
+    ("shape_k", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{1x8} "
+                 "ap1=sbuf.bf16[0:2]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+    ("shape_n", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{1x8} "
+                 "ap1=sbuf.bf16[0:4]@0x40{1x65}"}, E_SHAPE, "pe", 1, 1),
+    ("shape_psum_m", {"pe": LS + "multiply_moving ap0=psum.fp32[0:2]@0x0{1x8} "
+                      "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
+    ("shape_psum_entry", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x4{1x8} "
+                          "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
+    ("shape_psum_dims", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{1x4,4x2} "
+                         "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
+    ("shape_psum_dtype", {"pe": LS + "multiply_moving ap0=psum.bf16[0:4]@0x0{1x8} "
+                          "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
+    ("shape_transpose", {"pe": LS + "transpose ap0=psum.fp32[0:4]@0x0{1x8}"},
+     E_SHAPE, "pe", 1, 0),
+    ("dma_desc_align", {"sp": "dma_start count=1 desc_addr=0x20"}, E_DESC, "sp", 0, 0),
+    ("dma_queue_range", {"sp": f"dma_start queue={CFG.dma_queues} count=1 desc_addr=0"},
+     E_DESC, "sp", 0, 0),
+    ("dma_engine_range", {"sp": f"dma_start engine={CFG.dma_engines} count=1 desc_addr=0"},
+     E_DESC, "sp", 0, 0),
+    ("dma_desc_window", {"sp": f"dma_start count=2 desc_addr={DRAM_BYTES - 64}"},
+     E_AXI, "sp", 0, 0),
+]
+
+
+@pytest.mark.parametrize("case", ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_error_classes(case):
+    name, programs, code, source, index, info = case
+    cfg = CFG.replace(semaphore_bits=8) if name == "post_overflow" else CFG
+    sim, err, before = _run(programs, cfg=cfg)
+    assert err is not None, name
+    assert (err.code, err.source, err.index, err.info) == (code, source, index, info), \
+        f"{name}: {err}"
+    if code not in (E_SEM, E_TIMEOUT):
+        # the failing instruction wrote nothing (what ran before it wrote nothing either here)
+        assert _state(sim)[:3] == before[:3], name
+
+
+def test_error_stops_every_stream_and_nothing_after_runs():
+    # act fails at index 1; pe's later instructions wait on what act would post
+    sim, err, _ = _run({"act": "nop post=s1+1\nnop post=s99+1\nnop post=s2+1",
+                        "pe": "nop wait=s1>=1 post=s3+1\nnop wait=s2>=1 post=s4+1"})
+    assert (err.code, err.source, err.index) == (E_SEM, "act", 1)
+    assert sim.sems[2] == 0 and sim.sems[4] == 0
+
+
+def test_descriptor_errors_name_the_queue():
+    dram = bytearray(DRAM_BYTES)
+    good = _load_desc(0, 0, 5)
+    bad = gdma.Descriptor(src=DATA_BASE, dst=4 * SBP - 8, dims=((32, 2, 2),), src_dtype=2,
+                          dst_dtype=2)                                 # past the SBUF end
+    badaxi = gdma.Descriptor(src=DRAM_BYTES - 8, dst=0, dims=((32, 2, 2),), src_dtype=2,
+                             dst_dtype=2)
+    dram[0:64], dram[64:128], dram[128:192] = good.pack(), bad.pack(), badaxi.pack()
+    sim, err, _ = _run({"sp": "dma_start queue=2 count=2 desc_addr=0"}, dram)
+    assert (err.code, err.source, err.index) == (E_AP_RANGE, "dma0.q2", 1), err
+    assert err.info & 0xFF == gdma.F_RANGE and err.info >> 8 & 1 == 1
+    assert sim.sems[5] == 1                                   # the good one ran and posted
+    sim, err, _ = _run({"sp": "dma_start queue=1 count=1 desc_addr=128"}, dram)
+    assert (err.code, err.source, err.index) == (E_AXI, "dma0.q1", 0), err
+    rsv = gdma.Descriptor(src=DATA_BASE, dst=0, dims=((32, 2, 2),), src_dtype=2, dst_dtype=2,
+                          reserved=1)
+    dram[0:64] = rsv.pack()
+    sim, err, before = _run({"sp": "dma_start count=1 desc_addr=0"}, dram)
+    assert (err.code, err.source, err.info) == (E_DESC, "dma0.q0", gdma.F_RESERVED)
+    assert _state(sim)[:3] == before[:3]
+
+
+def test_opcode_unknown_and_reserved_bits():
+    raw = bytearray(encode(Instr(op="nop")))
+    raw[0] = 0x7F
+    sim, err, _ = _run({"pool": bytes(raw)})
+    assert (err.code, err.source, err.index) == (E_OPCODE, "pool", 0)
+    raw = bytearray(encode(Instr(op="nop")))
+    raw[12] = 1
+    sim, err, _ = _run({"cc": encode(Instr(op="nop")) + bytes(raw)})
+    assert (err.code, err.source, err.index) == (E_OPCODE, "cc", 1)
+
+
+def test_unhooked_opcode_raises_not_implemented():
+    with pytest.raises(NotImplementedError, match="tensor_tensor"):
+        _run({"dve": "tensor_tensor ap0=sbuf.fp32[0:4]@0x0{1x4} ap1=sbuf.fp32[0:4]@0x0{1x4} "
+                     "ap2=sbuf.fp32[0:4]@0x0{1x4} op=1"})
+
+
+def test_register_op_hook_runs_and_validates():
+    calls = []
+
+    def memset(sim, ins):
+        ap = sim.check_ap(ins.aps["ap0"], "ap0")
+        calls.append(ins.imm.get("value", 0.0))
+        sim.write_ap(ap, np.full((ap.num_partitions, ap.count), 0x3F800000, dtype=np.uint32))
+
+    old = None
+    try:
+        from golden.isasim import OP_HOOKS
+        old = OP_HOOKS.get("memset")
+        register_op("memset", memset)
+        sim, err, _ = _run({"dve": "memset ap0=sbuf.fp32[0:4]@0x10{1x2} value=1.0 post=s0+1",
+                            "pe": "nop wait=s0>=1"})
+        assert err is None and calls == [1.0]
+        assert np.all(sim.sbuf[:, 0x10:0x18].copy().view("<u4") == 0x3F800000)
+        assert sim.sbuf[:, :0x10].sum() == 0 and sim.sbuf[:, 0x18:].sum() == 0
+        ev = [e for e in sim.timeline if e.op == "memset"][0]
+        assert ev.done == ev.start + 2 + sim.timing.vector_latency
+        sim, err, _ = _run({"dve": "memset ap0=sbuf.fp32[0:4]@0xffc{1x2} value=1.0"})
+        assert (err.code, err.source, err.info) == (E_AP_RANGE, "dve", 0)
+    finally:
+        from golden.isasim import OP_HOOKS
+        if old is None:
+            OP_HOOKS.pop("memset", None)
+        else:
+            OP_HOOKS["memset"] = old
+    with pytest.raises(ValueError, match="register_op"):
+        register_op("nop", memset)
+
+
+def test_halt_notify_irq():
+    sim, err, _ = _run({"act": "notify code=7\nnop irq\nhalt\nnop post=s0+1"})
+    assert err is None
+    assert sim.notifies == [("act", 0, 7), ("act", 1, -1)]
+    assert sim.sems[0] == 0                                   # after halt nothing runs
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="IsaSim cfg"):
+        IsaSim("small")
+    with pytest.raises(ValueError, match="programs keys"):
+        IsaSim(CFG).run({"vector": b""})
+    with pytest.raises(ValueError, match="multiple of 128"):
+        IsaSim(CFG).run({"pe": b"\0" * 100})
+    with pytest.raises(TypeError, match="policy"):
+        IsaSim(CFG).run({}, policy="random")
+    with pytest.raises(ValueError, match="Timing field 'seq_issue'"):
+        Timing(seq_issue=0)
+    with pytest.raises(ValueError, match="Timing field 'issue_depth'"):
+        Timing(issue_depth=17)
+
+
+# --- cycle model --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tiles", [1, 3, 8])
+def test_back_to_back_tiles_follow_the_tensor_engine_formula(tiles):
+    N, M = 32, CFG.pe_cols
+    prog = "".join(f"load_stationary ap1=sbuf.bf16[0:4]@{0x100 * t:#x}{{1x4}}\n"
+                   f"multiply_moving ap0=psum.fp32[0:4]@{(t % 4) * BANK:#x}{{1x{N}}} "
+                   f"ap1=sbuf.bf16[0:4]@0x800{{1x{N}}}\n" for t in range(tiles))
+    sim, err, _ = _run({"pe": prog})
+    assert err is None
+    t0 = sim.timeline[0].start
+    last = max(e.done for e in sim.timeline)
+    # docs/tensor-engine.md: cycles = M + 1 + T*N + L
+    assert last - t0 == M + 1 + tiles * N + pe_latency(CFG)
+    L = 1 + (CFG.pe_rows - 1) * CFG.add_stages + CFG.mul_stages + CFG.add_stages \
+        + CFG.pe_cols - 1 + 1 + CFG.add_stages
+    assert pe_latency(CFG) == L == 16
+
+
+def test_dma_cycles_and_semaphore_latency():
+    tm = Timing(dram_latency=5, post_latency=3, wait_latency=2)
+    dram = bytearray(DRAM_BYTES)
+    dram[0:64] = _load_desc(0, 1, 4).pack()
+    sim = IsaSim(CFG, dram_bytes=dram, timing=tm)
+    assert sim.run({"sp": assemble("dma_start count=1 desc_addr=0"),
+                    "pe": assemble("nop wait=s4>=1")}) is None
+    start_ev, desc_ev, nop_ev = sim.timeline
+    W = CFG.sbuf_word_bytes
+    assert start_ev.done == 1 + 64 // W + 5
+    # 4 rows of 64 bytes, 8-byte words: 32 beats
+    assert desc_ev.start == start_ev.done
+    assert desc_ev.done - desc_ev.start == tm.dma_desc_cycles + 5 + 4 * 64 // W
+    assert nop_ev.issue == desc_ev.done + 3 + 2
+
+
+def test_issue_depth_bounds_outstanding():
+    prog = "".join("load_stationary ap1=sbuf.bf16[0:4]@0x0{1x4}\n"
+                   "multiply_moving ap0=psum.fp32[0:4]@0x0{1x64} "
+                   "ap1=sbuf.bf16[0:4]@0x0{1x64}\n" for _ in range(3))
+    for depth in (1, 2, 4):
+        sim = IsaSim(CFG, timing=Timing(issue_depth=depth))
+        assert sim.run({"pe": assemble(prog)}) is None
+        ev = sim.timeline
+        for i in range(depth, len(ev)):
+            assert ev[i].issue >= ev[i - depth].retire
+        assert all(ev[i].retire >= ev[i - 1].retire for i in range(1, len(ev)))
+
+
+def test_split_program_forms():
+    ins = Instr(op="nop", post=(0, 1))
+    raw = encode(ins)
+    a = IsaSim(CFG)
+    a.run({"act": [ins, raw]})
+    assert a.sems[0] == 2
+    assert len(raw) == INSTR_BYTES and OPS_BY_NAME["nop"].code == raw[0]
