@@ -207,6 +207,7 @@ class Event:
     waits: tuple | None = None
     post: tuple | None = None
     after: int | None = None
+    work: int = 0
 
 
 def pe_latency(cfg):
@@ -365,6 +366,28 @@ class IsaSim:
         st["free"] = start + n
         return start, start + n + self.timing.vector_latency
 
+    def stats(self):
+        """Figures of the last timed run: ``cycles`` (the last completion), ``busy`` (stream ->
+        fraction of ``cycles`` covered by its instructions' ``[start, done)``), ``macs`` (useful
+        multiply-adds of the tensor engine) and ``pe_utilization`` = ``macs / (pe_rows x
+        pe_cols x cycles)``."""
+        cycles = max((e.done for e in self.timeline), default=0)
+        busy = {}
+        for name in dict.fromkeys(e.stream for e in self.timeline):
+            iv = sorted((e.start, e.done) for e in self.timeline if e.stream == name)
+            tot, cur = 0, None
+            for a, b in iv:
+                if cur is None or a > cur[1]:
+                    tot += 0 if cur is None else cur[1] - cur[0]
+                    cur = [a, b]
+                else:
+                    cur[1] = max(cur[1], b)
+            tot += 0 if cur is None else cur[1] - cur[0]
+            busy[name] = tot / cycles if cycles else 0.0
+        macs = sum(e.work for e in self.timeline if e.op == "multiply_moving")
+        return {"cycles": cycles, "busy": busy, "macs": macs,
+                "pe_utilization": macs / (self.cfg.macs * cycles) if cycles else 0.0}
+
     # --- running -------------------------------------------------------------------------
     def run(self, programs, *, policy="timed", max_steps=1 << 22):
         """Run ``programs`` (engine name -> program, see :func:`split_program`; a list/tuple
@@ -498,7 +521,7 @@ class IsaSim:
                                                    f"{self.cfg.semaphores}")
                 return
         s.last_issue = issue
-        access = []
+        access, work = [], 0
         if ins.op in ("nop", "notify", "halt"):
             start, done = issue, issue + tm.sync_cycles
             if ins.op == "notify":
@@ -517,12 +540,14 @@ class IsaSim:
                 self._fail(f.code, s.name, i, f.info, f.msg)
                 return
             access = (hook.access or _ap_access)(self, ins)
-            start, done = (hook.timing(self, ins, issue) if hook.timing
-                           else self.default_timing(s.name, ins, issue))
+            t = (hook.timing(self, ins, issue) if hook.timing
+                 else self.default_timing(s.name, ins, issue))
+            start, done = t[0], t[1]
+            work = t[2] if len(t) > 2 else 0
         retire = max(done, s.retires[-1] if s.retires else 0)
         s.retires.append(retire)
         self.timeline.append(Event(s.name, i, ins.op, issue, start, done, retire, access,
-                                   ins.wait, ins.post))
+                                   ins.wait, ins.post, None, work))
         if ins.irq:
             self.notifies.append((s.name, i, -1))
         if ins.post is not None:
@@ -688,7 +713,9 @@ def _t_mm(sim, ins, issue):
         st["load_ready"] = None
     st["dispatch"] = start
     st["free"] = start + n
-    return start, start + n + pe_latency(sim.cfg)
+    K, M = sim.pe_weights[0].shape
+    return start, start + n + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
+                                                    else 0)
 
 
 def _pe_access(sim, ins):
@@ -764,11 +791,12 @@ def _desc_access(cfg, d, side):
     for num, ss, ds in reversed(d.slots):
         a = (a[:, None] + (ss if side == 0 else ds) * np.arange(num, dtype=np.int64)).ravel()
     part, byte = np.divmod(a, cfg.sbuf_bytes_per_partition)
-    out = []
-    for p in np.unique(part):
-        b = byte[part == p]
-        out.append((kind, SBUF, (int(p), int(p)), int(b.min()), int(b.max()) + es - 1))
-    return out
+    lo = np.full(cfg.partitions, cfg.sbuf_bytes_per_partition, dtype=np.int64)
+    hi = np.full(cfg.partitions, -1, dtype=np.int64)
+    np.minimum.at(lo, part, byte)
+    np.maximum.at(hi, part, byte)
+    return [(kind, SBUF, (p, p), int(lo[p]), int(hi[p]) + es - 1)
+            for p in np.flatnonzero(hi >= 0).tolist()]
 
 
 def find_races(sim):

@@ -354,6 +354,13 @@ class Kernel:
         result reaches the SBUF, and then DRAM."""
         self.op("tensor_copy", dst, [src])
 
+    def activation(self, dst, src, func, scale=1.0, bias=0.0, bias_tile=None):
+        """``dst = f(src * scale + bias)`` on the scalar engine (``activation``; ``func`` the
+        id of the engine's function table, ``bias_tile`` a per-partition bias AP)."""
+        imm = {"func": func, "scale": scale, "bias": bias, "bias_ap": int(bias_tile is not None)}
+        self.op("activation", dst, [src] + ([bias_tile] if bias_tile is not None else []),
+                imm=imm)
+
     def output(self, name, where):
         """Name where a result lives (a :class:`DramTensor` or a dict of tiles)."""
         self.outputs[name] = where

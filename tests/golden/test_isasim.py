@@ -212,6 +212,36 @@ def test_race_detector_finds_dropped_waits(seed):
     assert find_races(sim), f"seed {seed}: waits dropped but no race found"
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_random_corruption_gives_one_error_under_any_interleaving(seed):
+    """One random byte of one pe/sp instruction changed: the error (if any) is that
+    instruction's (E_OPCODE exactly when check_reserved says so), or a deadlock's E_TIMEOUT, and
+    the same under every policy."""
+    from rtl.isa import check_reserved
+    ops, progs, dram = gen_program(seed)
+    raw = _finish(progs)
+    rng = random.Random(seed)
+    eng = rng.choice(["pe", "sp"])
+    idx = rng.randrange(len(raw[eng]) // INSTR_BYTES)
+    b = bytearray(raw[eng])
+    pos = idx * INSTR_BYTES + rng.randrange(INSTR_BYTES)
+    b[pos] = rng.choice([v for v in range(256) if v != b[pos]])
+    raw[eng] = bytes(b)
+    errs = []
+    for policy in ["timed", random.Random(seed), random.Random(seed + 99)]:
+        sim = IsaSim(CFG, dram_bytes=dram)
+        errs.append(sim.run(raw, policy=policy))
+    e = errs[0]
+    key = [None if x is None else (x.code, x.source, x.index) for x in errs]
+    assert all(k == key[0] for k in key), f"seed {seed} byte {pos}: {key}"
+    malformed = check_reserved(bytes(b[idx * INSTR_BYTES:(idx + 1) * INSTR_BYTES]), eng)
+    if malformed:
+        assert (e.code, e.source, e.index) == (E_OPCODE, eng, idx), f"seed {seed}: {e}"
+    else:
+        assert e is None or e.code == E_TIMEOUT or (e.source, e.index) == (eng, idx) \
+            or e.source.startswith("dma"), f"seed {seed} byte {pos}: {e}"
+
+
 # --- errors -------------------------------------------------------------------------------------
 
 def _run(programs, dram=None, cfg=CFG):
