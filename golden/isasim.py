@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Golden ISA simulator: runs the binary per-engine programs of :mod:`rtl.isa` on a DRAM window,
 the SBUF, the PSUM and the semaphore file, bit-exact, and estimates the cycles of every
-instruction (``docs/isasim.md`` is the user's page; ``docs/isa.md`` §6 the semantics).
+instruction (``docs/kernels.md`` is the user's page; ``docs/isa.md`` §6 the semantics).
 
 State
 -----
@@ -114,7 +114,7 @@ class SimError:
 
 @dataclass(frozen=True, kw_only=True)
 class Timing:
-    """Parameters of the cycle estimate (``docs/isasim.md`` §3 gives the formulas).
+    """Parameters of the cycle estimate (``docs/kernels.md`` §4 gives the formulas).
 
     Parameters
     ----------
