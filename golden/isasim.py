@@ -243,7 +243,12 @@ class _Stream:
         self.done = False
         self.last_issue = None
         self.retires = []               # engine: retire cycles of the instructions run
-        self.pre = {}                   # pos -> (check_reserved result, Instr or None)
+        self.pre = {}                   # pos -> ((code, reason, info) or None, Instr or None)
+        self.head, self.qsize = 0, None  # ring position of prog[0] (run_queues)
+
+    def pc(self, pos):
+        """Queue index (ERR_PC) of program position ``pos``."""
+        return pos if not self.qsize else (self.head + pos) % self.qsize
 
     def finished(self):
         return self.done or self.pos >= len(self.prog)
@@ -399,11 +404,54 @@ class IsaSim:
         bad = set(programs) - set(ENGINES)
         if bad:
             raise ValueError(f"programs keys must be engines of {ENGINES}, not {sorted(bad)}")
+        return self._run({e: split_program(programs.get(e, b"")) for e in ENGINES}, {},
+                         policy, max_steps)
+
+    def run_queues(self, queues, *, policy="timed", max_steps=1 << 22):
+        """Run the programs the host placed in DRAM queues (docs/core.md §1): ``queues`` maps
+        an engine to ``(q_base, q_size, q_tail)`` or ``(q_base, q_size, q_head, q_tail)``
+        (``q_head`` 0 after reset). Instructions ``q_head .. q_tail - 1`` (modulo ``q_size``) are
+        read from DRAM when the run starts (a program that rewrites its own queue is not
+        modelled). A bad queue (``q_size`` 0 or not a power of two, ``q_tail >= q_size``,
+        ``q_base`` not a multiple of 128) with work in it is ``E_QUEUE`` at ``q_head``; an
+        instruction outside the DRAM window is ``E_AXI`` (info 0) at its queue index. The
+        errors' and the timeline's ``index`` is the queue index."""
+        bad = set(queues) - set(ENGINES)
+        if bad:
+            raise ValueError(f"queues keys must be engines of {ENGINES}, not {sorted(bad)}")
+        progs, rings = {e: [] for e in ENGINES}, {}
+        lo, hi = self.mem.dram_base, self.mem.dram_limit
+        for e, q in queues.items():
+            if len(q) == 3:
+                base, size, tail = q
+                head = 0
+            else:
+                base, size, head, tail = q
+            rings[e] = (head, size)
+            if head == tail:
+                continue
+            if size <= 0 or size & (size - 1) or tail >= size or head >= size or base % 128:
+                progs[e] = [Fault(E_QUEUE, 0, f"bad queue: base {base:#x}, size {size}, "
+                                              f"head {head}, tail {tail}")]
+                continue
+            for k in range((tail - head) % size):
+                a = base + INSTR_BYTES * ((head + k) % size)
+                if a < lo or a + INSTR_BYTES > hi:
+                    progs[e].append(Fault(E_AXI, 0, f"instruction fetch at {a:#x} outside the "
+                                                    f"DRAM window [{lo:#x}, {hi:#x})"))
+                    break
+                progs[e].append(bytes(self.mem.dram[a - lo:a - lo + INSTR_BYTES]))
+        return self._run(progs, rings, policy, max_steps)
+
+    def _run(self, progs, rings, policy, max_steps):
         if policy != "timed" and not isinstance(policy, _random.Random):
             raise TypeError(f"policy must be 'timed' or a random.Random, not {policy!r}")
         c = self.cfg
         self.error = None
-        self._streams = [_Stream(e, "eng", split_program(programs.get(e, b""))) for e in ENGINES]
+        self._streams = [_Stream(e, "eng", progs[e]) for e in ENGINES]
+        for st in self._streams:
+            if st.name in rings:
+                st.head, st.qsize = rings[st.name]
         self._dma = {}
         for e in range(c.dma_engines):
             for q in range(c.dma_queues):
@@ -446,8 +494,11 @@ class IsaSim:
     def _pre(self, s):
         if s.pos not in s.pre:
             raw = s.prog[s.pos]
-            err = check_reserved(raw, s.name)
-            s.pre[s.pos] = (err, None if err else decode(raw))
+            if isinstance(raw, Fault):          # a fetch or queue error (run_queues)
+                s.pre[s.pos] = ((raw.code, raw.msg, raw.info), None)
+            else:
+                err = check_reserved(raw, s.name)
+                s.pre[s.pos] = (err + (0,) if err else None, None if err else decode(raw))
         return s.pre[s.pos]
 
     def _candidate(self, s, timed):
@@ -490,7 +541,7 @@ class IsaSim:
             if s.kind == "eng" and not s.finished():
                 _, ins = self._pre(s)
                 sem, val = ins.wait
-                self._fail(E_TIMEOUT, s.name, s.pos, sem,
+                self._fail(E_TIMEOUT, s.name, s.pc(s.pos), sem,
                            f"waits for sem {sem} >= {val}, which stays at {self.sems[sem]} "
                            f"(every stream blocked)")
                 return
@@ -510,10 +561,10 @@ class IsaSim:
 
     def _step_engine(self, s, issue):
         err, ins = self._pre(s)
-        i = s.pos
+        i = s.pc(s.pos)
         tm = self.timing
         if err is not None:
-            self._fail(err[0], s.name, i, 0, err[1])
+            self._fail(err[0], s.name, i, err[2], err[1])
             return
         for what, x in (("wait", ins.wait), ("post", ins.post)):
             if x is not None and x[0] >= self.cfg.semaphores:

@@ -97,16 +97,43 @@ class KernelProgram:
     """What :meth:`Kernel.build` returns: ``programs`` (engine -> bytes), ``dram`` (the DRAM
     image: tensors and descriptors), ``dram_base``, ``tensors`` (name -> :class:`DramTensor`),
     ``outputs`` (name -> a :class:`DramTensor` or a dict ``{(row, col) tile origin: Tile}`` of
-    PSUM/SBUF tiles), ``listing`` (engine -> assembly text)."""
+    PSUM/SBUF tiles), ``listing`` (engine -> assembly text), ``free`` (offset of the first
+    unused byte of the image)."""
     programs: dict
     dram: bytearray
     dram_base: int
     tensors: dict
     outputs: dict
     listing: dict = field(default_factory=dict)
+    free: int = 0           # first image byte after the tensors and descriptors
 
     def instructions(self):
         return {e: len(p) // 128 for e, p in self.programs.items()}
+
+    def place_queues(self, base=None):
+        """Write every engine's program into the DRAM image as a queue (docs/core.md §1) from
+        ``base`` (default: after everything else, 128-aligned) and return ``{engine: (q_base,
+        q_size, q_tail)}``: ``q_size`` the smallest power of two above the instruction count
+        (the ring holds ``q_size - 1``), ``q_head`` 0. An engine with an empty program gets no
+        queue. Feed it to :meth:`golden.isasim.IsaSim.run_queues` or to the core's CSRs."""
+        top = base - self.dram_base if base is not None else self.free
+        if top < self.free:
+            raise ValueError(f"place_queues base must be >= {self.dram_base + self.free:#x} "
+                             f"(after the tensors and descriptors), not {base:#x}")
+        top = -(-top // 128) * 128
+        out = {}
+        for e, prog in self.programs.items():
+            n = len(prog) // 128
+            if not n:
+                continue
+            size = 1 << n.bit_length()          # > n: the ring holds size - 1
+            if top + 128 * size > len(self.dram):
+                raise ValueError(f"place_queues: the {e} queue does not fit in the DRAM image "
+                                 f"of {len(self.dram)} bytes")
+            self.dram[top:top + len(prog)] = prog
+            out[e] = (self.dram_base + top, size, n)
+            top += 128 * size
+        return out
 
 
 class Kernel:
@@ -388,7 +415,7 @@ class Kernel:
             programs[e] = b"".join(encode(i) for i in enc)
             listing[e] = "\n".join(format_instr(i) for i in enc)
         return KernelProgram(programs, img, self.dram_base, dict(self.tensors),
-                             dict(self.outputs), listing)
+                             dict(self.outputs), listing, top)
 
 
 def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20):

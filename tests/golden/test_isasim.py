@@ -16,6 +16,7 @@ import pytest
 from golden import dma as gdma
 from golden.asm import assemble
 from golden.isasim import (E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_AXI, E_DESC,
+                           E_QUEUE,
                            E_FLAGS, E_FORMAT, E_OPCODE, E_SEM, E_SHAPE, E_TIMEOUT, IsaSim,
                            Timing, find_races, pe_latency, register_op)
 from golden.tensor import matmul, psum_update, transpose
@@ -481,3 +482,46 @@ def test_split_program_forms():
     a.run({"act": [ins, raw]})
     assert a.sems[0] == 2
     assert len(raw) == INSTR_BYTES and OPS_BY_NAME["nop"].code == raw[0]
+
+
+def _queue_image(progs, base=0x1000, size=8, head=0):
+    """DRAM with each engine's instructions written into a ring at ``base + 0x400 * e``."""
+    dram = bytearray(DRAM_BYTES)
+    q = {}
+    for k, (e, text) in enumerate(progs.items()):
+        raw = assemble(text)
+        b = base + 0x400 * k
+        n = len(raw) // INSTR_BYTES
+        for i in range(n):
+            slot = (head + i) % size
+            dram[b + 128 * slot:b + 128 * slot + 128] = raw[128 * i:128 * i + 128]
+        q[e] = (b, size, head, (head + n) % size)
+    return dram, q
+
+
+def test_run_queues_ring_wrap_reports_queue_indices():
+    dram, q = _queue_image({"act": "nop post=s0+1\nnop post=s0+1\nnop post=s99+1\nnop"},
+                           head=6)
+    sim = IsaSim(CFG, dram_bytes=dram)
+    err = sim.run_queues(q)
+    # positions 0, 1, 2 sit in slots 6, 7, 0: the bad post is at queue index 0
+    assert (err.code, err.source, err.index, err.info) == (E_SEM, "act", 0, 99)
+    assert [e.index for e in sim.timeline] == [6, 7] and sim.sems[0] == 2
+
+
+@pytest.mark.parametrize("q,code", [((0x1000, 6, 0, 2), E_QUEUE), ((0x1000, 8, 0, 8), E_QUEUE),
+                                    ((0x1010, 8, 0, 2), E_QUEUE), ((0x1000, 0, 0, 1), E_QUEUE),
+                                    ((DRAM_BYTES - 128, 4, 0, 2), E_AXI)])
+def test_run_queues_bad_queue_and_fetch_outside_window(q, code):
+    dram = bytearray(DRAM_BYTES)
+    nop = encode(Instr(op="nop", post=(1, 1)))
+    dram[DRAM_BYTES - 128:] = nop
+    sim = IsaSim(CFG, dram_bytes=dram)
+    err = sim.run_queues({"pool": q})
+    assert err.code == code and err.source == "pool", err
+    if code == E_AXI:
+        assert err.index == 1 and sim.sems[1] == 1          # the first one ran
+    else:
+        assert err.index == q[2] and sim.sems[1] == 0
+    # an empty queue (head == tail) is never checked
+    assert IsaSim(CFG).run_queues({"pool": (0x1010, 6, 3, 3)}) is None

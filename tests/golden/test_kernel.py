@@ -164,3 +164,24 @@ def test_bad_kernels_are_refused():
         gemm_kernel(CFG, np.zeros((4, 4), np.uint32), np.zeros((5, 4), np.uint32))
     with pytest.raises(ValueError, match="psum_banks"):
         gemm_kernel(CFG, np.zeros((4, 20), np.uint32), np.zeros((4, 4), np.uint32))
+
+
+def test_gemm_from_dram_queues_matches_the_direct_run():
+    rng = np.random.default_rng(11)
+    K, M, N = 8, 4, 40
+    AT, B = _bf16(rng, (K, M)), _bf16(rng, (K, N))
+    kp = gemm_kernel(CFG, AT, B, dram_bytes=1 << 14)
+    direct = IsaSim(CFG, dram_bytes=kp.dram)
+    assert direct.run(kp.programs) is None
+    queues = kp.place_queues()
+    assert set(queues) == {"pe", "sp"}
+    for e, (base, size, tail) in queues.items():
+        assert base % 128 == 0 and base >= kp.free and size > tail == kp.instructions()[e]
+        assert size & (size - 1) == 0
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run_queues(queues) is None
+    assert np.array_equal(sim.psum, direct.psum)
+    assert [(e.stream, e.op, e.start, e.done) for e in sim.timeline] == \
+        [(e.stream, e.op, e.start, e.done) for e in direct.timeline]
+    with pytest.raises(ValueError, match="place_queues base"):
+        kp.place_queues(base=0)
