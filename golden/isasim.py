@@ -245,6 +245,7 @@ class _Stream:
         self.retires = []               # engine: retire cycles of the instructions run
         self.pre = {}                   # pos -> ((code, reason, info) or None, Instr or None)
         self.head, self.qsize = 0, None  # ring position of prog[0] (run_queues)
+        self.timed_out = False          # set by IsaSim._candidate
 
     def pc(self, pos):
         """Queue index (ERR_PC) of program position ``pos``."""
@@ -296,6 +297,7 @@ class IsaSim:
         self.timeline = []
         self.notifies = []
         self.pe_weights = None          # (codes [K, M] uint32, dtype name) of the last load
+        self._watchdog = None
         self.engine_state = {}          # hooks' timing state: name -> dict
 
     # --- memory views, for hooks -----------------------------------------------------------
@@ -394,20 +396,22 @@ class IsaSim:
                 "pe_utilization": macs / (self.cfg.macs * cycles) if cycles else 0.0}
 
     # --- running -------------------------------------------------------------------------
-    def run(self, programs, *, policy="timed", max_steps=1 << 22):
+    def run(self, programs, *, policy="timed", watchdog=None, max_steps=1 << 22):
         """Run ``programs`` (engine name -> program, see :func:`split_program`; a list/tuple
         is in :data:`rtl.isa.ENGINES` order) to the end of every stream, a deadlock or the
-        first error. ``policy``: ``"timed"`` or a :class:`random.Random`. Returns
-        :attr:`error` (``None`` when the run was clean)."""
+        first error. ``policy``: ``"timed"`` or a :class:`random.Random`. ``watchdog``: with
+        the timed policy, a wait still unsatisfied that many cycles after the instruction could
+        have issued fails with ``E_TIMEOUT`` then (the ``WATCHDOG`` register; ``None``/0: only
+        a deadlock does). Returns :attr:`error` (``None`` when the run was clean)."""
         if isinstance(programs, (list, tuple)):
             programs = dict(zip(ENGINES, programs))
         bad = set(programs) - set(ENGINES)
         if bad:
             raise ValueError(f"programs keys must be engines of {ENGINES}, not {sorted(bad)}")
         return self._run({e: split_program(programs.get(e, b"")) for e in ENGINES}, {},
-                         policy, max_steps)
+                         policy, watchdog, max_steps)
 
-    def run_queues(self, queues, *, policy="timed", max_steps=1 << 22):
+    def run_queues(self, queues, *, policy="timed", watchdog=None, max_steps=1 << 22):
         """Run the programs the host placed in DRAM queues (docs/core.md §1): ``queues`` maps
         an engine to ``(q_base, q_size, q_tail)`` or ``(q_base, q_size, q_head, q_tail)``
         (``q_head`` 0 after reset). Instructions ``q_head .. q_tail - 1`` (modulo ``q_size``) are
@@ -441,9 +445,13 @@ class IsaSim:
                                                     f"DRAM window [{lo:#x}, {hi:#x})"))
                     break
                 progs[e].append(bytes(self.mem.dram[a - lo:a - lo + INSTR_BYTES]))
-        return self._run(progs, rings, policy, max_steps)
+        return self._run(progs, rings, policy, watchdog, max_steps)
 
-    def _run(self, progs, rings, policy, max_steps):
+    def _run(self, progs, rings, policy, watchdog, max_steps):
+        if watchdog is not None and (isinstance(watchdog, bool) or not isinstance(watchdog, int)
+                                     or not 0 <= watchdog < 1 << 32):
+            raise ValueError(f"watchdog must be None or in [0, 2**32 - 1], not {watchdog!r}")
+        self._watchdog = watchdog
         if policy != "timed" and not isinstance(policy, _random.Random):
             raise TypeError(f"policy must be 'timed' or a random.Random, not {policy!r}")
         c = self.cfg
@@ -512,8 +520,13 @@ class IsaSim:
         i = s.pos
         if len(s.retires) >= self._depth:
             t = max(t, s.retires[i - self._depth])
+        s.timed_out = False
         if err is None and ins.wait is not None and self._sem_ok(ins):
             r = self._sem_ready(ins.wait[0], ins.wait[1], t, timed)
+            wd = self._watchdog
+            if timed and wd and (r is None or r > t + wd):
+                s.timed_out = True              # the watchdog fires first
+                return t + wd
             return r
         return t
 
@@ -571,6 +584,11 @@ class IsaSim:
                 self._fail(E_SEM, s.name, i, x[0], f"{what} on sem {x[0]} >= semaphores = "
                                                    f"{self.cfg.semaphores}")
                 return
+        if s.timed_out:
+            sem, val = ins.wait
+            self._fail(E_TIMEOUT, s.name, i, sem, f"waited {self._watchdog} cycles (watchdog) "
+                                                  f"for sem {sem} >= {val}, at {self.sems[sem]}")
+            return
         s.last_issue = issue
         access, work = [], 0
         if ins.op in ("nop", "notify", "halt"):

@@ -525,3 +525,25 @@ def test_run_queues_bad_queue_and_fetch_outside_window(q, code):
         assert err.index == q[2] and sim.sems[1] == 0
     # an empty queue (head == tail) is never checked
     assert IsaSim(CFG).run_queues({"pool": (0x1010, 6, 3, 3)}) is None
+
+
+def test_watchdog_fires_on_a_long_wait_in_time_order():
+    dram = bytearray(DRAM_BYTES)
+    dram[0:64] = _load_desc(0, 1, 4).pack()
+    progs = {"sp": assemble("dma_start count=1 desc_addr=0"),
+             "act": assemble("nop\nnop wait=s4>=1")}
+    sim = IsaSim(CFG, dram_bytes=dram)
+    assert sim.run(progs, watchdog=200) is None                   # the DMA posts in time
+    desc = [e for e in sim.timeline if e.op == "descriptor"][0]
+    visible = desc.done + sim.timing.post_latency    # act's wait starts at 1, holds at visible + 1
+    sim = IsaSim(CFG, dram_bytes=dram)
+    err = sim.run({**progs, "dve": assemble("nop wait=s9>=1")}, watchdog=20)
+    # act's wait starts at cycle 1 and dve's at 0: dve fires first (cycle 20)
+    assert (err.code, err.source, err.index, err.info) == (E_TIMEOUT, "dve", 0, 9)
+    sim = IsaSim(CFG, dram_bytes=dram)
+    err = sim.run(progs, watchdog=visible - 1)
+    assert (err.code, err.source, err.index, err.info) == (E_TIMEOUT, "act", 1, 4)
+    sim = IsaSim(CFG, dram_bytes=dram)
+    assert sim.run(progs, watchdog=visible) is None
+    with pytest.raises(ValueError, match="watchdog"):
+        IsaSim(CFG).run({}, watchdog=-1)
