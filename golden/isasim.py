@@ -690,6 +690,13 @@ def _flags_later(ins):
         raise Fault(E_FLAGS, 0, f"{ins.op}: flag {bad[0]} is [later] for SBUF-fed instructions")
 
 
+def _operand(sim, codes, dtype):
+    """A tensor operand's codes: the element's low ``width`` bits (the AP reader zero-extends
+    an element into the 32-bit lane and the engine takes the format's code; a TF32 element is
+    4 bytes holding its 19-bit code, the upper 13 bits are ignored)."""
+    return codes & np.uint32((1 << sim.cfg.fmt(dtype).width) - 1)
+
+
 def _pe_weights(sim, ins):
     if sim.pe_weights is None:
         raise Fault(E_SHAPE, 0, f"{ins.op} before any load_stationary")
@@ -715,7 +722,7 @@ def _load_stationary(sim, ins):
         raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K <= {sim.cfg.pe_rows} "
                                 f"partitions and M <= {sim.cfg.pe_cols} elements, not "
                                 f"memory {enc.mem}, start {enc.start}, K {K}, M {M}")
-    sim.pe_weights = (sim.read_ap(ap), enc.dtype)
+    sim.pe_weights = (_operand(sim, sim.read_ap(ap), enc.dtype), enc.dtype)
 
 
 def _multiply_moving(sim, ins):
@@ -741,7 +748,7 @@ def _multiply_moving(sim, ins):
         raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K = {K} partitions and "
                                 f"N <= {c.psum_bank_fp32} elements, not {X}")
     bank = _psum_ap(sim, P, N, M)
-    r = matmul(w, fs, sim.read_ap(xap), X.dtype, c)
+    r = matmul(w, fs, _operand(sim, sim.read_ap(xap), X.dtype), X.dtype, c)
     view = sim.psum32[:M, bank, :N]
     sim.psum32[:M, bank, :N] = psum_update(view, r, "acc" in ins.flags)
 

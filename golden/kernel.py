@@ -244,7 +244,11 @@ class Kernel:
     # --- dependency tracking -----------------------------------------------------------------
     @staticmethod
     def _res(x):
-        return ("dram", x.name) if isinstance(x, DramTensor) else ("tile", x.uid)
+        if isinstance(x, DramTensor):
+            return ("dram", x.name)
+        if isinstance(x, Tile):
+            return ("tile", x.uid)
+        return ("key", x)
 
     def _emit(self, issuer, stream, reads, writes, make):
         """Record one operation: waits from its dependencies, then ``make(wait, post)`` gives
@@ -361,6 +365,31 @@ class Kernel:
                    lambda w, p: Instr(op="multiply_moving", wait=w, post=p,
                                       flags=frozenset({"acc"} if accumulate else ()),
                                       aps={"ap0": out.ap(), "ap1": moving.ap()}))
+
+    def instr(self, ins, reads=(), writes=(), engine=None):
+        """Append a ready-made :class:`rtl.isa.Instr` (its ``wait`` and ``post`` are replaced)
+        to ``engine``'s program (default: the opcode's engine), with the resources it reads and
+        writes: tiles, DRAM tensors, or any hashable key (e.g. ``("sbuf", region)``) for
+        hand-written APs. ``dma_start`` is not accepted here (use :meth:`descriptor`)."""
+        eng = engine or ENGINE_OF.get(ins.op)
+        if eng not in ENGINES or ins.op == "dma_start" or \
+                ENGINE_OF.get(ins.op) not in (None, eng):
+            raise ValueError(f"instr: {ins.op} cannot be issued on engine {eng!r} here")
+        self._emit(eng, eng, list(reads), list(writes),
+                   lambda w, p: Instr(op=ins.op, flags=ins.flags, wait=w, post=p, irq=ins.irq,
+                                      aps=dict(ins.aps), imm=dict(ins.imm)))
+
+    def descriptor(self, desc, reads=(), writes=(), queue=None):
+        """One hand-made DMA descriptor (its ``post``, ``sem`` and ``inc`` are replaced) through
+        ``dma_start`` on the sync engine, with the resources it reads and writes."""
+        eq = self._queue(queue)
+
+        def make(wait, post):
+            kw = {f: getattr(desc, f) for f in ("src", "dst", "src_space", "dst_space", "dims",
+                                                "op", "src_dtype", "dst_dtype", "rounding",
+                                                "reserved")}
+            return ("dma", gdma.Descriptor(**kw, post=True, sem=post[0], inc=1), eq, wait)
+        self._emit("sp", eq, list(reads), list(writes), make)
 
     def op(self, opname, dst, srcs=(), flags=(), imm=None):
         """Any engine opcode through its APs: ``dst`` in ``ap0``, ``srcs`` in ``ap1``,
