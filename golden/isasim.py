@@ -300,6 +300,15 @@ class IsaSim:
         self._watchdog = None
         self.engine_state = {}          # hooks' timing state: name -> dict
 
+    def soft_reset(self):
+        """The host's ``CTRL.soft_reset``: semaphores to 0, the error and the tensor engine's
+        weights cleared; DRAM, SBUF and PSUM kept. (Each :meth:`run` starts its timeline at
+        cycle 0 and keeps the semaphores, so a second program after a clean one sees the
+        first one's posts unless the host resets.)"""
+        self.sems = [0] * self.cfg.semaphores
+        self.error = None
+        self.pe_weights = None
+
     # --- memory views, for hooks -----------------------------------------------------------
     @property
     def sbuf(self):
@@ -456,6 +465,7 @@ class IsaSim:
             raise TypeError(f"policy must be 'timed' or a random.Random, not {policy!r}")
         c = self.cfg
         self.error = None
+        self.timeline, self.notifies, self.engine_state = [], [], {}
         self._streams = [_Stream(e, "eng", progs[e]) for e in ENGINES]
         for st in self._streams:
             if st.name in rings:

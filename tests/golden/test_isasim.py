@@ -547,3 +547,22 @@ def test_watchdog_fires_on_a_long_wait_in_time_order():
     assert sim.run(progs, watchdog=visible) is None
     with pytest.raises(ValueError, match="watchdog"):
         IsaSim(CFG).run({}, watchdog=-1)
+
+
+def test_soft_reset_keeps_memory_and_clears_semaphores():
+    dram = bytearray(DRAM_BYTES)
+    dram[DATA_BASE:DATA_BASE + 256] = bytes(range(256))
+    dram[0:64] = _load_desc(0, 0, 2).pack()
+    sim = IsaSim(CFG, dram_bytes=dram)
+    assert sim.run({"sp": assemble("dma_start count=1 desc_addr=0"),
+                    "pe": assemble("nop wait=s2>=1\n" + LS + "nop wait=s0>=1")}) is not None
+    assert sim.error.code == E_TIMEOUT and sim.sems[2] == 1
+    sbuf = bytes(sim.mem.sbuf)
+    sim.soft_reset()
+    assert sim.error is None and sim.sems == [0] * CFG.semaphores and sim.pe_weights is None
+    assert bytes(sim.mem.sbuf) == sbuf and sbuf[:64] == bytes(range(64))
+    # the next program runs on the kept SBUF, its timeline from cycle 0
+    assert sim.run({"pe": assemble(LS + "transpose ap0=psum.fp32[0:4]@0x0{1x4}")}) is None
+    assert sim.timeline[0].issue == 0 and len(sim.timeline) == 2
+    w = np.frombuffer(sbuf, np.uint8).reshape(CFG.partitions, SBP)[:, :8].copy().view("<u2")
+    assert np.array_equal(sim.psum32[:4, 0, :4], w.T.astype(np.uint32))
