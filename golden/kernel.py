@@ -289,9 +289,10 @@ class Kernel:
     # --- DMA --------------------------------------------------------------------------------
     def _queue(self, queue):
         c = self.cfg
-        if queue is None:
-            queue, self._queue_rr = self._queue_rr, (self._queue_rr + 1) % (c.dma_engines
-                                                                            * c.dma_queues)
+        if queue is None:       # round-robin, alternating the DMA engines first
+            g, self._queue_rr = self._queue_rr, (self._queue_rr + 1) % (c.dma_engines
+                                                                        * c.dma_queues)
+            queue = (g % c.dma_engines) * c.dma_queues + (g // c.dma_engines)
         if not 0 <= queue < c.dma_engines * c.dma_queues:
             raise ValueError(f"queue must be in [0, {c.dma_engines * c.dma_queues}), "
                              f"not {queue}")
@@ -450,13 +451,19 @@ class Kernel:
 def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20):
     """``C = A @ B`` from ``AT [K, M]`` (A transposed) and ``B [K, N]`` (element codes of
     ``dtype``), tiled over K (``pe_rows``), M (``pe_cols``) and N (``psum_bank_fp32``), the K
-    tiles accumulated in PSUM (FP32). Loads alternate over the DMA queues with two SBUF buffers
-    per operand (double buffering).
+    tiles accumulated in PSUM (FP32).
+
+    Loop order: M chunks (as many M tiles as PSUM banks allow) > N tiles > K tiles > M tiles of
+    the chunk. Each B tile ``[K tile, N tile]`` is loaded once per chunk, into one of two SBUF
+    buffers (double buffering), and serves every M tile of the chunk. The ``AT`` tiles are
+    loaded once when they all fit in SBUF (half of it), otherwise per use into two buffers.
+    Loads go round-robin over the DMA queues, alternating the DMA engines.
 
     ``evacuate=False``: the result stays in PSUM, output ``"C"`` = ``{(m0, n0): Tile}``
     (needs ``ceil(M / pe_cols) * ceil(N / psum_bank_fp32) <= psum_banks``). ``True``: each
     PSUM tile is copied (``tensor_copy``, vector engine) to an FP32 SBUF tile and stored to the
-    DRAM tensor ``"C"`` [M, N] fp32.
+    DRAM tensor ``"C"`` [M, N] fp32 (chunks of half the banks, so a chunk's matmuls overlap the
+    previous chunk's copies).
     """
     k = Kernel(cfg, dram_bytes=dram_bytes)
     AT, B = np.asarray(AT), np.asarray(B)
@@ -467,32 +474,52 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
     at = k.dram_tensor("AT", dtype=dtype, data=AT)
     b = k.dram_tensor("B", dtype=dtype, data=B)
     TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
-    mts, nts, kts = range(0, M, TM), range(0, N, TN), range(0, K, TK)
+    mts, nts, kts = list(range(0, M, TM)), list(range(0, N, TN)), list(range(0, K, TK))
     if not evacuate and len(mts) * len(nts) > cfg.psum_banks:
         raise ValueError(f"gemm_kernel without evacuate keeps C in PSUM: {len(mts) * len(nts)} "
                          f"output tiles > psum_banks = {cfg.psum_banks}")
-    sa = [k.sbuf_tile(TK, TM, dtype, f"a{i}") for i in range(2)]
+    chunk = max(1, cfg.psum_banks // 2) if evacuate else len(mts)
+    es = ELEM_BYTES[dtype]
+    a_all = len(kts) * len(mts) * k._word(TM * es) <= cfg.sbuf_bytes_per_partition // 2
     sb = [k.sbuf_tile(TK, TN, dtype, f"b{i}") for i in range(2)]
     so = [k.sbuf_tile(TM, TN, "fp32", f"o{i}") for i in range(2)] if evacuate else None
     c = k.dram_tensor("C", (M, N), "fp32") if evacuate else None
-    tiles, step = {}, 0
-    for ti, (m0, n0) in enumerate((m0, n0) for m0 in mts for n0 in nts):
-        mm, nn = min(TM, M - m0), min(TN, N - n0)
-        ps = k.psum_tile(mm, nn)
-        for kk, k0 in enumerate(kts):
-            kn = min(TK, K - k0)
-            ta = _sub(sa[step % 2], kn, mm)
-            tb = _sub(sb[step % 2], kn, nn)
-            k.load(ta, at, k0, m0)
-            k.load(tb, b, k0, n0)
-            k.matmul(ps, ta, tb, accumulate=kk > 0)
-            step += 1
-        if evacuate:
-            to = _sub(so[ti % 2], mm, nn)
-            k.copy(to, ps)
-            k.store(c, to, m0, n0)
-        else:
-            tiles[(m0, n0)] = ps
+    a_tiles = {}
+    if a_all:
+        for k0 in kts:
+            for m0 in mts:
+                t = k.sbuf_tile(min(TK, K - k0), min(TM, M - m0), dtype, f"a{k0}_{m0}")
+                k.load(t, at, k0, m0)
+                a_tiles[(k0, m0)] = t
+    else:
+        sa = [k.sbuf_tile(TK, TM, dtype, f"a{i}") for i in range(2)]
+    tiles, bstep, astep, ostep = {}, 0, 0, 0
+    for c0 in range(0, len(mts), chunk):
+        mc = mts[c0:c0 + chunk]
+        for n0 in nts:
+            nn = min(TN, N - n0)
+            ps = {m0: k.psum_tile(min(TM, M - m0), nn) for m0 in mc}
+            for kk, k0 in enumerate(kts):
+                kn = min(TK, K - k0)
+                tb = _sub(sb[bstep % 2], kn, nn)
+                bstep += 1
+                k.load(tb, b, k0, n0)
+                for m0 in mc:
+                    if a_all:
+                        ta = a_tiles[(k0, m0)]
+                    else:
+                        ta = _sub(sa[astep % 2], kn, min(TM, M - m0))
+                        astep += 1
+                        k.load(ta, at, k0, m0)
+                    k.matmul(ps[m0], ta, tb, accumulate=kk > 0)
+            for m0 in mc:
+                if evacuate:
+                    to = _sub(so[ostep % 2], ps[m0].parts, nn)
+                    ostep += 1
+                    k.copy(to, ps[m0])
+                    k.store(c, to, m0, n0)
+                else:
+                    tiles[(m0, n0)] = ps[m0]
     k.output("C", c if evacuate else tiles)
     return k.build()
 
