@@ -165,6 +165,7 @@ class Kernel:
         self._writer = {}                         # resource -> (stream, count)
         self._readers = {}                        # resource -> {stream: count}
         self._waited = {e: {} for e in ENGINES}   # issuer -> stream -> count already waited
+        self._pe_loaded = None                    # (AP, its writer) of the loaded weights
         nsem = len(ENGINES) + cfg.dma_engines * cfg.dma_queues
         if nsem > cfg.semaphores:
             raise ValueError(f"Kernel needs {nsem} semaphores (one per engine and DMA queue), "
@@ -350,7 +351,8 @@ class Kernel:
     def matmul(self, out, stationary, moving, accumulate=False):
         """``out[m, n] (=|+=) sum_k stationary[k, m] * moving[k, n]`` on the tensor engine
         (``load_stationary`` + ``multiply_moving``); ``out`` a PSUM tile with
-        ``parts = stationary.elems`` and ``elems = moving.elems``."""
+        ``parts = stationary.elems`` and ``elems = moving.elems``. The ``load_stationary`` is
+        left out when the same tile, not written since, is already loaded."""
         if out.mem != PSUM or stationary.mem != SBUF or moving.mem != SBUF:
             raise ValueError("matmul out must be a PSUM tile, stationary and moving SBUF tiles")
         if stationary.parts != moving.parts or out.parts != stationary.elems \
@@ -359,9 +361,12 @@ class Kernel:
                              f"M={stationary.elems}], moving [K={moving.parts}, "
                              f"N={moving.elems}], out must be [M, N], not [{out.parts}, "
                              f"{out.elems}]")
-        self._emit("pe", "pe", [stationary], [],
-                   lambda w, p: Instr(op="load_stationary", wait=w, post=p,
-                                      aps={"ap1": stationary.ap()}))
+        key = (stationary.ap(), self._writer.get(self._res(stationary)))
+        if key != self._pe_loaded:          # the same weights, unchanged: no reload
+            self._emit("pe", "pe", [stationary], [],
+                       lambda w, p: Instr(op="load_stationary", wait=w, post=p,
+                                          aps={"ap1": stationary.ap()}))
+            self._pe_loaded = key
         self._emit("pe", "pe", [moving] + ([out] if accumulate else []), [out],
                    lambda w, p: Instr(op="multiply_moving", wait=w, post=p,
                                       flags=frozenset({"acc"} if accumulate else ()),
@@ -373,6 +378,8 @@ class Kernel:
         writes: tiles, DRAM tensors, or any hashable key (e.g. ``("sbuf", region)``) for
         hand-written APs. ``dma_start`` is not accepted here (use :meth:`descriptor`)."""
         eng = engine or ENGINE_OF.get(ins.op)
+        if ins.op == "load_stationary":
+            self._pe_loaded = None
         if eng not in ENGINES or ins.op == "dma_start" or \
                 ENGINE_OF.get(ins.op) not in (None, eng):
             raise ValueError(f"instr: {ins.op} cannot be issued on engine {eng!r} here")

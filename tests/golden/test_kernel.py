@@ -185,3 +185,27 @@ def test_gemm_from_dram_queues_matches_the_direct_run():
         [(e.stream, e.op, e.start, e.done) for e in direct.timeline]
     with pytest.raises(ValueError, match="place_queues base"):
         kp.place_queues(base=0)
+
+
+def test_matmul_reuses_loaded_weights_until_they_change():
+    rng = np.random.default_rng(4)
+    k = Kernel(CFG, dram_bytes=1 << 14)
+    w = k.dram_tensor("w", data=_bf16(rng, (4, 4)))
+    w2 = k.dram_tensor("w2", data=_bf16(rng, (4, 4)))
+    x = k.dram_tensor("x", data=_bf16(rng, (4, 16)))
+    tw, tx = k.sbuf_tile(4, 4), k.sbuf_tile(4, 16)
+    k.load(tw, w)
+    k.load(tx, x)
+    p0, p1, p2 = k.psum_tile(4, 16), k.psum_tile(4, 16), k.psum_tile(4, 16)
+    k.matmul(p0, tw, tx)
+    k.matmul(p1, tw, tx)                 # same weights: no reload
+    k.load(tw, w2)                       # the tile changes: reload
+    k.matmul(p2, tw, tx)
+    kp = k.build()
+    assert kp.listing["pe"].count("load_stationary") == 2
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None and find_races(sim) == []
+    W1, W2, X = w.read(kp.dram), w2.read(kp.dram), x.read(kp.dram)
+    for p, ww in ((p0, W1), (p1, W1), (p2, W2)):
+        assert np.array_equal(sim.psum32[:4, p.offset // CFG.psum_bank_bytes, :16],
+                              matmul(ww, "bf16", X, "bf16", CFG))
