@@ -69,7 +69,7 @@ class DramTensor:
 @dataclass(frozen=True)
 class Tile:
     """An SBUF or PSUM tile: ``parts`` partitions from 0, ``elems`` elements of ``dtype`` per
-    partition at byte ``offset`` (PSUM: ``bank * psum_bank_bytes``)."""
+    partition at byte ``offset`` (PSUM: ``bank * psum_bank_bytes``, ``bank`` set)."""
     mem: int
     parts: int
     elems: int
@@ -77,6 +77,7 @@ class Tile:
     offset: int
     name: str
     uid: int
+    bank: int | None = None
 
     def ap(self, col0=0, cols=None):
         """The :class:`rtl.isa.APEnc` of columns ``[col0, col0 + cols)`` of the tile."""
@@ -86,10 +87,6 @@ class Tile:
                              f"[0, {self.elems})")
         return APEnc(mem=self.mem, start=0, count=self.parts, dtype=self.dtype,
                      offset=self.offset + col0 * ELEM_BYTES[self.dtype], dims=((1, cols),))
-
-    @property
-    def bank(self):
-        return None if self.mem != PSUM else self.offset
 
 
 @dataclass
@@ -240,7 +237,7 @@ class Kernel:
                              f"{c.psum_bank_fp32}], parts in [1, {c.partitions}], not "
                              f"{bank}, {n}, {parts}")
         return Tile(PSUM, parts, n, "fp32", bank * c.psum_bank_bytes, name or f"psum{bank}",
-                    -1 - bank)
+                    -1 - bank, bank)
 
     # --- dependency tracking -----------------------------------------------------------------
     @staticmethod
@@ -533,4 +530,4 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
 
 def _sub(t, parts, elems):
     """The same buffer seen as a smaller tile (same uid: the same resource)."""
-    return Tile(t.mem, parts, elems, t.dtype, t.offset, t.name, t.uid)
+    return Tile(t.mem, parts, elems, t.dtype, t.offset, t.name, t.uid, t.bank)

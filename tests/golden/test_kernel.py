@@ -47,8 +47,8 @@ def _chain_reference(cfg, AT, B):
 def _psum_result(sim, kp, M, N):
     C = np.zeros((M, N), dtype=np.uint32)
     for (m0, n0), t in kp.outputs["C"].items():
-        bank = t.offset // sim.cfg.psum_bank_bytes
-        C[m0:m0 + t.parts, n0:n0 + t.elems] = sim.psum32[:t.parts, bank, :t.elems]
+        assert t.offset == t.bank * sim.cfg.psum_bank_bytes
+        C[m0:m0 + t.parts, n0:n0 + t.elems] = sim.psum32[:t.parts, t.bank, :t.elems]
     return C
 
 
