@@ -107,6 +107,26 @@ class KernelProgram:
     def instructions(self):
         return {e: len(p) // 128 for e, p in self.programs.items()}
 
+    def read_outputs(self, sim):
+        """Every output as element codes (``uint32``) from a finished
+        :class:`golden.isasim.IsaSim`: a DRAM tensor ``[rows, cols]``, or a dict of tiles
+        assembled at their ``(row, col)`` origins (PSUM: FP32 bits)."""
+        out = {}
+        for name, where in self.outputs.items():
+            if isinstance(where, DramTensor):
+                out[name] = where.read(sim.mem.dram, sim.mem.dram_base)
+                continue
+            rows = max(r + t.parts for (r, _c), t in where.items())
+            cols = max(c + t.elems for (_r, c), t in where.items())
+            a = np.zeros((rows, cols), dtype=np.uint32)
+            for (r, c), t in where.items():
+                if t.mem == PSUM:
+                    a[r:r + t.parts, c:c + t.elems] = sim.psum32[:t.parts, t.bank, :t.elems]
+                else:
+                    a[r:r + t.parts, c:c + t.elems] = sim.read_ap(sim.check_ap(t.ap(), "ap0"))
+            out[name] = a
+        return out
+
     def place_queues(self, base=None):
         """Write every engine's program into the DRAM image as a queue (docs/core.md §1) from
         ``base`` (default: after everything else, 128-aligned) and return ``{engine: (q_base,

@@ -62,6 +62,7 @@ def test_gemm_in_psum_bit_exact_and_close_to_float64(K, M, N, seed):
     assert sim.run(kp.programs) is None
     C = _psum_result(sim, kp, M, N)
     assert np.array_equal(C, _chain_reference(CFG, AT, B)), f"seed {seed}"
+    assert np.array_equal(kp.read_outputs(sim)["C"], C)
     # independent: float64 product, error within the FP32 chain bound (K + 1 roundings)
     a = decode(AT, CFG.fmt("bf16")).astype(np.float64)
     b = decode(B, CFG.fmt("bf16")).astype(np.float64)
@@ -97,6 +98,7 @@ def test_gemm_evacuated_to_dram_with_a_copy_hook():
         assert sim.run(kp.programs) is None
         C = kp.outputs["C"].read(sim.mem.dram)
         assert np.array_equal(C, _chain_reference(CFG, AT, B))
+        assert np.array_equal(kp.read_outputs(sim)["C"], C)
         assert find_races(sim) == []
         s2 = IsaSim(CFG, dram_bytes=kp.dram)
         assert s2.run(kp.programs, policy=random.Random(5)) is None
@@ -132,6 +134,7 @@ def test_dependencies_become_waits():
     k.load(t, x, queue=0)
     k.store(y, t, queue=1)           # RAW: sp waits for queue 0's first descriptor
     k.load(t, x, queue=0)            # WAR: waits for queue 1's store
+    k.output("t", {(0, 0): t})
     kp = k.build()
     lines = kp.listing["sp"].splitlines()
     assert "wait" not in lines[0]
@@ -139,6 +142,7 @@ def test_dependencies_become_waits():
     sim = IsaSim(CFG, dram_bytes=kp.dram)
     assert sim.run(kp.programs) is None
     assert np.array_equal(y.read(sim.mem.dram), np.arange(16).reshape(4, 4))
+    assert np.array_equal(kp.read_outputs(sim)["t"], np.arange(16).reshape(4, 4))
 
 
 def test_bad_kernels_are_refused():
