@@ -389,6 +389,22 @@ class Kernel:
                                       flags=frozenset({"acc"} if accumulate else ()),
                                       aps={"ap0": out.ap(), "ap1": moving.ap()}))
 
+    def transpose(self, out, tile):
+        """``out[m, k] = tile[k, m]`` as raw bits (zero-extended codes) in PSUM: the tensor
+        engine's bypass (``load_stationary`` of ``tile`` + ``transpose``)."""
+        if out.mem != PSUM or tile.mem != SBUF or out.parts != tile.elems \
+                or out.elems != tile.parts:
+            raise ValueError(f"transpose out must be a PSUM tile [{tile.elems}, {tile.parts}] "
+                             f"of the SBUF tile [{tile.parts}, {tile.elems}]")
+        key = (tile.ap(), self._writer.get(self._res(tile)))
+        if key != self._pe_loaded:
+            self._emit("pe", "pe", [tile], [],
+                       lambda w, p: Instr(op="load_stationary", wait=w, post=p,
+                                          aps={"ap1": tile.ap()}))
+            self._pe_loaded = key
+        self._emit("pe", "pe", [], [out],
+                   lambda w, p: Instr(op="transpose", wait=w, post=p, aps={"ap0": out.ap()}))
+
     def instr(self, ins, reads=(), writes=(), engine=None):
         """Append a ready-made :class:`rtl.isa.Instr` (its ``wait`` and ``post`` are replaced)
         to ``engine``'s program (default: the opcode's engine), with the resources it reads and

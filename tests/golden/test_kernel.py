@@ -213,3 +213,21 @@ def test_matmul_reuses_loaded_weights_until_they_change():
     for p, ww in ((p0, W1), (p1, W1), (p2, W2)):
         assert np.array_equal(sim.psum32[:4, p.offset // CFG.psum_bank_bytes, :16],
                               matmul(ww, "bf16", X, "bf16", CFG))
+
+
+def test_transpose_through_the_tensor_engine():
+    from golden.tensor import transpose
+    rng = np.random.default_rng(9)
+    k = Kernel(CFG, dram_bytes=1 << 14)
+    a = k.dram_tensor("a", data=_bf16(rng, (3, 4)))
+    t = k.sbuf_tile(3, 4)
+    k.load(t, a)
+    p = k.psum_tile(4, 3)
+    k.transpose(p, t)
+    k.output("aT", {(0, 0): p})
+    kp = k.build()
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None
+    assert np.array_equal(kp.read_outputs(sim)["aT"], transpose(a.read(kp.dram), "bf16", CFG))
+    with pytest.raises(ValueError, match="transpose out"):
+        k.transpose(k.psum_tile(3, 4), t)
