@@ -126,6 +126,11 @@ class Timing:
         Cycles from retire to the post being visible (the semaphore file's read-modify-write).
     issue_depth : int or None
         Instructions issued and not retired per sequencer (``None``: ``cfg.issue_depth``).
+    fetch_cycles : int or None
+        Cycles of one instruction fetch burst (``None``: ``128 / sbuf_word_bytes`` AXI beats;
+        0: fetch not modelled). Up to ``fetch_depth`` instructions are fetched ahead of issue.
+    fetch_depth : int or None
+        ``None``: ``cfg.fetch_depth``.
     sync_cycles : int
         ``nop``, ``notify``, ``halt`` (run by the sequencer itself).
     dma_desc_cycles : int
@@ -140,6 +145,8 @@ class Timing:
     wait_latency: int = 1
     post_latency: int = 2
     issue_depth: int | None = None
+    fetch_cycles: int | None = None
+    fetch_depth: int | None = None
     sync_cycles: int = 1
     dma_desc_cycles: int = 7
     dram_latency: int = 0
@@ -154,11 +161,13 @@ class Timing:
                 raise TypeError(f"Timing field '{k}' must be an int, not {v!r}")
             if not lo <= v <= 1 << 20:
                 raise ValueError(f"Timing field '{k}' must be in [{lo}, {1 << 20}], not {v!r}")
-        if self.issue_depth is not None and (isinstance(self.issue_depth, bool) or not
-                                             isinstance(self.issue_depth, int) or
-                                             not 1 <= self.issue_depth <= 16):
-            raise ValueError(f"Timing field 'issue_depth' must be None or in [1, 16], "
-                             f"not {self.issue_depth!r}")
+        for k, lo, hi in (("issue_depth", 1, 16), ("fetch_depth", 1, 16),
+                          ("fetch_cycles", 0, 1 << 20)):
+            v = getattr(self, k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)
+                                  or not lo <= v <= hi):
+                raise ValueError(f"Timing field '{k}' must be None or in [{lo}, {hi}], "
+                                 f"not {v!r}")
 
 
 @dataclass(frozen=True)
@@ -246,6 +255,8 @@ class _Stream:
         self.pre = {}                   # pos -> ((code, reason, info) or None, Instr or None)
         self.head, self.qsize = 0, None  # ring position of prog[0] (run_queues)
         self.timed_out = False          # set by IsaSim._candidate
+        self.issues = []                # issue cycle of each instruction run
+        self.fetch = {}                 # pos -> (fetch start, fetch done)
 
     def pc(self, pos):
         """Queue index (ERR_PC) of program position ``pos``."""
@@ -480,6 +491,9 @@ class IsaSim:
         self._dma_free = [0] * c.dma_engines
         self._posts = {}                # sem -> [(visible cycle, inc)]
         self._depth = self.timing.issue_depth or c.issue_depth
+        fc = self.timing.fetch_cycles
+        self._fetch_cycles = INSTR_BYTES // c.sbuf_word_bytes if fc is None else fc
+        self._fetch_depth = self.timing.fetch_depth or c.fetch_depth
         for _ in range(max_steps):
             if self.error is not None:
                 break
@@ -530,6 +544,7 @@ class IsaSim:
         i = s.pos
         if len(s.retires) >= self._depth:
             t = max(t, s.retires[i - self._depth])
+        t = max(t, self._fetched(s, i))
         s.timed_out = False
         if err is None and ins.wait is not None and self._sem_ok(ins):
             r = self._sem_ready(ins.wait[0], ins.wait[1], t, timed)
@@ -539,6 +554,18 @@ class IsaSim:
                 return t + wd
             return r
         return t
+
+    def _fetched(self, s, i):
+        """Cycle instruction ``i`` of engine stream ``s`` has arrived: back-to-back bursts of
+        ``fetch_cycles``, at most ``fetch_depth`` ahead of issue, plus ``dram_latency``."""
+        if not self._fetch_cycles:
+            return 0
+        if i not in s.fetch:
+            prev = s.fetch[i - 1][0] + self._fetch_cycles if i else 0
+            slot = s.issues[i - self._fetch_depth] if i >= self._fetch_depth else 0
+            st = max(prev, slot)
+            s.fetch[i] = (st, st + self._fetch_cycles + self.timing.dram_latency)
+        return s.fetch[i][1]
 
     def _sem_ok(self, ins):
         n = self.cfg.semaphores
@@ -600,6 +627,7 @@ class IsaSim:
                                                   f"for sem {sem} >= {val}, at {self.sems[sem]}")
             return
         s.last_issue = issue
+        s.issues.append(issue)
         access, work = [], 0
         if ins.op in ("nop", "notify", "halt"):
             start, done = issue, issue + tm.sync_cycles

@@ -435,8 +435,8 @@ def test_back_to_back_tiles_follow_the_tensor_engine_formula(tiles):
     prog = "".join(f"load_stationary ap1=sbuf.bf16[0:4]@{0x100 * t:#x}{{1x4}}\n"
                    f"multiply_moving ap0=psum.fp32[0:4]@{(t % 4) * BANK:#x}{{1x{N}}} "
                    f"ap1=sbuf.bf16[0:4]@0x800{{1x{N}}}\n" for t in range(tiles))
-    sim, err, _ = _run({"pe": prog})
-    assert err is None
+    sim = IsaSim(CFG, timing=Timing(fetch_cycles=0))          # the engine's own formula
+    assert sim.run({"pe": assemble(prog)}) is None
     t0 = sim.timeline[0].start
     last = max(e.done for e in sim.timeline)
     # docs/tensor-engine.md: cycles = M + 1 + T*N + L
@@ -455,7 +455,7 @@ def test_dma_cycles_and_semaphore_latency():
                     "pe": assemble("nop wait=s4>=1")}) is None
     start_ev, desc_ev, nop_ev = sim.timeline
     W = CFG.sbuf_word_bytes
-    assert start_ev.done == 1 + 64 // W + 5
+    assert start_ev.done - start_ev.issue == 1 + 64 // W + 5
     # 4 rows of 64 bytes, 8-byte words: 32 beats
     assert desc_ev.start == start_ev.done
     assert desc_ev.done - desc_ev.start == tm.dma_desc_cycles + 5 + 4 * 64 // W
@@ -532,18 +532,19 @@ def test_watchdog_fires_on_a_long_wait_in_time_order():
     dram[0:64] = _load_desc(0, 1, 4).pack()
     progs = {"sp": assemble("dma_start count=1 desc_addr=0"),
              "act": assemble("nop\nnop wait=s4>=1")}
-    sim = IsaSim(CFG, dram_bytes=dram)
+    tm = Timing(fetch_cycles=0)
+    sim = IsaSim(CFG, dram_bytes=dram, timing=tm)
     assert sim.run(progs, watchdog=200) is None                   # the DMA posts in time
     desc = [e for e in sim.timeline if e.op == "descriptor"][0]
     visible = desc.done + sim.timing.post_latency    # act's wait starts at 1, holds at visible + 1
-    sim = IsaSim(CFG, dram_bytes=dram)
+    sim = IsaSim(CFG, dram_bytes=dram, timing=tm)
     err = sim.run({**progs, "dve": assemble("nop wait=s9>=1")}, watchdog=20)
     # act's wait starts at cycle 1 and dve's at 0: dve fires first (cycle 20)
     assert (err.code, err.source, err.index, err.info) == (E_TIMEOUT, "dve", 0, 9)
-    sim = IsaSim(CFG, dram_bytes=dram)
+    sim = IsaSim(CFG, dram_bytes=dram, timing=tm)
     err = sim.run(progs, watchdog=visible - 1)
     assert (err.code, err.source, err.index, err.info) == (E_TIMEOUT, "act", 1, 4)
-    sim = IsaSim(CFG, dram_bytes=dram)
+    sim = IsaSim(CFG, dram_bytes=dram, timing=tm)
     assert sim.run(progs, watchdog=visible) is None
     with pytest.raises(ValueError, match="watchdog"):
         IsaSim(CFG).run({}, watchdog=-1)
@@ -563,7 +564,7 @@ def test_soft_reset_keeps_memory_and_clears_semaphores():
     assert bytes(sim.mem.sbuf) == sbuf and sbuf[:64] == bytes(range(64))
     # the next program runs on the kept SBUF, its timeline from cycle 0
     assert sim.run({"pe": assemble(LS + "transpose ap0=psum.fp32[0:4]@0x0{1x4}")}) is None
-    assert sim.timeline[0].issue == 0 and len(sim.timeline) == 2
+    assert sim.timeline[0].issue == INSTR_BYTES // CFG.sbuf_word_bytes and len(sim.timeline) == 2
     w = np.frombuffer(sbuf, np.uint8).reshape(CFG.partitions, SBP)[:, :8].copy().view("<u2")
     assert np.array_equal(sim.psum32[:4, 0, :4], w.T.astype(np.uint32))
 
@@ -582,8 +583,8 @@ def test_dma_engine_serializes_its_queues_and_engines_run_in_parallel():
     W = cfg.sbuf_word_bytes
     sbp = cfg.sbuf_bytes_per_partition
     dram = bytearray(1 << 14)
-    dram[0x1000:0x2000] = random.Random(5).randbytes(0x1000)
-    descs = [gdma.Descriptor(src=0x1000 + 0x400 * i + 4, dst=sbp * i + 4, dims=((64, 2, 2),),
+    dram[0x1000:0x2400] = random.Random(5).randbytes(0x1400)
+    descs = [gdma.Descriptor(src=0x1000 + 0x400 * i + 4, dst=sbp * i + 4, dims=((512, 2, 2),),
                              src_dtype=2, dst_dtype=2) for i in range(3)]
     for i, d in enumerate(descs):
         dram[64 * i:64 * i + 64] = d.pack()
@@ -593,11 +594,28 @@ def test_dma_engine_serializes_its_queues_and_engines_run_in_parallel():
     sim = IsaSim(cfg, dram_bytes=dram)
     assert sim.run({"sp": assemble(prog)}) is None
     ev = {e.stream: e for e in sim.timeline if e.op == "descriptor"}
-    beats = -(-(4 + 128) // W)                      # one row of 128 bytes from lane 4
+    beats = -(-(4 + 1024) // W)                     # one row of 1024 bytes from lane 4
     for e in ev.values():
         assert e.done - e.start == sim.timing.dma_desc_cycles + beats
     assert ev["dma0.q1"].start == ev["dma0.q0"].done          # one at a time per engine
     assert ev["dma1.q0"].start < ev["dma0.q1"].start          # the other engine in parallel
     for i in range(3):
-        assert bytes(sim.mem.sbuf[sbp * i + 4:sbp * i + 132]) == bytes(
-            dram[0x1000 + 0x400 * i + 4:0x1000 + 0x400 * i + 132])
+        assert bytes(sim.mem.sbuf[sbp * i + 4:sbp * i + 1028]) == bytes(
+            dram[0x1000 + 0x400 * i + 4:0x1000 + 0x400 * i + 1028])
+
+
+def test_fetch_bursts_and_fetch_depth():
+    fc = INSTR_BYTES // CFG.sbuf_word_bytes                     # 16 beats of 8 bytes
+    sim = IsaSim(CFG, timing=Timing(dram_latency=3))
+    assert sim.run({"pe": assemble("nop\n" * 6)}) is None
+    # fetch-bound: instruction i arrives when its burst ends
+    assert [e.issue for e in sim.timeline] == [(i + 1) * fc + 3 for i in range(6)]
+    # a blocked instruction holds the fetches fetch_depth (4) ahead of it
+    sim = IsaSim(CFG, timing=Timing(dram_latency=3))
+    prog = {"act": assemble("nop\n" * 20 + "nop post=s0+1"),
+            "pe": assemble("nop wait=s0>=1\n" + "nop\n" * 6)}
+    assert sim.run(prog) is None
+    pe = [e.issue for e in sim.timeline if e.stream == "pe"]
+    t = pe[0]                                                  # the wait released
+    assert t > 20 * fc and pe[1:4] == [t + 1, t + 2, t + 3]   # 1..3 fetched while blocked
+    assert pe[4] == t + fc + 3 and pe[5] == pe[4] + fc        # 4 starts its burst at t
