@@ -83,6 +83,8 @@ ERROR_NAMES = {1: "E_OPCODE", 2: "E_FORMAT", 3: "E_AP_PART", 4: "E_AP_RANGE", 5:
                11: "E_QUEUE", 12: "E_LINK", 13: "E_DESC", 14: "E_AP_ALIGN", 15: "E_AP_FORM"}
 
 _SLOT_INDEX = {"ap0": 0, "ap1": 1, "ap2": 2}
+#: Largest descriptor (elements) the model enumerates.
+_MAX_DESC_ELEMS = 1 << 24
 _ZERO_AP = APEnc(mem=0, start=0, count=0, dtype="fp32", offset=0, dims=())
 
 
@@ -666,6 +668,10 @@ class IsaSim:
     def _step_dma(self, s, start):
         desc, _enq, after = s.prog[s.pos]
         n = s.pos
+        if desc.count > _MAX_DESC_ELEMS:
+            raise NotImplementedError(
+                f"golden ISA simulator: descriptor {n} of {s.name} moves {desc.count} elements, "
+                f"more than the model simulates ({_MAX_DESC_ELEMS}); the hardware would run it")
         code, info = gdma.run(self.cfg, desc, self.mem, element_ops=False)
         if code:
             _c, _i, msg = gdma.check(self.cfg, desc, dram_base=self.mem.dram_base,

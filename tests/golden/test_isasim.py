@@ -21,7 +21,8 @@ from golden.isasim import (E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_AXI, 
                            Timing, find_races, pe_latency, register_op)
 from golden.tensor import matmul, psum_update, transpose
 from rtl.config import DEFAULT, SMALL
-from rtl.isa import INSTR_BYTES, OPS_BY_NAME, Instr, encode
+from rtl.isa import (AP_SLOTS, DTYPES, FLAG_BITS, IMM_BYTE, INSTR_BYTES, OPS_BY_CODE, OPS_BY_NAME,
+                     APEnc, Instr, encode)
 
 CFG = SMALL
 SBP = CFG.sbuf_bytes_per_partition
@@ -619,3 +620,72 @@ def test_fetch_bursts_and_fetch_depth():
     t = pe[0]                                                  # the wait released
     assert t > 20 * fc and pe[1:4] == [t + 1, t + 2, t + 3]   # 1..3 fetched while blocked
     assert pe[4] == t + fc + 3 and pe[5] == pe[4] + fc        # 4 starts its burst at t
+
+
+def test_descriptor_too_large_to_simulate_is_refused_clearly():
+    dram = bytearray(DRAM_BYTES)
+    huge = gdma.Descriptor(src=DATA_BASE, dst=0, dims=((1, 1, 1), (4096, 0, 0), (4096, 0, 0),
+                                                        (2, 0, 0)), src_dtype=9, dst_dtype=9)
+    dram[0:64] = huge.pack()
+    with pytest.raises(NotImplementedError, match="more than the model simulates"):
+        _run({"sp": "dma_start count=1 desc_addr=0"}, dram)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_bytes_never_crash_the_simulator(seed):
+    """Random instruction bytes (a tensor or sync opcode, fields random, the reserved bytes
+    often zero): the simulator reports a §11.2 code or runs; it never raises."""
+    from golden.isasim import ERROR_NAMES
+    rng = random.Random(seed)
+    codes = [OPS_BY_NAME[n].code for n in ("nop", "notify", "halt", "load_stationary",
+                                           "multiply_moving", "transpose", "dma_start")]
+    seen = set()
+    for _ in range(300):
+        raw = bytearray(rng.randbytes(INSTR_BYTES))
+        raw[0] = rng.choice(codes)
+        if rng.random() < 0.8:                              # mostly well-formed
+            op = OPS_BY_CODE[raw[0]]
+            raw[1] &= sum(1 << FLAG_BITS[f] for f in op.flags
+                          if f == "acc" or rng.random() < 0.2)
+            raw[10] &= 0x07
+            raw[11:16] = bytes(5)
+            for slot, base in AP_SLOTS.items():
+                if slot not in op.aps:
+                    raw[base:base + 24] = bytes(24)
+                else:
+                    ap = APEnc(mem=rng.choice([1, 1, 1, 2, 2, 0, 3]),
+                               start=rng.choice([0, 0, 0, 1, 2]),
+                               count=rng.choice([1, 2, 3, 4, 4, 4, 5]),
+                               dtype=rng.choice(DTYPES + ("bf16",) * 4),
+                               offset=rng.choice([0, 0x40, 4 * rng.randrange(1024),
+                                                  rng.randrange(1 << 13)]),
+                               dims=tuple((rng.randint(-2, 2), rng.randint(0, 9))
+                                          for _ in range(rng.randint(1, 2))))
+                    raw[base:base + 24] = ap.word().to_bytes(24, "little")
+            raw[2], raw[3] = rng.randrange(CFG.semaphores + 2), rng.randrange(CFG.semaphores + 2)
+            raw[4:8] = bytes(4)
+            w = int.from_bytes(raw[IMM_BYTE:], "little")
+            w &= sum(((1 << f.width) - 1) << f.lsb for f in op.imm)
+            if "count" in op.imm_fields:
+                w &= ~(0xFFFF << op.imm_fields["count"].lsb) | (3 << op.imm_fields["count"].lsb)
+            raw[IMM_BYTE:] = w.to_bytes(INSTR_BYTES - IMM_BYTE, "little")
+        eng = {0x10: "pe", 0x11: "pe", 0x12: "pe", 0x50: "sp"}.get(raw[0], "act")
+        ld = encode(Instr(op="load_stationary", aps={"ap1": parse_ap_text(
+            "sbuf.bf16[0:4]@0x0{1x4}")}))
+        sim = IsaSim(CFG, dram_bytes=rng.randbytes(DRAM_BYTES))
+        try:
+            err = sim.run({eng: (ld if eng == "pe" else b"") + bytes(raw)})
+        except NotImplementedError as e:
+            assert "more than the model simulates" in str(e)
+            continue
+        if err is not None:
+            assert err.code in ERROR_NAMES, err
+            seen.add(err.name)
+        else:
+            seen.add("ok")
+    assert {"ok", "E_OPCODE", "E_SEM", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_FORMAT"} <= seen, seen
+
+
+def parse_ap_text(text):
+    from golden.asm import parse_ap
+    return parse_ap(text)
