@@ -43,8 +43,10 @@ slot order), ``E_SHAPE``. ``dma_start``: ``E_DESC`` (address not a multiple of 6
 queue out of range), ``E_AXI`` (descriptors outside the DRAM window); each descriptor:
 :func:`golden.dma.check`. A post that overflows ``2^semaphore_bits - 1`` is ``E_SEM`` (source
 ``"sem"``). When every unfinished engine stream waits on a semaphore that can no longer reach its
-value, the first of them in :data:`rtl.isa.ENGINES` order fails with ``E_TIMEOUT`` (what the
-watchdog does in hardware). The first error is kept (:class:`SimError`: code, source, queue
+value, the first of them in :data:`rtl.isa.ENGINES` order fails with ``E_TIMEOUT``; with
+``run(..., watchdog=W)`` (timed policy) any wait longer than ``W`` cycles does, earliest first,
+like the ``WATCHDOG`` register. :meth:`IsaSim.run_queues` runs programs from DRAM rings
+(``E_QUEUE``, fetch ``E_AXI``). The first error is kept (:class:`SimError`: code, source, queue
 index, info, detail) and every stream stops; the failing instruction wrote nothing.
 
 Engine hooks
