@@ -59,6 +59,7 @@ opcodes are registered here; the vector and scalar engines register theirs with
 from __future__ import annotations
 
 import random as _random
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -963,13 +964,39 @@ def find_races(sim):
         if e.post is not None:
             lst = cum.setdefault((e.post[0], e.stream), [])
             lst.append(((lst[-1][0] if lst else 0) + e.post[1], vc))
+    # candidate pairs: events sharing a 4 KiB chunk of a memory (per partition for SBUF/PSUM),
+    # at least one writing, neither ordered before the other: for an event b and another
+    # stream s, the events of s that b is not ordered after are those past b's clock entry
+    # for s (a contiguous run of s's events in the chunk, found by bisection)
+    own = [clocks[i][sidx[e.stream]] for i, e in enumerate(ev)]
+    buckets = {}                                     # chunk -> (writers, readers)
+    for i, e in enumerate(ev):
+        for kind, mem, parts, lo, hi in e.access:
+            ps = range(parts[0], parts[1] + 1) if parts is not None else (None,)
+            for p in ps:
+                for ch in range(lo >> 12, (hi >> 12) + 1):
+                    wr = buckets.setdefault((mem, p, ch), (set(), set()))
+                    wr[0 if kind == "w" else 1].add(i)
+    pairs = set()
+    for w, r in buckets.values():
+        if not w:
+            continue
+        by_s = {}
+        for x in sorted(w | r):
+            by_s.setdefault(sidx[ev[x].stream], []).append(x)
+        seqs = {k: [own[x] for x in lst] for k, lst in by_s.items()}
+        for b in sorted(w | r):
+            kb = sidx[ev[b].stream]
+            for k, lst in by_s.items():
+                if k == kb:
+                    continue
+                lo = bisect_right(seqs[k], clocks[b][k])
+                hi = bisect_left(lst, b)
+                for a in lst[lo:hi]:
+                    if a in w or b in w:
+                        pairs.add((a, b))
     races = []
-    for i, a in enumerate(ev):
-        k = sidx[a.stream]
-        for j in range(i + 1, len(ev)):
-            b = ev[j]
-            if b.stream == a.stream or clocks[i][k] <= clocks[j][k]:
-                continue                             # same stream, or a happens before b
-            if any(_overlap(x, y) for x in a.access for y in b.access):
-                races.append((a, b))
+    for i, j in sorted(pairs):
+        if any(_overlap(x, y) for x in ev[i].access for y in ev[j].access):
+            races.append((ev[i], ev[j]))
     return races
