@@ -689,3 +689,29 @@ def test_random_bytes_never_crash_the_simulator(seed):
 def parse_ap_text(text):
     from golden.asm import parse_ap
     return parse_ap(text)
+
+
+@pytest.mark.parametrize("order", ["read_then_write", "write_then_read", "synced"])
+def test_race_detector_single_pairs(order):
+    """One PE read of SBUF tile 0 and one DMA write of it: a race exactly when unsynchronized,
+    whichever comes first in the run."""
+    dram = bytearray(DRAM_BYTES)
+    dram[0:64] = _load_desc(0, 0, 3).pack()
+    dma = "dma_start count=1 desc_addr=0"
+    if order == "read_then_write":       # the read runs first (the DMA starts later)
+        progs = {"pe": LS, "sp": "nop\n" * 3 + dma}
+    elif order == "write_then_read":     # the read runs long after the write, unordered
+        progs = {"pe": "nop\n" * 12 + LS, "sp": dma}
+    else:
+        progs = {"pe": "nop wait=s3>=1\n" + LS, "sp": dma}
+    sim, err, _ = _run(progs, dram)
+    assert err is None
+    ls = [e for e in sim.timeline if e.op == "load_stationary"][0]
+    desc = [e for e in sim.timeline if e.op == "descriptor"][0]
+    assert (sim.timeline.index(ls) < sim.timeline.index(desc)) == (order == "read_then_write")
+    races = find_races(sim)
+    if order == "synced":
+        assert races == []
+    else:
+        assert len(races) == 1 and {races[0][0].op, races[0][1].op} == {"load_stationary",
+                                                                         "descriptor"}
