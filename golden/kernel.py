@@ -172,6 +172,9 @@ class Kernel:
         self.dram = bytearray(dram_bytes)
         self._dram_top = 0
         self._sbuf_top = 0
+        self._live = {}                           # SBUF tile uid -> (first, end) byte
+        self._dead = []                           # freed (first, end, resource key)
+        self._alias = {}                          # uid -> resource keys of freed tiles under it
         self._uid = 0
         self._next_bank = 0
         self._queue_rr = 0
@@ -235,14 +238,37 @@ class Kernel:
         if dtype not in ELEM_BYTES:
             raise ValueError(f"sbuf_tile dtype must be one of {sorted(ELEM_BYTES)}, "
                              f"not {dtype!r}")
-        off = self._word(self._sbuf_top)
-        size = elems * ELEM_BYTES[dtype]
-        if elems < 1 or off + size > c.sbuf_bytes_per_partition:
-            raise ValueError(f"sbuf_tile of {elems} {dtype} does not fit: {off} of "
-                             f"{c.sbuf_bytes_per_partition} bytes per partition used")
-        self._sbuf_top = off + size
+        size = self._word(elems * ELEM_BYTES[dtype]) if elems >= 1 else 0
+        off = self._fit(size)
+        if elems < 1 or off is None:
+            used = sum(b - a for a, b in self._live.values())
+            raise ValueError(f"sbuf_tile of {elems} {dtype} does not fit: {used} of "
+                             f"{c.sbuf_bytes_per_partition} bytes per partition in use")
         uid = self._tile_uid()
+        self._live[uid] = (off, off + size)
+        self._sbuf_top = max(self._sbuf_top, off + size)
+        # the space may have held freed tiles: their readers and writers stay dependencies
+        self._alias[uid] = [k for a, b, k in self._dead if a < off + size and off < b]
         return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
+
+    def _fit(self, size):
+        """First word-aligned offset where ``size`` bytes per partition are free."""
+        top = self.cfg.sbuf_bytes_per_partition
+        off = 0
+        for a, b in sorted(self._live.values()):
+            if a - off >= size:
+                return off
+            off = max(off, b)
+        return off if top - off >= size else None
+
+    def free(self, tile):
+        """Give ``tile``'s SBUF space back. A tile allocated there later waits for every
+        reader and writer of ``tile`` (the dependencies carry over), so reuse is race-free."""
+        if tile.mem != SBUF or tile.uid not in self._live:
+            raise ValueError(f"free: {tile.name} is not a live SBUF tile of this kernel")
+        a, b = self._live.pop(tile.uid)
+        self._dead.append((a, b, ("tile", tile.uid)))
+        self._dead.extend((a, b, k) for k in self._alias.pop(tile.uid, []))
 
     def psum_tile(self, parts, n, bank=None, name=None):
         """A PSUM tile (FP32): ``parts`` partitions x ``n <= psum_bank_fp32`` entries at entry 0
@@ -268,6 +294,12 @@ class Kernel:
             return ("tile", x.uid)
         return ("key", x)
 
+    def _keys(self, x):
+        """The resource keys an access to ``x`` touches (a tile: itself and the freed tiles
+        whose space it reuses)."""
+        k = self._res(x)
+        return [k] + (self._alias.get(x.uid, []) if isinstance(x, Tile) else [])
+
     def _emit(self, issuer, stream, reads, writes, make):
         """Record one operation: waits from its dependencies, then ``make(wait, post)`` gives
         what is appended to ``issuer``'s program."""
@@ -276,9 +308,11 @@ class Kernel:
         def need(dep):
             if dep and dep[0] != stream:
                 deps[dep[0]] = max(deps.get(dep[0], 0), dep[1])
-        for r in map(self._res, reads):
+        reads = [r for x in reads for r in self._keys(x)]
+        writes = [r for x in writes for r in self._keys(x)]
+        for r in reads:
             need(self._writer.get(r))
-        for r in map(self._res, writes):
+        for r in writes:
             need(self._writer.get(r))
             for s, k in self._readers.get(r, {}).items():
                 need((s, k))
@@ -292,10 +326,10 @@ class Kernel:
         me = (stream, self._count[stream])
         post = (self._sem(stream), 1)
         self._ops[issuer].append(make(waits[-1] if waits else None, post))
-        for r in map(self._res, writes):
+        for r in writes:
             self._writer[r] = me
             self._readers[r] = {}
-        for r in map(self._res, reads):
+        for r in reads:
             self._readers.setdefault(r, {})[stream] = self._count[stream]
 
     def _sem(self, stream):

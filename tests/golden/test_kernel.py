@@ -231,3 +231,43 @@ def test_transpose_through_the_tensor_engine():
     assert np.array_equal(kp.read_outputs(sim)["aT"], transpose(a.read(kp.dram), "bf16", CFG))
     with pytest.raises(ValueError, match="transpose out"):
         k.transpose(k.psum_tile(3, 4), t)
+
+
+def test_freed_sbuf_space_is_reused_without_races():
+    rng = np.random.default_rng(12)
+    k = Kernel(CFG, dram_bytes=1 << 14)
+    w = k.dram_tensor("w", data=_bf16(rng, (4, 4)))
+    x1 = k.dram_tensor("x1", data=_bf16(rng, (4, 16)))
+    x2 = k.dram_tensor("x2", data=_bf16(rng, (4, 16)))
+    tw = k.sbuf_tile(4, 4)
+    k.load(tw, w)
+    p1, p2 = k.psum_tile(4, 16), k.psum_tile(4, 16)
+    t1 = k.sbuf_tile(4, 16)
+    k.load(t1, x1, queue=0)
+    k.matmul(p1, tw, t1)
+    k.free(t1)
+    t2 = k.sbuf_tile(4, 16)
+    assert t2.offset == t1.offset and t2.uid != t1.uid
+    k.load(t2, x2, queue=1)              # overwrites t1's bytes: waits for the matmul (WAR)
+    k.matmul(p2, tw, t2)
+    kp = k.build()
+    sp = kp.listing["sp"].splitlines()
+    # sem 0 counts the PE's completions (load_stationary, multiply_moving: 2), sem 6 queue 0's
+    assert sp[-2:] == ["nop wait=s0>=2", "dma_start engine=0 queue=1 count=1 desc_addr=448 "
+                       "wait=s6>=2"], sp
+    for seed in range(3):
+        sim = IsaSim(CFG, dram_bytes=kp.dram)
+        pol = "timed" if seed == 0 else random.Random(seed)
+        assert sim.run(kp.programs, policy=pol) is None
+        if seed == 0:
+            assert find_races(sim) == []
+        W = w.read(kp.dram)
+        for p, x in ((p1, x1), (p2, x2)):
+            assert np.array_equal(sim.psum32[:4, p.bank, :16],
+                                  matmul(W, "bf16", x.read(kp.dram), "bf16", CFG))
+    with pytest.raises(ValueError, match="not a live SBUF tile"):
+        k.free(t1)
+    big = k.sbuf_tile(4, 1024)                         # first fit after the live tiles
+    assert big.offset >= t2.offset + 32
+    with pytest.raises(ValueError, match="does not fit"):
+        k.sbuf_tile(4, 2048)
