@@ -1,0 +1,1002 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Golden ISA simulator: runs the binary per-engine programs of :mod:`rtl.isa` on a DRAM window,
+the SBUF, the PSUM and the semaphore file, bit-exact, and estimates the cycles of every
+instruction (``docs/kernels.md`` is the user's page; ``docs/isa.md`` §6 the semantics).
+
+State
+-----
+* ``mem``: a :class:`golden.dma.Memory` (DRAM window from ``dram_base`` and the flat,
+  partition-major SBUF, ``partitions x sbuf_bytes_per_partition`` bytes): the DMA's view.
+* ``psum``: ``np.uint8 [partitions, psum_bytes_per_partition]``; :attr:`IsaSim.psum32` views it
+  as FP32 bits ``[partitions, psum_banks, psum_bank_fp32]``, so ``psum32[m, bank, n]`` is
+  ``golden.tensor.PsumModel.state[bank, m, n]`` for ``m < pe_cols``.
+* ``sems``: ``cfg.semaphores`` counters of ``cfg.semaphore_bits`` bits.
+* one stream per engine of :data:`rtl.isa.ENGINES` (its program: 128-byte instructions), and one
+  stream per DMA queue (``cfg.dma_engines x cfg.dma_queues``) fed by ``dma_start``.
+
+Scheduling
+----------
+Every instruction runs atomically (reads and writes at once) when the scheduler picks its
+stream. A stream may run its next instruction when its wait (``sem[w] >= value``) holds; posts
+are applied when the instruction completes. Two policies:
+
+* ``"timed"`` (default): a discrete-event schedule on the cycle model (:class:`Timing`): the
+  stream whose next instruction can issue earliest runs first (ties: engines in
+  :data:`rtl.isa.ENGINES` order, then DMA engines and queues in index order). A wait sees only
+  the posts visible at that cycle. This gives the timeline.
+* a :class:`random.Random`: any stream whose wait holds with the posts applied so far, picked at
+  random (the timeline is then meaningless). Used to check that a program's result does not
+  depend on the interleaving.
+
+Sems only grow (waits do not decrement), so the set of instructions a program can run is the
+same under every policy, and a **race-free** program (every pair of instructions of different
+streams touching a common byte, one of them writing, ordered through semaphores) gives the same
+memory under every policy. A program with a race is undefined; :func:`find_races` reports races
+(conservatively, on each access's closed-form extent).
+
+Errors (``docs/architecture.md`` §11.2-11.3)
+-------------------------------------------
+Checked before an instruction touches anything, in this order: ``E_OPCODE``
+(:func:`rtl.isa.check_reserved`), ``E_SEM`` (a wait or post on a semaphore ``>= semaphores``),
+then the engine's checks: ``E_FLAGS``, ``E_FORMAT``, the APs (``E_AP_*``, :func:`golden.ap.check`,
+slot order), ``E_SHAPE``. ``dma_start``: ``E_DESC`` (address not a multiple of 64, DMA engine or
+queue out of range), ``E_AXI`` (descriptors outside the DRAM window); each descriptor:
+:func:`golden.dma.check`. A post that overflows ``2^semaphore_bits - 1`` is ``E_SEM`` (source
+``"sem"``). When every unfinished engine stream waits on a semaphore that can no longer reach its
+value, the first of them in :data:`rtl.isa.ENGINES` order fails with ``E_TIMEOUT``; with
+``run(..., watchdog=W)`` (timed policy) any wait longer than ``W`` cycles does, earliest first,
+like the ``WATCHDOG`` register. :meth:`IsaSim.run_queues` runs programs from DRAM rings
+(``E_QUEUE``, fetch ``E_AXI``). The first error is kept (:class:`SimError`: code, source, queue
+index, info, detail) and every stream stops; the failing instruction wrote nothing.
+
+Engine hooks
+------------
+Each engine opcode runs through :data:`OP_HOOKS` (``name -> OpHook``): the tensor and sync
+opcodes are registered here; the vector and scalar engines register theirs with
+:func:`register_op`. A valid opcode without a hook raises ``NotImplementedError`` naming it.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from golden import dma as gdma
+from golden.ap import AP, ELEM_BYTES, PSUM, SBUF, active_dims, addresses, extent
+from golden.ap import check as ap_check
+from golden.tensor import check_pair, matmul, psum_update, resolve_dense_format, transpose
+from rtl.config import CoreConfig, check_config
+from rtl.isa import ENGINES, INSTR_BYTES, OPS_BY_NAME, APEnc, Instr, check_reserved, decode
+
+__all__ = [
+    "E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG",
+    "E_SEM", "E_TIMEOUT", "E_AXI", "E_QUEUE", "E_DESC", "E_AP_ALIGN", "E_AP_FORM",
+    "ERROR_NAMES", "Fault", "SimError", "Timing", "OpHook", "OP_HOOKS", "register_op",
+    "Event", "IsaSim", "pe_latency", "find_races", "split_program",
+]
+
+E_OPCODE, E_FORMAT, E_AP_PART, E_AP_RANGE, E_SHAPE, E_FLAGS, E_SPARSE_TAG = range(1, 8)
+E_SEM, E_TIMEOUT, E_AXI, E_QUEUE, E_LINK, E_DESC, E_AP_ALIGN, E_AP_FORM = range(8, 16)
+ERROR_NAMES = {1: "E_OPCODE", 2: "E_FORMAT", 3: "E_AP_PART", 4: "E_AP_RANGE", 5: "E_SHAPE",
+               6: "E_FLAGS", 7: "E_SPARSE_TAG", 8: "E_SEM", 9: "E_TIMEOUT", 10: "E_AXI",
+               11: "E_QUEUE", 12: "E_LINK", 13: "E_DESC", 14: "E_AP_ALIGN", 15: "E_AP_FORM"}
+
+_SLOT_INDEX = {"ap0": 0, "ap1": 1, "ap2": 2}
+#: Largest descriptor (elements) the model enumerates.
+_MAX_DESC_ELEMS = 1 << 24
+_ZERO_AP = APEnc(mem=0, start=0, count=0, dtype="fp32", offset=0, dims=())
+
+
+class Fault(Exception):
+    """An instruction rejected by its checks: ``code`` (§11.2), ``info`` (``ERR_INFO``: the AP
+    slot for AP/format/shape errors, the semaphore for ``E_SEM``/``E_TIMEOUT``, the DMA detail
+    word for DMA errors), ``msg``."""
+
+    def __init__(self, code, info, msg):
+        super().__init__(f"{ERROR_NAMES.get(code, code)}: {msg}")
+        self.code, self.info, self.msg = code, info, msg
+
+
+@dataclass(frozen=True)
+class SimError:
+    """The first error of a run: ``code``, ``source`` (an engine name of
+    :data:`rtl.isa.ENGINES`, ``"dma<e>.q<q>"`` or ``"sem"``), ``index`` (queue index of the
+    instruction, or descriptor number on its DMA queue), ``info`` and ``detail`` (text)."""
+    code: int
+    source: str
+    index: int
+    info: int
+    detail: str
+
+    @property
+    def name(self):
+        return ERROR_NAMES.get(self.code, hex(self.code))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """Parameters of the cycle estimate (``docs/kernels.md`` §4 gives the formulas).
+
+    Parameters
+    ----------
+    seq_issue : int
+        Cycles between two issues of one sequencer (>= 1).
+    wait_latency : int
+        Cycles from a semaphore value becoming visible to the waiting instruction's issue.
+    post_latency : int
+        Cycles from retire to the post being visible (the semaphore file's read-modify-write).
+    issue_depth : int or None
+        Instructions issued and not retired per sequencer (``None``: ``cfg.issue_depth``).
+    fetch_cycles : int or None
+        Cycles of one instruction fetch burst (``None``: ``128 / sbuf_word_bytes`` AXI beats;
+        0: fetch not modelled). Up to ``fetch_depth`` instructions are fetched ahead of issue.
+    fetch_depth : int or None
+        ``None``: ``cfg.fetch_depth``.
+    sync_cycles : int
+        ``nop``, ``notify``, ``halt`` (run by the sequencer itself).
+    dma_desc_cycles : int
+        Fixed cost of one descriptor (check, first request; docs/dma.md measures 6.6).
+    dram_latency : int
+        AXI round trip added once per descriptor and once per ``dma_start`` fetch.
+    vector_latency : int
+        Pipeline latency of a hooked op without its own timing (occupancy = elements per
+        partition).
+    """
+    seq_issue: int = 1
+    wait_latency: int = 1
+    post_latency: int = 2
+    issue_depth: int | None = None
+    fetch_cycles: int | None = None
+    fetch_depth: int | None = None
+    sync_cycles: int = 1
+    dma_desc_cycles: int = 7
+    dram_latency: int = 0
+    vector_latency: int = 8
+
+    def __post_init__(self):
+        for k in ("seq_issue", "wait_latency", "post_latency", "sync_cycles", "dma_desc_cycles",
+                  "dram_latency", "vector_latency"):
+            v = getattr(self, k)
+            lo = 1 if k in ("seq_issue", "post_latency", "sync_cycles") else 0
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"Timing field '{k}' must be an int, not {v!r}")
+            if not lo <= v <= 1 << 20:
+                raise ValueError(f"Timing field '{k}' must be in [{lo}, {1 << 20}], not {v!r}")
+        for k, lo, hi in (("issue_depth", 1, 16), ("fetch_depth", 1, 16),
+                          ("fetch_cycles", 0, 1 << 20)):
+            v = getattr(self, k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)
+                                  or not lo <= v <= hi):
+                raise ValueError(f"Timing field '{k}' must be None or in [{lo}, {hi}], "
+                                 f"not {v!r}")
+
+
+@dataclass(frozen=True)
+class OpHook:
+    """How the simulator runs one engine opcode.
+
+    ``execute(sim, ins) -> None`` checks everything first (raising :class:`Fault`), then reads
+    and writes ``sim``. ``timing(sim, ins, issue) -> (start, done)`` gives the cycle the engine
+    starts it and the cycle its last write is visible (``None``: :meth:`IsaSim.default_timing`).
+    ``access(sim, ins) -> [(kind, mem, parts, lo, hi)]`` its footprint for :func:`find_races`
+    (``None``: the APs, a ``dst``/``psum`` role written, the others read)."""
+    name: str
+    execute: Callable
+    timing: Callable | None = None
+    access: Callable | None = None
+
+
+#: Engine opcodes the simulator can run: name -> :class:`OpHook`.
+OP_HOOKS: dict = {}
+
+
+def register_op(name, execute, timing=None, access=None):
+    """Register (or replace) the hook of engine opcode ``name`` (a :data:`rtl.isa.OPS_BY_NAME`
+    name of an engine's own range); returns the :class:`OpHook`."""
+    op = OPS_BY_NAME.get(name)
+    if op is None or op.engine is None:
+        raise ValueError(f"register_op name must be an engine opcode of rtl.isa, not {name!r}")
+    hook = OpHook(name, execute, timing, access)
+    OP_HOOKS[name] = hook
+    return hook
+
+
+@dataclass
+class Event:
+    """One timeline entry: ``stream``, ``index``, ``op``, and the cycles ``issue`` (the
+    sequencer hands it over / the DMA takes it), ``start`` (the engine starts), ``done`` (last
+    write visible), ``retire`` (in order; the post is visible ``post_latency`` later)."""
+    stream: str
+    index: int
+    op: str
+    issue: int
+    start: int
+    done: int
+    retire: int
+    access: list = field(default_factory=list, repr=False)
+    waits: tuple | None = None
+    post: tuple | None = None
+    after: int | None = None
+    work: int = 0
+
+
+def pe_latency(cfg):
+    """``TensorEngine.latency`` (docs/tensor-engine.md, cycle formula): cycles from a matmul's
+    last moving beat to its last PSUM write."""
+    La, Lm, R, C = cfg.add_stages, cfg.mul_stages, cfg.pe_rows, cfg.pe_cols
+    return 1 + (R - 1) * La + (Lm + La) + (C - 1) + (1 + La)
+
+
+def split_program(raw):
+    """``raw`` (bytes, a list of 128-byte instructions, or of :class:`rtl.isa.Instr`) as a list
+    of 128-byte ``bytes``."""
+    from rtl.isa import encode
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        raw = bytes(raw)
+        if len(raw) % INSTR_BYTES:
+            raise ValueError(f"program length must be a multiple of {INSTR_BYTES}, "
+                             f"not {len(raw)}")
+        return [raw[i:i + INSTR_BYTES] for i in range(0, len(raw), INSTR_BYTES)]
+    out = []
+    for x in raw:
+        out.append(encode(x) if isinstance(x, Instr) else bytes(x))
+        if len(out[-1]) != INSTR_BYTES:
+            raise ValueError(f"an instruction must be {INSTR_BYTES} bytes, not {len(out[-1])}")
+    return out
+
+
+class _Stream:
+    def __init__(self, name, kind, prog=None):
+        self.name, self.kind = name, kind
+        self.prog = prog or []          # engine: raw instructions; dma: [(desc, enqueue)]
+        self.pos = 0
+        self.done = False
+        self.last_issue = None
+        self.retires = []               # engine: retire cycles of the instructions run
+        self.pre = {}                   # pos -> ((code, reason, info) or None, Instr or None)
+        self.head, self.qsize = 0, None  # ring position of prog[0] (run_queues)
+        self.timed_out = False          # set by IsaSim._candidate
+        self.issues = []                # issue cycle of each instruction run
+        self.fetch = {}                 # pos -> (fetch start, fetch done)
+
+    def pc(self, pos):
+        """Queue index (ERR_PC) of program position ``pos``."""
+        return pos if not self.qsize else (self.head + pos) % self.qsize
+
+    def finished(self):
+        return self.done or self.pos >= len(self.prog)
+
+
+class IsaSim:
+    """The golden ISA simulator (see the module docstring).
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    dram_bytes : int or bytes
+        Size of the DRAM window, or its initial contents.
+    dram_base : int
+        Address of its first byte.
+    timing : Timing or None
+
+    Members
+    -------
+    mem : golden.dma.Memory
+        DRAM window and SBUF.
+    psum : np.ndarray of uint8, [partitions, psum_bytes_per_partition]
+    sems : list of int
+    error : SimError or None
+        The first error of :meth:`run`.
+    timeline : list of Event
+        Every instruction and descriptor run, in the order they ran.
+    notifies : list of (engine, index, code)
+        ``notify`` instructions and ``irq_on_done`` completions (code -1).
+    """
+
+    def __init__(self, cfg: CoreConfig, *, dram_bytes=1 << 16, dram_base=0, timing=None):
+        check_config(cfg, "IsaSim")
+        self.cfg = cfg
+        if isinstance(dram_bytes, (bytes, bytearray)):
+            self.mem = gdma.Memory(cfg, dram_base=dram_base, dram=dram_bytes)
+        else:
+            self.mem = gdma.Memory(cfg, dram_base=dram_base, dram_bytes=dram_bytes)
+        self.psum = np.zeros((cfg.partitions, cfg.psum_bytes_per_partition), dtype=np.uint8)
+        self.sems = [0] * cfg.semaphores
+        self.timing = timing or Timing()
+        if not isinstance(self.timing, Timing):
+            raise TypeError(f"IsaSim timing must be a Timing, not {self.timing!r}")
+        self.error = None
+        self.timeline = []
+        self.notifies = []
+        self.pe_weights = None          # (codes [K, M] uint32, dtype name) of the last load
+        self._watchdog = None
+        self.engine_state = {}          # hooks' timing state: name -> dict
+
+    def soft_reset(self):
+        """The host's ``CTRL.soft_reset``: semaphores to 0, the error and the tensor engine's
+        weights cleared; DRAM, SBUF and PSUM kept. (Each :meth:`run` starts its timeline at
+        cycle 0 and keeps the semaphores, so a second program after a clean one sees the
+        first one's posts unless the host resets.)"""
+        self.sems = [0] * self.cfg.semaphores
+        self.error = None
+        self.pe_weights = None
+
+    # --- memory views, for hooks -----------------------------------------------------------
+    @property
+    def sbuf(self):
+        """The SBUF as ``np.uint8 [partitions, sbuf_bytes_per_partition]`` (a writable view)."""
+        return np.frombuffer(self.mem.sbuf, dtype=np.uint8).reshape(
+            self.cfg.partitions, self.cfg.sbuf_bytes_per_partition)
+
+    @property
+    def psum32(self):
+        """PSUM as FP32 bits ``[partitions, psum_banks, psum_bank_fp32]`` (a view)."""
+        c = self.cfg
+        return self.psum.view("<u4").reshape(c.partitions, c.psum_banks, c.psum_bank_fp32)
+
+    def _buf(self, mem):
+        return self.sbuf if mem == SBUF else self.psum
+
+    def check_format(self, enc, slot, formats=None):
+        """``E_FORMAT`` :class:`Fault` unless ``enc``'s dtype is addressable (an element of
+        1, 2 or 4 bytes) and, when ``formats`` is given, one of them."""
+        if enc.dtype not in ELEM_BYTES or (formats is not None and enc.dtype not in formats):
+            raise Fault(E_FORMAT, _SLOT_INDEX[slot], f"{slot} dtype {enc.dtype} is not enabled "
+                                                     f"here")
+
+    def check_ap(self, enc, slot):
+        """:class:`golden.ap.AP` of ``enc`` (the AP in ``slot``), or :class:`Fault` with the
+        :func:`golden.ap.check` code (``E_FORMAT`` for a dtype no AP can address)."""
+        self.check_format(enc, slot)
+        ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
+                offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims)
+        r = ap_check(self.cfg, ap)
+        if r is not None:
+            raise Fault(r[0], _SLOT_INDEX[slot], f"{slot}: {r[2]}")
+        return ap
+
+    def read_ap(self, ap):
+        """Element codes ``np.uint32 [num_partitions, elements]`` of a checked AP."""
+        rows = self._buf(ap.memory)[ap.start_partition:ap.start_partition + ap.num_partitions]
+        a = addresses(ap)
+        b = rows[:, a[:, None] + np.arange(ap.elem_bytes)].astype(np.uint32)
+        return np.bitwise_or.reduce(b << (8 * np.arange(ap.elem_bytes, dtype=np.uint32)), axis=2)
+
+    def write_ap(self, ap, codes):
+        """Write element codes ``[num_partitions, elements]`` through a checked AP (a byte
+        written twice: the later element wins)."""
+        codes = np.asarray(codes).astype(np.uint32)
+        a = addresses(ap)
+        if codes.shape != (ap.num_partitions, a.size):
+            raise ValueError(f"write_ap codes must have shape {(ap.num_partitions, a.size)}, "
+                             f"not {codes.shape}")
+        buf = self._buf(ap.memory)
+        by = ((codes[..., None] >> (8 * np.arange(ap.elem_bytes, dtype=np.uint32)))
+              & 0xFF).astype(np.uint8)
+        p0 = ap.start_partition
+        for j in range(ap.elem_bytes):
+            buf[p0:p0 + ap.num_partitions, a + j] = by[..., j]
+
+    @staticmethod
+    def footprint(kind, ap):
+        """``(kind, mem, (p_lo, p_hi), lo, hi)`` of a checked AP (closed-form extent)."""
+        lo, hi = extent(ap)
+        return (kind, ap.memory, (ap.start_partition, ap.start_partition + ap.num_partitions - 1),
+                lo, hi)
+
+    def default_timing(self, engine, ins, issue):
+        """``(start, done)`` of a hooked op without its own timing: it starts when its engine
+        is free, occupies it one cycle per element of its widest AP, and completes
+        ``vector_latency`` cycles later."""
+        st = self.engine_state.setdefault(engine, {"free": 0})
+        n = max([_elems(a) for a in ins.aps.values()] or [1])
+        start = max(issue, st["free"])
+        st["free"] = start + n
+        return start, start + n + self.timing.vector_latency
+
+    def stats(self):
+        """Figures of the last timed run: ``cycles`` (the last completion), ``busy`` (stream ->
+        fraction of ``cycles`` covered by its instructions' ``[start, done)``), ``macs`` (useful
+        multiply-adds of the tensor engine) and ``pe_utilization`` = ``macs / (pe_rows x
+        pe_cols x cycles)``."""
+        cycles = max((e.done for e in self.timeline), default=0)
+        busy = {}
+        for name in dict.fromkeys(e.stream for e in self.timeline):
+            iv = sorted((e.start, e.done) for e in self.timeline if e.stream == name)
+            tot, cur = 0, None
+            for a, b in iv:
+                if cur is None or a > cur[1]:
+                    tot += 0 if cur is None else cur[1] - cur[0]
+                    cur = [a, b]
+                else:
+                    cur[1] = max(cur[1], b)
+            tot += 0 if cur is None else cur[1] - cur[0]
+            busy[name] = tot / cycles if cycles else 0.0
+        macs = sum(e.work for e in self.timeline if e.op == "multiply_moving")
+        return {"cycles": cycles, "busy": busy, "macs": macs,
+                "pe_utilization": macs / (self.cfg.macs * cycles) if cycles else 0.0}
+
+    # --- running -------------------------------------------------------------------------
+    def run(self, programs, *, policy="timed", watchdog=None, max_steps=1 << 22):
+        """Run ``programs`` (engine name -> program, see :func:`split_program`; a list/tuple
+        is in :data:`rtl.isa.ENGINES` order) to the end of every stream, a deadlock or the
+        first error. ``policy``: ``"timed"`` or a :class:`random.Random`. ``watchdog``: with
+        the timed policy, a wait still unsatisfied that many cycles after the instruction could
+        have issued fails with ``E_TIMEOUT`` then (the ``WATCHDOG`` register; ``None``/0: only
+        a deadlock does). Returns :attr:`error` (``None`` when the run was clean)."""
+        if isinstance(programs, (list, tuple)):
+            programs = dict(zip(ENGINES, programs))
+        bad = set(programs) - set(ENGINES)
+        if bad:
+            raise ValueError(f"programs keys must be engines of {ENGINES}, not {sorted(bad)}")
+        return self._run({e: split_program(programs.get(e, b"")) for e in ENGINES}, {},
+                         policy, watchdog, max_steps)
+
+    def run_queues(self, queues, *, policy="timed", watchdog=None, max_steps=1 << 22):
+        """Run the programs the host placed in DRAM queues (docs/core.md §1): ``queues`` maps
+        an engine to ``(q_base, q_size, q_tail)`` or ``(q_base, q_size, q_head, q_tail)``
+        (``q_head`` 0 after reset). Instructions ``q_head .. q_tail - 1`` (modulo ``q_size``) are
+        read from DRAM when the run starts (a program that rewrites its own queue is not
+        modelled). A bad queue (``q_size`` 0 or not a power of two, ``q_tail >= q_size``,
+        ``q_base`` not a multiple of 128) with work in it is ``E_QUEUE`` at ``q_head``; an
+        instruction outside the DRAM window is ``E_AXI`` (info 0) at its queue index. The
+        errors' and the timeline's ``index`` is the queue index."""
+        bad = set(queues) - set(ENGINES)
+        if bad:
+            raise ValueError(f"queues keys must be engines of {ENGINES}, not {sorted(bad)}")
+        progs, rings = {e: [] for e in ENGINES}, {}
+        lo, hi = self.mem.dram_base, self.mem.dram_limit
+        for e, q in queues.items():
+            if len(q) == 3:
+                base, size, tail = q
+                head = 0
+            else:
+                base, size, head, tail = q
+            rings[e] = (head, size)
+            if head == tail:
+                continue
+            if size <= 0 or size & (size - 1) or tail >= size or head >= size or base % 128:
+                progs[e] = [Fault(E_QUEUE, 0, f"bad queue: base {base:#x}, size {size}, "
+                                              f"head {head}, tail {tail}")]
+                continue
+            for k in range((tail - head) % size):
+                a = base + INSTR_BYTES * ((head + k) % size)
+                if a < lo or a + INSTR_BYTES > hi:
+                    progs[e].append(Fault(E_AXI, 0, f"instruction fetch at {a:#x} outside the "
+                                                    f"DRAM window [{lo:#x}, {hi:#x})"))
+                    break
+                progs[e].append(bytes(self.mem.dram[a - lo:a - lo + INSTR_BYTES]))
+        return self._run(progs, rings, policy, watchdog, max_steps)
+
+    def _run(self, progs, rings, policy, watchdog, max_steps):
+        if watchdog is not None and (isinstance(watchdog, bool) or not isinstance(watchdog, int)
+                                     or not 0 <= watchdog < 1 << 32):
+            raise ValueError(f"watchdog must be None or in [0, 2**32 - 1], not {watchdog!r}")
+        self._watchdog = watchdog
+        if policy != "timed" and not isinstance(policy, _random.Random):
+            raise TypeError(f"policy must be 'timed' or a random.Random, not {policy!r}")
+        c = self.cfg
+        self.error = None
+        self.timeline, self.notifies, self.engine_state = [], [], {}
+        self._streams = [_Stream(e, "eng", progs[e]) for e in ENGINES]
+        for st in self._streams:
+            if st.name in rings:
+                st.head, st.qsize = rings[st.name]
+        self._dma = {}
+        for e in range(c.dma_engines):
+            for q in range(c.dma_queues):
+                s = _Stream(f"dma{e}.q{q}", "dma")
+                s.dma = (e, q)
+                self._dma[(e, q)] = s
+                self._streams.append(s)
+        self._dma_free = [0] * c.dma_engines
+        self._posts = {}                # sem -> [(visible cycle, inc)]
+        self._depth = self.timing.issue_depth or c.issue_depth
+        fc = self.timing.fetch_cycles
+        self._fetch_cycles = INSTR_BYTES // c.sbuf_word_bytes if fc is None else fc
+        self._fetch_depth = self.timing.fetch_depth or c.fetch_depth
+        for _ in range(max_steps):
+            if self.error is not None:
+                break
+            pick = self._pick(policy)
+            if pick is None:
+                self._deadlock()
+                break
+            s, t = pick
+            if s.kind == "eng":
+                self._step_engine(s, t)
+            else:
+                self._step_dma(s, t)
+        else:
+            raise RuntimeError(f"IsaSim.run: more than max_steps = {max_steps} steps")
+        return self.error
+
+    # sems visible at cycle t (timed) or now (random)
+    def _sem_ready(self, sem, val, base, timed):
+        """Earliest cycle >= base at which sem >= val, or None."""
+        if val <= 0:
+            return base
+        posts = sorted(self._posts.get(sem, []))
+        acc = 0
+        for tv, inc in posts:
+            acc += inc
+            if acc >= val:
+                return max(base, tv + self.timing.wait_latency) if timed else base
+        return None
+
+    def _pre(self, s):
+        if s.pos not in s.pre:
+            raw = s.prog[s.pos]
+            if isinstance(raw, Fault):          # a fetch or queue error (run_queues)
+                s.pre[s.pos] = ((raw.code, raw.msg, raw.info), None)
+            else:
+                err = check_reserved(raw, s.name)
+                s.pre[s.pos] = (err + (0,) if err else None, None if err else decode(raw))
+        return s.pre[s.pos]
+
+    def _candidate(self, s, timed):
+        if s.finished():
+            return None
+        if s.kind == "dma":
+            desc, enq, _after = s.prog[s.pos]
+            return max(enq, self._dma_free[s.dma[0]])
+        err, ins = self._pre(s)
+        t = 0 if s.last_issue is None else s.last_issue + self.timing.seq_issue
+        i = s.pos
+        if len(s.retires) >= self._depth:
+            t = max(t, s.retires[i - self._depth])
+        t = max(t, self._fetched(s, i))
+        s.timed_out = False
+        if err is None and ins.wait is not None and self._sem_ok(ins):
+            r = self._sem_ready(ins.wait[0], ins.wait[1], t, timed)
+            wd = self._watchdog
+            if timed and wd and (r is None or r > t + wd):
+                s.timed_out = True              # the watchdog fires first
+                return t + wd
+            return r
+        return t
+
+    def _fetched(self, s, i):
+        """Cycle instruction ``i`` of engine stream ``s`` has arrived: back-to-back bursts of
+        ``fetch_cycles``, at most ``fetch_depth`` ahead of issue, plus ``dram_latency``."""
+        if not self._fetch_cycles:
+            return 0
+        if i not in s.fetch:
+            prev = s.fetch[i - 1][0] + self._fetch_cycles if i else 0
+            slot = s.issues[i - self._fetch_depth] if i >= self._fetch_depth else 0
+            st = max(prev, slot)
+            s.fetch[i] = (st, st + self._fetch_cycles + self.timing.dram_latency)
+        return s.fetch[i][1]
+
+    def _sem_ok(self, ins):
+        n = self.cfg.semaphores
+        return all(x is None or x[0] < n for x in (ins.wait, ins.post))
+
+    def _pick(self, policy):
+        timed = policy == "timed"
+        cands = []
+        for k, s in enumerate(self._streams):
+            t = self._candidate(s, timed)
+            if t is not None:
+                cands.append((t, k, s))
+        if not cands:
+            return None
+        if timed:
+            t, _, s = min(cands, key=lambda x: (x[0], x[1]))
+        else:
+            t, _, s = policy.choice(cands)
+        return s, t
+
+    def _deadlock(self):
+        for s in self._streams:
+            if s.kind == "eng" and not s.finished():
+                _, ins = self._pre(s)
+                sem, val = ins.wait
+                self._fail(E_TIMEOUT, s.name, s.pc(s.pos), sem,
+                           f"waits for sem {sem} >= {val}, which stays at {self.sems[sem]} "
+                           f"(every stream blocked)")
+                return
+
+    def _fail(self, code, source, index, info, detail):
+        if self.error is None:
+            self.error = SimError(code, source, index, info, detail)
+
+    def _post(self, sem, inc, visible, source, index):
+        mx = (1 << self.cfg.semaphore_bits) - 1
+        if self.sems[sem] + inc > mx:
+            self._fail(E_SEM, "sem", index, sem, f"post of {inc} by {source}[{index}] overflows "
+                                                 f"sem {sem} = {self.sems[sem]}")
+            return
+        self.sems[sem] += inc
+        self._posts.setdefault(sem, []).append((visible, inc))
+
+    def _step_engine(self, s, issue):
+        err, ins = self._pre(s)
+        i = s.pc(s.pos)
+        tm = self.timing
+        if err is not None:
+            self._fail(err[0], s.name, i, err[2], err[1])
+            return
+        for what, x in (("wait", ins.wait), ("post", ins.post)):
+            if x is not None and x[0] >= self.cfg.semaphores:
+                self._fail(E_SEM, s.name, i, x[0], f"{what} on sem {x[0]} >= semaphores = "
+                                                   f"{self.cfg.semaphores}")
+                return
+        if s.timed_out:
+            sem, val = ins.wait
+            self._fail(E_TIMEOUT, s.name, i, sem, f"waited {self._watchdog} cycles (watchdog) "
+                                                  f"for sem {sem} >= {val}, at {self.sems[sem]}")
+            return
+        s.last_issue = issue
+        s.issues.append(issue)
+        access, work = [], 0
+        if ins.op in ("nop", "notify", "halt"):
+            start, done = issue, issue + tm.sync_cycles
+            if ins.op == "notify":
+                self.notifies.append((s.name, i, ins.imm.get("code", 0)))
+        else:
+            hook = OP_HOOKS.get(ins.op)
+            if hook is None:
+                op = OPS_BY_NAME[ins.op]
+                raise NotImplementedError(
+                    f"golden ISA simulator: opcode {ins.op} (0x{op.code:02x}, engine "
+                    f"{op.engine}) has no hook yet; register one with "
+                    f"golden.isasim.register_op({ins.op!r}, ...)")
+            try:
+                hook.execute(self, ins)
+            except Fault as f:
+                self._fail(f.code, s.name, i, f.info, f.msg)
+                return
+            access = (hook.access or _ap_access)(self, ins)
+            t = (hook.timing(self, ins, issue) if hook.timing
+                 else self.default_timing(s.name, ins, issue))
+            start, done = t[0], t[1]
+            work = t[2] if len(t) > 2 else 0
+        retire = max(done, s.retires[-1] if s.retires else 0)
+        s.retires.append(retire)
+        self.timeline.append(Event(s.name, i, ins.op, issue, start, done, retire, access,
+                                   ins.wait, ins.post, None, work))
+        if ins.irq:
+            self.notifies.append((s.name, i, -1))
+        if ins.post is not None:
+            self._post(ins.post[0], ins.post[1], retire + tm.post_latency, s.name, i)
+        s.pos += 1
+        if ins.op == "halt":
+            s.done = True
+
+    def _step_dma(self, s, start):
+        desc, _enq, after = s.prog[s.pos]
+        n = s.pos
+        if desc.count > _MAX_DESC_ELEMS:
+            raise NotImplementedError(
+                f"golden ISA simulator: descriptor {n} of {s.name} moves {desc.count} elements, "
+                f"more than the model simulates ({_MAX_DESC_ELEMS}); the hardware would run it")
+        code, info = gdma.run(self.cfg, desc, self.mem, element_ops=False)
+        if code:
+            _c, _i, msg = gdma.check(self.cfg, desc, dram_base=self.mem.dram_base,
+                                     dram_limit=self.mem.dram_limit)
+            self._fail(code, s.name, n, info, f"descriptor {n}: {msg}")
+            return
+        cyc = self.timing.dma_desc_cycles + self.timing.dram_latency + _desc_beats(self.cfg, desc)
+        done = start + cyc
+        self._dma_free[s.dma[0]] = done
+        tm = self.timing
+        acc = _desc_access(self.cfg, desc, 0) + _desc_access(self.cfg, desc, 1)
+        self.timeline.append(Event(s.name, n, "descriptor", start, start, done, done, acc, None,
+                                   (desc.sem, desc.inc) if desc.post else None, after))
+        if desc.post:
+            self._post(desc.sem, desc.inc, done + tm.post_latency, s.name, n)
+        s.pos += 1
+
+
+def _elems(a):
+    """Elements per partition of an encoded AP (the product of its active ``num``)."""
+    n = 1
+    for _s, k in a.dims:
+        if k == 0:
+            break
+        n *= k
+    return n
+
+
+def _ap_access(sim, ins):
+    op = OPS_BY_NAME[ins.op]
+    out = []
+    for slot, role in op.aps.items():
+        enc = ins.aps.get(slot)
+        if enc is None:
+            continue
+        ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
+                offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims)
+        out.append(IsaSim.footprint("w" if role in ("dst", "psum") else "r", ap))
+    return out
+
+
+def _desc_beats(cfg, d):
+    """AXI beats of a descriptor: rows x words per row, the larger side."""
+    W = cfg.sbuf_word_bytes
+    rows = d.count // d.slots[0][0]
+    best = 0
+    for side in (0, 1):
+        es = gdma.ELEM_BYTES[gdma.DTYPES[d.src_dtype if side == 0 else d.dst_dtype]]
+        base = d.src if side == 0 else d.dst
+        run = d.slots[0][0] * es
+        best = max(best, rows * -(-((base % W) + run) // W))
+    return best
+
+
+# --- tensor engine hooks (docs/isa.md §6) ------------------------------------------------------
+
+def _flags_later(ins):
+    bad = sorted(set(ins.flags) & {"sparse", "mx"})
+    if bad:
+        raise Fault(E_FLAGS, 0, f"{ins.op}: flag {bad[0]} is [later] for SBUF-fed instructions")
+
+
+def _operand(sim, codes, dtype):
+    """A tensor operand's codes: the element's low ``width`` bits (the AP reader zero-extends
+    an element into the 32-bit lane and the engine takes the format's code; a TF32 element is
+    4 bytes holding its 19-bit code, the upper 13 bits are ignored)."""
+    return codes & np.uint32((1 << sim.cfg.fmt(dtype).width) - 1)
+
+
+def _pe_weights(sim, ins):
+    if sim.pe_weights is None:
+        raise Fault(E_SHAPE, 0, f"{ins.op} before any load_stationary")
+    return sim.pe_weights
+
+
+def _psum_ap(sim, enc, n, M):
+    c = sim.cfg
+    if (enc.mem != PSUM or enc.dtype != "fp32" or enc.start != 0 or enc.count != M
+            or enc.offset % c.psum_bank_bytes or active_dims(AP(dims=enc.dims)) != ((1, n),)):
+        raise Fault(E_SHAPE, 0, f"ap0 must be PSUM fp32 [0:{M}] at a bank's entry 0 with the one "
+                                f"dimension (1, {n}), not {enc}")
+    return enc.offset // c.psum_bank_bytes
+
+
+def _load_stationary(sim, ins):
+    _flags_later(ins)
+    enc = ins.aps.get("ap1", _ZERO_AP)
+    sim.check_format(enc, "ap1", sim.cfg.formats)
+    ap = sim.check_ap(enc, "ap1")
+    K, M = enc.count, ap.count
+    if enc.mem != SBUF or enc.start != 0 or K > sim.cfg.pe_rows or M > sim.cfg.pe_cols:
+        raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K <= {sim.cfg.pe_rows} "
+                                f"partitions and M <= {sim.cfg.pe_cols} elements, not "
+                                f"memory {enc.mem}, start {enc.start}, K {K}, M {M}")
+    sim.pe_weights = (_operand(sim, sim.read_ap(ap), enc.dtype), enc.dtype)
+
+
+def _multiply_moving(sim, ins):
+    _flags_later(ins)
+    c = sim.cfg
+    if "ap2" in ins.aps:
+        raise Fault(E_FLAGS, 2, "ap2 (MX scales) without the mx flag")
+    P = ins.aps.get("ap0", _ZERO_AP)
+    X = ins.aps.get("ap1", _ZERO_AP)
+    sim.check_format(X, "ap1", c.formats)
+    if sim.pe_weights is not None:
+        try:
+            check_pair(resolve_dense_format(sim.pe_weights[1], c),
+                       resolve_dense_format(X.dtype, c))
+        except ValueError as e:
+            raise Fault(E_FORMAT, 1, str(e)) from None
+    sim.check_ap(P, "ap0")
+    xap = sim.check_ap(X, "ap1")
+    w, fs = _pe_weights(sim, ins)
+    K, M = w.shape
+    N = xap.count
+    if X.mem != SBUF or X.start != 0 or X.count != K or N > c.psum_bank_fp32:
+        raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K = {K} partitions and "
+                                f"N <= {c.psum_bank_fp32} elements, not {X}")
+    bank = _psum_ap(sim, P, N, M)
+    r = matmul(w, fs, _operand(sim, sim.read_ap(xap), X.dtype), X.dtype, c)
+    view = sim.psum32[:M, bank, :N]
+    sim.psum32[:M, bank, :N] = psum_update(view, r, "acc" in ins.flags)
+
+
+def _transpose(sim, ins):
+    c = sim.cfg
+    P = ins.aps.get("ap0", _ZERO_AP)
+    sim.check_ap(P, "ap0")
+    if "ap1" in ins.aps:
+        sim.check_ap(ins.aps["ap1"], "ap1")
+    w, fs = _pe_weights(sim, ins)
+    K, M = w.shape
+    if K > c.psum_bank_fp32:
+        raise Fault(E_SHAPE, 0, f"transpose K = {K} must be <= psum_bank_fp32 = "
+                                f"{c.psum_bank_fp32}")
+    bank = _psum_ap(sim, P, K, M)
+    sim.psum32[:M, bank, :K] = transpose(w, fs, c)
+
+
+def _pe_state(sim):
+    return sim.engine_state.setdefault("pe", {"free": 0, "dispatch": 0, "load_ready": None})
+
+
+def _t_load(sim, ins, issue):
+    st = _pe_state(sim)
+    M = _elems(ins.aps["ap1"])
+    start = max(issue, st["dispatch"])
+    st["load_ready"] = start + M
+    return start, start + M
+
+
+def _t_mm(sim, ins, issue):
+    st = _pe_state(sim)
+    n = _elems(ins.aps["ap1"]) if ins.op == "multiply_moving" else sim.pe_weights[0].shape[0]
+    start = max(issue, st["free"])
+    if st["load_ready"] is not None:
+        start = max(start, st["load_ready"] + 1)
+        st["load_ready"] = None
+    st["dispatch"] = start
+    st["free"] = start + n
+    K, M = sim.pe_weights[0].shape
+    return start, start + n + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
+                                                    else 0)
+
+
+def _pe_access(sim, ins):
+    acc = _ap_access(sim, ins)
+    if ins.op == "transpose":
+        acc = [a for a in acc if a[0] == "w"]
+    return acc
+
+
+register_op("load_stationary", _load_stationary, _t_load, _pe_access)
+register_op("multiply_moving", _multiply_moving, _t_mm, _pe_access)
+register_op("transpose", _transpose, _t_mm, _pe_access)
+
+
+# --- sync engine: dma_start -------------------------------------------------------------------
+
+def _dma_start(sim, ins):
+    c = sim.cfg
+    e, q = ins.imm.get("engine", 0), ins.imm.get("queue", 0)
+    n, addr = ins.imm.get("count", 0), ins.imm.get("desc_addr", 0)
+    if addr % gdma.DESC_BYTES:
+        raise Fault(E_DESC, 0, f"desc_addr {addr:#x} must be a multiple of {gdma.DESC_BYTES}")
+    if e >= c.dma_engines or q >= c.dma_queues:
+        raise Fault(E_DESC, 0, f"DMA engine {e} / queue {q} must be < {c.dma_engines} / "
+                               f"{c.dma_queues}")
+    lo, hi = addr, addr + n * gdma.DESC_BYTES
+    if n and (lo < sim.mem.dram_base or hi > sim.mem.dram_limit):
+        raise Fault(E_AXI, 0, f"descriptors [{lo:#x}, {hi:#x}) outside the DRAM window "
+                              f"[{sim.mem.dram_base:#x}, {sim.mem.dram_limit:#x})")
+    raw = bytes(sim.mem.dram[lo - sim.mem.dram_base:hi - sim.mem.dram_base])
+    sim._pending_descs = [gdma.Descriptor.unpack(raw[k * 64:(k + 1) * 64]) for k in range(n)]
+
+
+def _t_dma_start(sim, ins, issue):
+    n = ins.imm.get("count", 0)
+    beats = -(-n * gdma.DESC_BYTES // sim.cfg.sbuf_word_bytes)
+    done = issue + 1 + beats + sim.timing.dram_latency
+    s = sim._dma[(ins.imm.get("engine", 0), ins.imm.get("queue", 0))]
+    # the dma_start's own Event is the next one on the timeline
+    s.prog.extend((d, done, len(sim.timeline)) for d in sim._pending_descs)
+    sim._pending_descs = []
+    return issue, done
+
+
+def _dma_start_access(sim, ins):
+    addr, n = ins.imm.get("desc_addr", 0), ins.imm.get("count", 0)
+    return [("r", "dram", None, addr, addr + n * gdma.DESC_BYTES - 1)] if n else []
+
+
+register_op("dma_start", _dma_start, _t_dma_start, _dma_start_access)
+
+
+# --- races ------------------------------------------------------------------------------------
+
+def _overlap(a, b):
+    """Do two footprints ``(kind, mem, parts, lo, hi)`` meet, one writing? ``parts`` is a
+    partition range with ``lo``/``hi`` bytes in each partition, or ``None`` for DRAM."""
+    if a[1] != b[1] or (a[0] == "r" and b[0] == "r"):
+        return False
+    if a[2] is not None and (a[2][1] < b[2][0] or b[2][1] < a[2][0]):
+        return False
+    return not (a[4] < b[3] or b[4] < a[3])
+
+
+def _desc_access(cfg, d, side):
+    """Footprints of one side of a descriptor: the DRAM extent, or one per SBUF partition."""
+    kind = "r" if side == 0 else "w"
+    space = d.src_space if side == 0 else d.dst_space
+    if space == gdma.DRAM:
+        return [(kind, "dram", None, *gdma.extent(d, side))]
+    es = gdma.ELEM_BYTES[gdma.DTYPES[d.src_dtype if side == 0 else d.dst_dtype]]
+    a = np.array([d.src if side == 0 else d.dst], dtype=np.int64)
+    for num, ss, ds in reversed(d.slots):
+        a = (a[:, None] + (ss if side == 0 else ds) * np.arange(num, dtype=np.int64)).ravel()
+    part, byte = np.divmod(a, cfg.sbuf_bytes_per_partition)
+    lo = np.full(cfg.partitions, cfg.sbuf_bytes_per_partition, dtype=np.int64)
+    hi = np.full(cfg.partitions, -1, dtype=np.int64)
+    np.minimum.at(lo, part, byte)
+    np.maximum.at(hi, part, byte)
+    return [(kind, SBUF, (p, p), int(lo[p]), int(hi[p]) + es - 1)
+            for p in np.flatnonzero(hi >= 0).tolist()]
+
+
+def find_races(sim):
+    """Pairs ``(event_a, event_b)`` of a finished run that touch a common byte (closed-form
+    extents, so an interleaved pattern may be over-reported), one writing, from different
+    streams, and not ordered by the semaphores.
+
+    Ordering (vector clocks over :attr:`IsaSim.timeline`): program order within a stream (a DMA
+    queue's descriptors included), a descriptor after the ``dma_start`` that queued it, and a
+    wait ``sem >= v`` after stream ``j``'s post that brings ``j``'s own increments of ``sem`` to
+    ``v - (the increments of every other source in the run)``: the posts it cannot have been
+    satisfied without."""
+    ev = sim.timeline
+    streams = sorted({e.stream for e in ev})
+    sidx = {s: k for k, s in enumerate(streams)}
+    tot = {}                                         # sem -> stream -> total inc
+    for e in ev:
+        if e.post is not None:
+            d = tot.setdefault(e.post[0], {})
+            d[e.stream] = d.get(e.stream, 0) + e.post[1]
+    cum = {}                                         # (sem, stream) -> [(cum inc, clock)]
+    last, clocks = {}, []
+    zero = [0] * len(streams)
+    for e in ev:
+        vc = list(last.get(e.stream, zero))
+        if e.after is not None:
+            vc = [max(a, b) for a, b in zip(vc, clocks[e.after])]
+        if e.waits is not None:
+            sem, v = e.waits
+            incs = tot.get(sem, {})
+            for (psem, src), lst in cum.items():
+                if psem != sem:
+                    continue
+                need = v - (sum(incs.values()) - incs.get(src, 0))
+                for c_inc, c_vc in lst if need > 0 else ():
+                    if c_inc >= need:
+                        vc = [max(a, b) for a, b in zip(vc, c_vc)]
+                        break
+        vc[sidx[e.stream]] += 1
+        clocks.append(vc)
+        last[e.stream] = vc
+        if e.post is not None:
+            lst = cum.setdefault((e.post[0], e.stream), [])
+            lst.append(((lst[-1][0] if lst else 0) + e.post[1], vc))
+    # candidate pairs: events sharing a 4 KiB chunk of a memory (per partition for SBUF/PSUM),
+    # at least one writing, neither ordered before the other: for an event b and another
+    # stream s, the events of s that b is not ordered after are those past b's clock entry
+    # for s (a contiguous run of s's events in the chunk, found by bisection)
+    own = [clocks[i][sidx[e.stream]] for i, e in enumerate(ev)]
+    buckets = {}                                     # chunk -> (writers, readers)
+    for i, e in enumerate(ev):
+        for kind, mem, parts, lo, hi in e.access:
+            ps = range(parts[0], parts[1] + 1) if parts is not None else (None,)
+            for p in ps:
+                for ch in range(lo >> 12, (hi >> 12) + 1):
+                    wr = buckets.setdefault((mem, p, ch), (set(), set()))
+                    wr[0 if kind == "w" else 1].add(i)
+    pairs = set()
+    for w, r in buckets.values():
+        if not w:
+            continue
+        by_s = {}
+        for x in sorted(w | r):
+            by_s.setdefault(sidx[ev[x].stream], []).append(x)
+        seqs = {k: [own[x] for x in lst] for k, lst in by_s.items()}
+        for b in sorted(w | r):
+            kb = sidx[ev[b].stream]
+            for k, lst in by_s.items():
+                if k == kb:
+                    continue
+                lo = bisect_right(seqs[k], clocks[b][k])
+                hi = bisect_left(lst, b)
+                for a in lst[lo:hi]:
+                    if a in w or b in w:
+                        pairs.add((a, b))
+    races = []
+    for i, j in sorted(pairs):
+        if any(_overlap(x, y) for x in ev[i].access for y in ev[j].access):
+            races.append((ev[i], ev[j]))
+    return races

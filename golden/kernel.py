@@ -1,0 +1,603 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Kernel API (start): NKI-like Python that allocates DRAM tensors and SBUF/PSUM tiles, emits
+one program per engine for :mod:`golden.isasim` (and the RTL core: the same bytes), and inserts
+the semaphore waits and posts from the data dependencies (``docs/kernels.md``).
+
+A :class:`Kernel` records operations in program order. Each operation reads and writes
+*resources* (a tile, a whole DRAM tensor) and completes on a *completion stream*: its engine
+(every engine instruction posts ``sem[engine index] += 1`` at completion, so ``sem[e] >= k``
+means "the first k instructions of e retired": retire is in order) or its DMA queue (every
+descriptor posts its queue's semaphore, ``len(ENGINES) + engine * dma_queues + queue``).
+Before an operation, the issuing engine waits for the last writer of everything it touches and,
+when it writes, for every reader since that write (the latest count per completion stream; a
+wait the same issuer already made is not repeated; more than one wait becomes ``nop``s with a
+wait in front of the instruction). Operations on one completion stream are ordered by program
+order (an engine's in-order stream, a DMA queue's FIFO) and need no semaphore.
+
+So the emitted programs are race-free by construction (:func:`golden.isasim.find_races` finds
+nothing) and give the result of running the operations one after the other.
+
+Layout rules: tiles start at partition 0 and at a multiple of the SBUF word
+(``cfg.sbuf_word_bytes``); DRAM tensors are row-major with a row pitch rounded up to the word;
+a load/store column start must be word-aligned (the DMA copy's lane rule, docs/dma.md §3, rule
+11). The tensor engine computes ``stationary.T @ moving``, so a GEMM ``C = A @ B`` keeps ``A``
+transposed in DRAM (``AT [K, M]``, written by the host, as NKI's ``lhsT``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from golden import dma as gdma
+from golden.ap import ELEM_BYTES, PSUM, SBUF
+from golden.asm import format_instr
+from rtl.config import CoreConfig, check_config
+from rtl.isa import ENGINES, OPS_BY_NAME, APEnc, Instr, encode
+
+__all__ = ["DramTensor", "Tile", "KernelProgram", "Kernel", "gemm_kernel", "ENGINE_OF"]
+
+#: The engine each opcode issues on (the ISA's table).
+ENGINE_OF = {name: op.engine for name, op in OPS_BY_NAME.items()}
+
+
+@dataclass(frozen=True)
+class DramTensor:
+    """A row-major 2-D tensor in DRAM: ``name``, ``addr`` (first byte), ``shape`` (rows,
+    cols), ``dtype`` (a :data:`golden.ap.ELEM_BYTES` name), ``pitch`` (bytes per row)."""
+    name: str
+    addr: int
+    shape: tuple
+    dtype: str
+    pitch: int
+
+    @property
+    def esize(self):
+        return ELEM_BYTES[self.dtype]
+
+    def read(self, dram, dram_base=0):
+        """The element codes ``[rows, cols]`` (uint32) from a DRAM image."""
+        rows, cols = self.shape
+        es = self.esize
+        raw = np.frombuffer(bytes(dram[self.addr - dram_base:self.addr - dram_base
+                                       + rows * self.pitch]), dtype=np.uint8)
+        b = raw.reshape(rows, self.pitch)[:, :cols * es].reshape(rows, cols, es).astype(np.uint32)
+        return np.bitwise_or.reduce(b << (8 * np.arange(es, dtype=np.uint32)), axis=2)
+
+
+@dataclass(frozen=True)
+class Tile:
+    """An SBUF or PSUM tile: ``parts`` partitions from 0, ``elems`` elements of ``dtype`` per
+    partition at byte ``offset`` (PSUM: ``bank * psum_bank_bytes``, ``bank`` set)."""
+    mem: int
+    parts: int
+    elems: int
+    dtype: str
+    offset: int
+    name: str
+    uid: int
+    bank: int | None = None
+
+    def ap(self, col0=0, cols=None):
+        """The :class:`rtl.isa.APEnc` of columns ``[col0, col0 + cols)`` of the tile."""
+        cols = self.elems - col0 if cols is None else cols
+        if not (0 <= col0 and 1 <= cols and col0 + cols <= self.elems):
+            raise ValueError(f"tile {self.name} columns [{col0}, {col0 + cols}) must lie in "
+                             f"[0, {self.elems})")
+        return APEnc(mem=self.mem, start=0, count=self.parts, dtype=self.dtype,
+                     offset=self.offset + col0 * ELEM_BYTES[self.dtype], dims=((1, cols),))
+
+
+@dataclass
+class KernelProgram:
+    """What :meth:`Kernel.build` returns: ``programs`` (engine -> bytes), ``dram`` (the DRAM
+    image: tensors and descriptors), ``dram_base``, ``tensors`` (name -> :class:`DramTensor`),
+    ``outputs`` (name -> a :class:`DramTensor` or a dict ``{(row, col) tile origin: Tile}`` of
+    PSUM/SBUF tiles), ``listing`` (engine -> assembly text), ``free`` (offset of the first
+    unused byte of the image)."""
+    programs: dict
+    dram: bytearray
+    dram_base: int
+    tensors: dict
+    outputs: dict
+    listing: dict = field(default_factory=dict)
+    free: int = 0           # first image byte after the tensors and descriptors
+
+    def instructions(self):
+        return {e: len(p) // 128 for e, p in self.programs.items()}
+
+    def read_outputs(self, sim):
+        """Every output as element codes (``uint32``) from a finished
+        :class:`golden.isasim.IsaSim`: a DRAM tensor ``[rows, cols]``, or a dict of tiles
+        assembled at their ``(row, col)`` origins (PSUM: FP32 bits)."""
+        out = {}
+        for name, where in self.outputs.items():
+            if isinstance(where, DramTensor):
+                out[name] = where.read(sim.mem.dram, sim.mem.dram_base)
+                continue
+            rows = max(r + t.parts for (r, _c), t in where.items())
+            cols = max(c + t.elems for (_r, c), t in where.items())
+            a = np.zeros((rows, cols), dtype=np.uint32)
+            for (r, c), t in where.items():
+                if t.mem == PSUM:
+                    a[r:r + t.parts, c:c + t.elems] = sim.psum32[:t.parts, t.bank, :t.elems]
+                else:
+                    a[r:r + t.parts, c:c + t.elems] = sim.read_ap(sim.check_ap(t.ap(), "ap0"))
+            out[name] = a
+        return out
+
+    def place_queues(self, base=None):
+        """Write every engine's program into the DRAM image as a queue (docs/core.md §1) from
+        ``base`` (default: after everything else, 128-aligned) and return ``{engine: (q_base,
+        q_size, q_tail)}``: ``q_size`` the smallest power of two above the instruction count
+        (the ring holds ``q_size - 1``), ``q_head`` 0. An engine with an empty program gets no
+        queue. Feed it to :meth:`golden.isasim.IsaSim.run_queues` or to the core's CSRs."""
+        top = base - self.dram_base if base is not None else self.free
+        if top < self.free:
+            raise ValueError(f"place_queues base must be >= {self.dram_base + self.free:#x} "
+                             f"(after the tensors and descriptors), not {base:#x}")
+        top = -(-top // 128) * 128
+        out = {}
+        for e, prog in self.programs.items():
+            n = len(prog) // 128
+            if not n:
+                continue
+            size = 1 << n.bit_length()          # > n: the ring holds size - 1
+            if top + 128 * size > len(self.dram):
+                raise ValueError(f"place_queues: the {e} queue does not fit in the DRAM image "
+                                 f"of {len(self.dram)} bytes")
+            self.dram[top:top + len(prog)] = prog
+            out[e] = (self.dram_base + top, size, n)
+            top += 128 * size
+        return out
+
+
+class Kernel:
+    """Build a kernel (see the module docstring).
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    dram_bytes : int
+        Size of the DRAM image (tensors, then the descriptors).
+    dram_base : int
+        DRAM address of the image's first byte.
+    """
+
+    def __init__(self, cfg: CoreConfig, *, dram_bytes=1 << 20, dram_base=0):
+        check_config(cfg, "Kernel")
+        self.cfg = cfg
+        self.dram_base = dram_base
+        self.dram = bytearray(dram_bytes)
+        self._dram_top = 0
+        self._sbuf_top = 0
+        self._live = {}                           # SBUF tile uid -> (first, end) byte
+        self._dead = []                           # freed (first, end, resource key)
+        self._alias = {}                          # uid -> resource keys of freed tiles under it
+        self._uid = 0
+        self._next_bank = 0
+        self._queue_rr = 0
+        self.tensors = {}
+        self.outputs = {}
+        self._ops = {e: [] for e in ENGINES}     # engine -> [Instr or ("dma", desc, queue)]
+        self._count = {}                          # completion stream -> completions so far
+        self._writer = {}                         # resource -> (stream, count)
+        self._readers = {}                        # resource -> {stream: count}
+        self._waited = {e: {} for e in ENGINES}   # issuer -> stream -> count already waited
+        self._pe_loaded = None                    # (AP, its writer) of the loaded weights
+        nsem = len(ENGINES) + cfg.dma_engines * cfg.dma_queues
+        if nsem > cfg.semaphores:
+            raise ValueError(f"Kernel needs {nsem} semaphores (one per engine and DMA queue), "
+                             f"cfg.semaphores is {cfg.semaphores}")
+
+    # --- allocation ---------------------------------------------------------------------------
+    def _word(self, n):
+        W = self.cfg.sbuf_word_bytes
+        return -(-n // W) * W
+
+    def dram_tensor(self, name, shape=None, dtype="bf16", data=None):
+        """A DRAM tensor ``[rows, cols]`` of ``dtype`` (element codes ``data`` written into the
+        image, or zero)."""
+        if name in self.tensors:
+            raise ValueError(f"dram_tensor name {name!r} is already used")
+        if dtype not in ELEM_BYTES:
+            raise ValueError(f"dram_tensor dtype must be one of {sorted(ELEM_BYTES)}, "
+                             f"not {dtype!r}")
+        if data is not None:
+            data = np.asarray(data)
+            shape = data.shape
+        if shape is None or len(shape) != 2 or min(shape) < 1:
+            raise ValueError(f"dram_tensor shape must be (rows >= 1, cols >= 1), not {shape!r}")
+        es = ELEM_BYTES[dtype]
+        pitch = self._word(shape[1] * es)
+        addr = self._word(self._dram_top)
+        if addr + shape[0] * pitch > len(self.dram):
+            raise ValueError(f"dram_tensor {name!r} does not fit in dram_bytes = "
+                             f"{len(self.dram)}")
+        self._dram_top = addr + shape[0] * pitch
+        t = DramTensor(name, self.dram_base + addr, tuple(shape), dtype, pitch)
+        self.tensors[name] = t
+        if data is not None:
+            codes = data.astype(np.uint64)
+            b = ((codes[..., None] >> (8 * np.arange(es, dtype=np.uint64))) & 0xFF).astype(np.uint8)
+            img = np.frombuffer(self.dram, dtype=np.uint8)
+            rows = img[addr:addr + shape[0] * pitch].reshape(shape[0], pitch)
+            rows[:, :shape[1] * es] = b.reshape(shape[0], -1)
+        return t
+
+    def _tile_uid(self):
+        self._uid += 1
+        return self._uid
+
+    def sbuf_tile(self, parts, elems, dtype="bf16", name=None):
+        """An SBUF tile of ``parts`` partitions (from 0) x ``elems`` elements."""
+        c = self.cfg
+        if not 1 <= parts <= c.partitions:
+            raise ValueError(f"sbuf_tile parts must be in [1, {c.partitions}], not {parts}")
+        if dtype not in ELEM_BYTES:
+            raise ValueError(f"sbuf_tile dtype must be one of {sorted(ELEM_BYTES)}, "
+                             f"not {dtype!r}")
+        size = self._word(elems * ELEM_BYTES[dtype]) if elems >= 1 else 0
+        off = self._fit(size)
+        if elems < 1 or off is None:
+            used = sum(b - a for a, b in self._live.values())
+            raise ValueError(f"sbuf_tile of {elems} {dtype} does not fit: {used} of "
+                             f"{c.sbuf_bytes_per_partition} bytes per partition in use")
+        uid = self._tile_uid()
+        self._live[uid] = (off, off + size)
+        self._sbuf_top = max(self._sbuf_top, off + size)
+        # the space may have held freed tiles: their readers and writers stay dependencies
+        self._alias[uid] = [k for a, b, k in self._dead if a < off + size and off < b]
+        return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
+
+    def _fit(self, size):
+        """First word-aligned offset where ``size`` bytes per partition are free."""
+        top = self.cfg.sbuf_bytes_per_partition
+        off = 0
+        for a, b in sorted(self._live.values()):
+            if a - off >= size:
+                return off
+            off = max(off, b)
+        return off if top - off >= size else None
+
+    def free(self, tile):
+        """Give ``tile``'s SBUF space back. A tile allocated there later waits for every
+        reader and writer of ``tile`` (the dependencies carry over), so reuse is race-free."""
+        if tile.mem != SBUF or tile.uid not in self._live:
+            raise ValueError(f"free: {tile.name} is not a live SBUF tile of this kernel")
+        a, b = self._live.pop(tile.uid)
+        self._dead.append((a, b, ("tile", tile.uid)))
+        self._dead.extend((a, b, k) for k in self._alias.pop(tile.uid, []))
+
+    def psum_tile(self, parts, n, bank=None, name=None):
+        """A PSUM tile (FP32): ``parts`` partitions x ``n <= psum_bank_fp32`` entries at entry 0
+        of ``bank`` (default: the next bank, round-robin). Tiles of one bank alias: the
+        dependency tracking treats the bank as the resource."""
+        c = self.cfg
+        if bank is None:
+            bank, self._next_bank = self._next_bank, (self._next_bank + 1) % c.psum_banks
+        if not 0 <= bank < c.psum_banks or not 1 <= n <= c.psum_bank_fp32 \
+                or not 1 <= parts <= c.partitions:
+            raise ValueError(f"psum_tile needs bank in [0, {c.psum_banks}), n in [1, "
+                             f"{c.psum_bank_fp32}], parts in [1, {c.partitions}], not "
+                             f"{bank}, {n}, {parts}")
+        return Tile(PSUM, parts, n, "fp32", bank * c.psum_bank_bytes, name or f"psum{bank}",
+                    -1 - bank, bank)
+
+    # --- dependency tracking -----------------------------------------------------------------
+    @staticmethod
+    def _res(x):
+        if isinstance(x, DramTensor):
+            return ("dram", x.name)
+        if isinstance(x, Tile):
+            return ("tile", x.uid)
+        return ("key", x)
+
+    def _keys(self, x):
+        """The resource keys an access to ``x`` touches (a tile: itself and the freed tiles
+        whose space it reuses)."""
+        k = self._res(x)
+        return [k] + (self._alias.get(x.uid, []) if isinstance(x, Tile) else [])
+
+    def _emit(self, issuer, stream, reads, writes, make):
+        """Record one operation: waits from its dependencies, then ``make(wait, post)`` gives
+        what is appended to ``issuer``'s program."""
+        deps = {}
+
+        def need(dep):
+            if dep and dep[0] != stream:
+                deps[dep[0]] = max(deps.get(dep[0], 0), dep[1])
+        reads = [r for x in reads for r in self._keys(x)]
+        writes = [r for x in writes for r in self._keys(x)]
+        for r in reads:
+            need(self._writer.get(r))
+        for r in writes:
+            need(self._writer.get(r))
+            for s, k in self._readers.get(r, {}).items():
+                need((s, k))
+        waited = self._waited[issuer]
+        waits = [(self._sem(s), k) for s, k in sorted(deps.items(), key=str) if waited.get(s, 0) < k]
+        for s, k in deps.items():
+            waited[s] = max(waited.get(s, 0), k)
+        for w in waits[:-1]:
+            self._ops[issuer].append(Instr(op="nop", wait=w))
+        self._count[stream] = self._count.get(stream, 0) + 1
+        me = (stream, self._count[stream])
+        post = (self._sem(stream), 1)
+        self._ops[issuer].append(make(waits[-1] if waits else None, post))
+        for r in writes:
+            self._writer[r] = me
+            self._readers[r] = {}
+        for r in reads:
+            self._readers.setdefault(r, {})[stream] = self._count[stream]
+
+    def _sem(self, stream):
+        if isinstance(stream, str):
+            return ENGINES.index(stream)
+        e, q = stream
+        return len(ENGINES) + e * self.cfg.dma_queues + q
+
+    # --- DMA --------------------------------------------------------------------------------
+    def _queue(self, queue):
+        c = self.cfg
+        if queue is None:       # round-robin, alternating the DMA engines first
+            g, self._queue_rr = self._queue_rr, (self._queue_rr + 1) % (c.dma_engines
+                                                                        * c.dma_queues)
+            queue = (g % c.dma_engines) * c.dma_queues + (g // c.dma_engines)
+        if not 0 <= queue < c.dma_engines * c.dma_queues:
+            raise ValueError(f"queue must be in [0, {c.dma_engines * c.dma_queues}), "
+                             f"not {queue}")
+        return divmod(queue, c.dma_queues)
+
+    def _dma(self, tile, tensor, row0, col0, to_sbuf, queue):
+        c = self.cfg
+        if tile.mem != SBUF:
+            raise ValueError(f"load/store tile must be in SBUF, not PSUM ({tile.name}): PSUM is "
+                             f"read by the vector/scalar engines (copy)")
+        if tile.dtype != tensor.dtype:
+            raise ValueError(f"load/store tile dtype {tile.dtype} must equal the tensor's "
+                             f"{tensor.dtype} (casts need the DMA element path, [later])")
+        rows, cols = tensor.shape
+        if not (0 <= row0 and row0 + tile.parts <= rows and 0 <= col0
+                and col0 + tile.elems <= cols):
+            raise ValueError(f"tile {tile.name} [{tile.parts} x {tile.elems}] at ({row0}, "
+                             f"{col0}) must lie in {tensor.name} {tensor.shape}")
+        es = tensor.esize
+        dram_addr = tensor.addr + row0 * tensor.pitch + col0 * es
+        if (dram_addr - tile.offset) % c.sbuf_word_bytes:
+            raise ValueError(f"load/store column {col0} of {tensor.name}: the DRAM address "
+                             f"must sit in the tile's lane of the {c.sbuf_word_bytes}-byte word "
+                             f"(docs/dma.md §3 rule 11); start at a word-aligned column")
+        eq = self._queue(queue)
+        sb = tile.offset
+        code = gdma.DTYPE_CODES[tensor.dtype]
+        if to_sbuf:
+            d = dict(src=dram_addr, dst=sb, src_space=gdma.DRAM, dst_space=gdma.SBUF,
+                     dims=((tile.elems, es, es), (tile.parts, tensor.pitch,
+                                                  c.sbuf_bytes_per_partition)))
+            reads, writes = [tensor], [tile]
+        else:
+            d = dict(src=sb, dst=dram_addr, src_space=gdma.SBUF, dst_space=gdma.DRAM,
+                     dims=((tile.elems, es, es), (tile.parts, c.sbuf_bytes_per_partition,
+                                                  tensor.pitch)))
+            reads, writes = [tile], [tensor]
+
+        def make(wait, post):
+            desc = gdma.Descriptor(**d, src_dtype=code, dst_dtype=code, post=True,
+                                   sem=post[0], inc=1)
+            return ("dma", desc, eq, wait)
+        self._emit("sp", eq, reads, writes, make)
+
+    def load(self, tile, tensor, row0=0, col0=0, queue=None):
+        """``tile[p, j] = tensor[row0 + p, col0 + j]`` by one DMA descriptor (queue: global
+        index ``engine * dma_queues + queue``, default round-robin)."""
+        self._dma(tile, tensor, row0, col0, True, queue)
+
+    def store(self, tensor, tile, row0=0, col0=0, queue=None):
+        """``tensor[row0 + p, col0 + j] = tile[p, j]`` by one DMA descriptor."""
+        self._dma(tile, tensor, row0, col0, False, queue)
+
+    # --- compute -----------------------------------------------------------------------------
+    def matmul(self, out, stationary, moving, accumulate=False):
+        """``out[m, n] (=|+=) sum_k stationary[k, m] * moving[k, n]`` on the tensor engine
+        (``load_stationary`` + ``multiply_moving``); ``out`` a PSUM tile with
+        ``parts = stationary.elems`` and ``elems = moving.elems``. The ``load_stationary`` is
+        left out when the same tile, not written since, is already loaded."""
+        if out.mem != PSUM or stationary.mem != SBUF or moving.mem != SBUF:
+            raise ValueError("matmul out must be a PSUM tile, stationary and moving SBUF tiles")
+        if stationary.parts != moving.parts or out.parts != stationary.elems \
+                or out.elems != moving.elems:
+            raise ValueError(f"matmul shapes: stationary [K={stationary.parts}, "
+                             f"M={stationary.elems}], moving [K={moving.parts}, "
+                             f"N={moving.elems}], out must be [M, N], not [{out.parts}, "
+                             f"{out.elems}]")
+        key = (stationary.ap(), self._writer.get(self._res(stationary)))
+        if key != self._pe_loaded:          # the same weights, unchanged: no reload
+            self._emit("pe", "pe", [stationary], [],
+                       lambda w, p: Instr(op="load_stationary", wait=w, post=p,
+                                          aps={"ap1": stationary.ap()}))
+            self._pe_loaded = key
+        self._emit("pe", "pe", [moving] + ([out] if accumulate else []), [out],
+                   lambda w, p: Instr(op="multiply_moving", wait=w, post=p,
+                                      flags=frozenset({"acc"} if accumulate else ()),
+                                      aps={"ap0": out.ap(), "ap1": moving.ap()}))
+
+    def transpose(self, out, tile):
+        """``out[m, k] = tile[k, m]`` as raw bits (zero-extended codes) in PSUM: the tensor
+        engine's bypass (``load_stationary`` of ``tile`` + ``transpose``)."""
+        if out.mem != PSUM or tile.mem != SBUF or out.parts != tile.elems \
+                or out.elems != tile.parts:
+            raise ValueError(f"transpose out must be a PSUM tile [{tile.elems}, {tile.parts}] "
+                             f"of the SBUF tile [{tile.parts}, {tile.elems}]")
+        key = (tile.ap(), self._writer.get(self._res(tile)))
+        if key != self._pe_loaded:
+            self._emit("pe", "pe", [tile], [],
+                       lambda w, p: Instr(op="load_stationary", wait=w, post=p,
+                                          aps={"ap1": tile.ap()}))
+            self._pe_loaded = key
+        self._emit("pe", "pe", [], [out],
+                   lambda w, p: Instr(op="transpose", wait=w, post=p, aps={"ap0": out.ap()}))
+
+    def instr(self, ins, reads=(), writes=(), engine=None):
+        """Append a ready-made :class:`rtl.isa.Instr` (its ``wait`` and ``post`` are replaced)
+        to ``engine``'s program (default: the opcode's engine), with the resources it reads and
+        writes: tiles, DRAM tensors, or any hashable key (e.g. ``("sbuf", region)``) for
+        hand-written APs. ``dma_start`` is not accepted here (use :meth:`descriptor`)."""
+        eng = engine or ENGINE_OF.get(ins.op)
+        if ins.op == "load_stationary":
+            self._pe_loaded = None
+        if eng not in ENGINES or ins.op == "dma_start" or \
+                ENGINE_OF.get(ins.op) not in (None, eng):
+            raise ValueError(f"instr: {ins.op} cannot be issued on engine {eng!r} here")
+        self._emit(eng, eng, list(reads), list(writes),
+                   lambda w, p: Instr(op=ins.op, flags=ins.flags, wait=w, post=p, irq=ins.irq,
+                                      aps=dict(ins.aps), imm=dict(ins.imm)))
+
+    def descriptor(self, desc, reads=(), writes=(), queue=None):
+        """One hand-made DMA descriptor (its ``post``, ``sem`` and ``inc`` are replaced) through
+        ``dma_start`` on the sync engine, with the resources it reads and writes."""
+        eq = self._queue(queue)
+
+        def make(wait, post):
+            kw = {f: getattr(desc, f) for f in ("src", "dst", "src_space", "dst_space", "dims",
+                                                "op", "src_dtype", "dst_dtype", "rounding",
+                                                "reserved")}
+            return ("dma", gdma.Descriptor(**kw, post=True, sem=post[0], inc=1), eq, wait)
+        self._emit("sp", eq, list(reads), list(writes), make)
+
+    def op(self, opname, dst, srcs=(), flags=(), imm=None):
+        """Any engine opcode through its APs: ``dst`` in ``ap0``, ``srcs`` in ``ap1``,
+        ``ap2``: the path of the vector and scalar engines' operations (``tensor_copy``,
+        ``activation``, ...), which the simulator runs once their hooks are registered."""
+        eng = ENGINE_OF.get(opname)
+        if eng is None:
+            raise ValueError(f"op name must be an engine opcode of rtl.isa, not {opname!r}")
+        aps = {"ap0": dst.ap()}
+        for slot, s in zip(("ap1", "ap2"), srcs):
+            aps[slot] = s.ap()
+        self._emit(eng, eng, list(srcs), [dst],
+                   lambda w, p: Instr(op=opname, wait=w, post=p, flags=frozenset(flags),
+                                      aps=aps, imm=dict(imm or {})))
+
+    def copy(self, dst, src):
+        """``dst = src`` with the formats' cast (vector engine ``tensor_copy``): how a PSUM
+        result reaches the SBUF, and then DRAM."""
+        self.op("tensor_copy", dst, [src])
+
+    def activation(self, dst, src, func, scale=1.0, bias=0.0, bias_tile=None):
+        """``dst = f(src * scale + bias)`` on the scalar engine (``activation``; ``func`` the
+        id of the engine's function table, ``bias_tile`` a per-partition bias AP)."""
+        imm = {"func": func, "scale": scale, "bias": bias, "bias_ap": int(bias_tile is not None)}
+        self.op("activation", dst, [src] + ([bias_tile] if bias_tile is not None else []),
+                imm=imm)
+
+    def output(self, name, where):
+        """Name where a result lives (a :class:`DramTensor` or a dict of tiles)."""
+        self.outputs[name] = where
+
+    # --- build -------------------------------------------------------------------------------
+    def build(self):
+        """The :class:`KernelProgram`: descriptors placed after the tensors, every engine's
+        program encoded."""
+        img = bytearray(self.dram)
+        top = -(-self._dram_top // gdma.DESC_BYTES) * gdma.DESC_BYTES
+        programs, listing = {}, {}
+        for e, lst in self._ops.items():
+            enc = []
+            for x in lst:
+                if isinstance(x, tuple):
+                    _, desc, (de, q), wait = x
+                    if top + gdma.DESC_BYTES > len(img):
+                        raise ValueError(f"descriptors do not fit in dram_bytes = {len(img)}")
+                    img[top:top + gdma.DESC_BYTES] = desc.pack()
+                    x = Instr(op="dma_start", wait=wait, imm={
+                        "engine": de, "queue": q, "count": 1,
+                        "desc_addr": self.dram_base + top})
+                    top += gdma.DESC_BYTES
+                enc.append(x)
+            programs[e] = b"".join(encode(i) for i in enc)
+            listing[e] = "\n".join(format_instr(i) for i in enc)
+        return KernelProgram(programs, img, self.dram_base, dict(self.tensors),
+                             dict(self.outputs), listing, top)
+
+
+def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20):
+    """``C = A @ B`` from ``AT [K, M]`` (A transposed) and ``B [K, N]`` (element codes of
+    ``dtype``), tiled over K (``pe_rows``), M (``pe_cols``) and N (``psum_bank_fp32``), the K
+    tiles accumulated in PSUM (FP32).
+
+    Loop order: M chunks (as many M tiles as PSUM banks allow) > N tiles > K tiles > M tiles of
+    the chunk. Each B tile ``[K tile, N tile]`` is loaded once per chunk, into one of two SBUF
+    buffers (double buffering), and serves every M tile of the chunk. The ``AT`` tiles are
+    loaded once when they all fit in SBUF (half of it), otherwise per use into two buffers.
+    Loads go round-robin over the DMA queues, alternating the DMA engines.
+
+    ``evacuate=False``: the result stays in PSUM, output ``"C"`` = ``{(m0, n0): Tile}``
+    (needs ``ceil(M / pe_cols) * ceil(N / psum_bank_fp32) <= psum_banks``). ``True``: each
+    PSUM tile is copied (``tensor_copy``, vector engine) to an FP32 SBUF tile and stored to the
+    DRAM tensor ``"C"`` [M, N] fp32 (chunks of half the banks, so a chunk's matmuls overlap the
+    previous chunk's copies).
+    """
+    k = Kernel(cfg, dram_bytes=dram_bytes)
+    AT, B = np.asarray(AT), np.asarray(B)
+    K, M = AT.shape
+    K2, N = B.shape
+    if K2 != K:
+        raise ValueError(f"gemm_kernel AT [K, M] and B [K, N] must share K, not {K} and {K2}")
+    at = k.dram_tensor("AT", dtype=dtype, data=AT)
+    b = k.dram_tensor("B", dtype=dtype, data=B)
+    TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
+    mts, nts, kts = list(range(0, M, TM)), list(range(0, N, TN)), list(range(0, K, TK))
+    if not evacuate and len(mts) * len(nts) > cfg.psum_banks:
+        raise ValueError(f"gemm_kernel without evacuate keeps C in PSUM: {len(mts) * len(nts)} "
+                         f"output tiles > psum_banks = {cfg.psum_banks}")
+    chunk = max(1, cfg.psum_banks // 2) if evacuate else len(mts)
+    es = ELEM_BYTES[dtype]
+    a_all = len(kts) * len(mts) * k._word(TM * es) <= cfg.sbuf_bytes_per_partition // 2
+    sb = [k.sbuf_tile(TK, TN, dtype, f"b{i}") for i in range(2)]
+    so = [k.sbuf_tile(TM, TN, "fp32", f"o{i}") for i in range(2)] if evacuate else None
+    c = k.dram_tensor("C", (M, N), "fp32") if evacuate else None
+    a_tiles = {}
+    if a_all:
+        for k0 in kts:
+            for m0 in mts:
+                t = k.sbuf_tile(min(TK, K - k0), min(TM, M - m0), dtype, f"a{k0}_{m0}")
+                k.load(t, at, k0, m0)
+                a_tiles[(k0, m0)] = t
+    else:
+        sa = [k.sbuf_tile(TK, TM, dtype, f"a{i}") for i in range(2)]
+    tiles, bstep, astep, ostep = {}, 0, 0, 0
+    for c0 in range(0, len(mts), chunk):
+        mc = mts[c0:c0 + chunk]
+        for n0 in nts:
+            nn = min(TN, N - n0)
+            ps = {m0: k.psum_tile(min(TM, M - m0), nn) for m0 in mc}
+            for kk, k0 in enumerate(kts):
+                kn = min(TK, K - k0)
+                tb = _sub(sb[bstep % 2], kn, nn)
+                bstep += 1
+                k.load(tb, b, k0, n0)
+                for m0 in mc:
+                    if a_all:
+                        ta = a_tiles[(k0, m0)]
+                    else:
+                        ta = _sub(sa[astep % 2], kn, min(TM, M - m0))
+                        astep += 1
+                        k.load(ta, at, k0, m0)
+                    k.matmul(ps[m0], ta, tb, accumulate=kk > 0)
+            for m0 in mc:
+                if evacuate:
+                    to = _sub(so[ostep % 2], ps[m0].parts, nn)
+                    ostep += 1
+                    k.copy(to, ps[m0])
+                    k.store(c, to, m0, n0)
+                else:
+                    tiles[(m0, n0)] = ps[m0]
+    k.output("C", c if evacuate else tiles)
+    return k.build()
+
+
+def _sub(t, parts, elems):
+    """The same buffer seen as a smaller tile (same uid: the same resource)."""
+    return Tile(t.mem, parts, elems, t.dtype, t.offset, t.name, t.uid, t.bank)

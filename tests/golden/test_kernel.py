@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Kernel API (golden/kernel.py): a tiled GEMM kernel runs on the golden ISA simulator and
+matches (1) the chain of golden.tensor.matmul + add_fp32 per K tile, bit for bit, and (2) a
+float64 numpy product within the FP32 accumulation bound; its programs are race-free and give
+the same result under random interleavings; bad tiles and layouts are refused.
+"""
+
+import random
+
+import numpy as np
+import pytest
+
+from golden.arith import add_fp32
+from golden.formats import decode
+from golden.isasim import OP_HOOKS, IsaSim, find_races, register_op
+from golden.kernel import Kernel, gemm_kernel
+from golden.tensor import matmul
+from rtl.config import DEFAULT, SMALL
+
+CFG = SMALL
+
+
+def _bf16(rng, shape, scale=4.0):
+    """bf16 codes of random normal values (finite, both signs)."""
+    x = (rng.standard_normal(shape) * scale).astype(np.float32)
+    return (x.view(np.uint32) >> 16).astype(np.uint32)
+
+
+def _chain_reference(cfg, AT, B):
+    """C per output tile: matmul of the first K tile, then add_fp32 of each next K tile's
+    matmul (the PSUM accumulate), written with golden.tensor only."""
+    K, M = AT.shape
+    N = B.shape[1]
+    TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
+    C = np.zeros((M, N), dtype=np.uint32)
+    for m0 in range(0, M, TM):
+        for n0 in range(0, N, TN):
+            acc = None
+            for k0 in range(0, K, TK):
+                r = matmul(AT[k0:k0 + TK, m0:m0 + TM], "bf16", B[k0:k0 + TK, n0:n0 + TN],
+                           "bf16", cfg)
+                acc = r if acc is None else add_fp32(acc, r)
+            C[m0:m0 + TM, n0:n0 + TN] = acc
+    return C
+
+
+def _psum_result(sim, kp, M, N):
+    C = np.zeros((M, N), dtype=np.uint32)
+    for (m0, n0), t in kp.outputs["C"].items():
+        assert t.offset == t.bank * sim.cfg.psum_bank_bytes
+        C[m0:m0 + t.parts, n0:n0 + t.elems] = sim.psum32[:t.parts, t.bank, :t.elems]
+    return C
+
+
+@pytest.mark.parametrize("K,M,N,seed", [(4, 4, 16, 0), (12, 8, 64, 1), (10, 6, 100, 2),
+                                        (3, 1, 5, 3)])
+def test_gemm_in_psum_bit_exact_and_close_to_float64(K, M, N, seed):
+    rng = np.random.default_rng(seed)
+    AT, B = _bf16(rng, (K, M)), _bf16(rng, (K, N))
+    kp = gemm_kernel(CFG, AT, B)
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None
+    C = _psum_result(sim, kp, M, N)
+    assert np.array_equal(C, _chain_reference(CFG, AT, B)), f"seed {seed}"
+    assert np.array_equal(kp.read_outputs(sim)["C"], C)
+    # independent: float64 product, error within the FP32 chain bound (K + 1 roundings)
+    a = decode(AT, CFG.fmt("bf16")).astype(np.float64)
+    b = decode(B, CFG.fmt("bf16")).astype(np.float64)
+    exact = a.T @ b
+    bound = (K + 1) * 2.0 ** -24 * (np.abs(a).T @ np.abs(b)) + 1e-300
+    got = C.view(np.float32).astype(np.float64)
+    assert np.all(np.abs(got - exact) <= bound), f"seed {seed}"
+    assert find_races(sim) == [], f"seed {seed}"
+    # any interleaving gives the same bits
+    for k in range(3):
+        s2 = IsaSim(CFG, dram_bytes=kp.dram)
+        assert s2.run(kp.programs, policy=random.Random(100 * seed + k)) is None
+        assert np.array_equal(s2.psum, sim.psum) and s2.mem.sbuf == sim.mem.sbuf
+
+
+def _copy_hook(sim, ins):
+    """tensor_copy for equal formats only (a stand-in until golden/vector.py lands)."""
+    d = sim.check_ap(ins.aps["ap0"], "ap0")
+    s = sim.check_ap(ins.aps["ap1"], "ap1")
+    assert ins.aps["ap0"].dtype == ins.aps["ap1"].dtype
+    sim.write_ap(d, sim.read_ap(s))
+
+
+def test_gemm_evacuated_to_dram_with_a_copy_hook():
+    rng = np.random.default_rng(7)
+    K, M, N = 9, 10, 70
+    AT, B = _bf16(rng, (K, M)), _bf16(rng, (K, N))
+    kp = gemm_kernel(CFG, AT, B, evacuate=True)
+    old = OP_HOOKS.get("tensor_copy")
+    try:
+        register_op("tensor_copy", _copy_hook)
+        sim = IsaSim(CFG, dram_bytes=kp.dram)
+        assert sim.run(kp.programs) is None
+        C = kp.outputs["C"].read(sim.mem.dram)
+        assert np.array_equal(C, _chain_reference(CFG, AT, B))
+        assert np.array_equal(kp.read_outputs(sim)["C"], C)
+        assert find_races(sim) == []
+        s2 = IsaSim(CFG, dram_bytes=kp.dram)
+        assert s2.run(kp.programs, policy=random.Random(5)) is None
+        assert s2.mem.dram == sim.mem.dram
+    finally:
+        if old is None:
+            OP_HOOKS.pop("tensor_copy", None)
+        else:
+            OP_HOOKS["tensor_copy"] = old
+    if old is None:
+        with pytest.raises(NotImplementedError, match="tensor_copy"):
+            IsaSim(CFG, dram_bytes=kp.dram).run(kp.programs)
+
+
+def test_gemm_default_preset_one_tile_timeline():
+    cfg = DEFAULT
+    rng = np.random.default_rng(3)
+    K, M, N = 32, 16, 512
+    AT, B = _bf16(rng, (K, M)), _bf16(rng, (K, N))
+    kp = gemm_kernel(cfg, AT, B, dram_bytes=1 << 16)
+    sim = IsaSim(cfg, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None
+    assert np.array_equal(_psum_result(sim, kp, M, N), _chain_reference(cfg, AT, B))
+    mm = [e for e in sim.timeline if e.op == "multiply_moving"]
+    assert len(mm) == 2 and all(e.done - e.start == N + 52 for e in mm)
+
+
+def test_dependencies_become_waits():
+    k = Kernel(CFG, dram_bytes=1 << 14)
+    x = k.dram_tensor("x", data=np.arange(16, dtype=np.uint32).reshape(4, 4))
+    y = k.dram_tensor("y", (4, 4))
+    t = k.sbuf_tile(4, 4)
+    k.load(t, x, queue=0)
+    k.store(y, t, queue=1)           # RAW: sp waits for queue 0's first descriptor
+    k.load(t, x, queue=0)            # WAR: waits for queue 1's store
+    k.output("t", {(0, 0): t})
+    kp = k.build()
+    lines = kp.listing["sp"].splitlines()
+    assert "wait" not in lines[0]
+    assert "wait=s6>=1" in lines[1] and "wait=s7>=1" in lines[2]
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None
+    assert np.array_equal(y.read(sim.mem.dram), np.arange(16).reshape(4, 4))
+    assert np.array_equal(kp.read_outputs(sim)["t"], np.arange(16).reshape(4, 4))
+
+
+def test_bad_kernels_are_refused():
+    k = Kernel(CFG, dram_bytes=1 << 12)
+    x = k.dram_tensor("x", (4, 8), "bf16")
+    t = k.sbuf_tile(4, 4)
+    p = k.psum_tile(4, 4)
+    with pytest.raises(ValueError, match="SBUF, not PSUM"):
+        k.load(p, x)
+    with pytest.raises(ValueError, match="lane"):
+        k.load(k.sbuf_tile(4, 2), x, col0=2)
+    with pytest.raises(ValueError, match="must lie in"):
+        k.load(t, x, col0=6)
+    with pytest.raises(ValueError, match="does not fit"):
+        k.sbuf_tile(4, 4096)
+    with pytest.raises(ValueError, match="already used"):
+        k.dram_tensor("x", (1, 1))
+    with pytest.raises(ValueError, match="matmul shapes"):
+        k.matmul(k.psum_tile(4, 5), t, t)
+    with pytest.raises(ValueError, match="engine opcode"):
+        k.op("nop", t)
+    with pytest.raises(ValueError, match="share K"):
+        gemm_kernel(CFG, np.zeros((4, 4), np.uint32), np.zeros((5, 4), np.uint32))
+    with pytest.raises(ValueError, match="psum_banks"):
+        gemm_kernel(CFG, np.zeros((4, 20), np.uint32), np.zeros((4, 4), np.uint32))
+
+
+def test_gemm_from_dram_queues_matches_the_direct_run():
+    rng = np.random.default_rng(11)
+    K, M, N = 8, 4, 40
+    AT, B = _bf16(rng, (K, M)), _bf16(rng, (K, N))
+    kp = gemm_kernel(CFG, AT, B, dram_bytes=1 << 14)
+    direct = IsaSim(CFG, dram_bytes=kp.dram)
+    assert direct.run(kp.programs) is None
+    queues = kp.place_queues()
+    assert set(queues) == {"pe", "sp"}
+    for e, (base, size, tail) in queues.items():
+        assert base % 128 == 0 and base >= kp.free and size > tail == kp.instructions()[e]
+        assert size & (size - 1) == 0
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run_queues(queues) is None
+    assert np.array_equal(sim.psum, direct.psum)
+    assert [(e.stream, e.op, e.start, e.done) for e in sim.timeline] == \
+        [(e.stream, e.op, e.start, e.done) for e in direct.timeline]
+    with pytest.raises(ValueError, match="place_queues base"):
+        kp.place_queues(base=0)
+
+
+def test_matmul_reuses_loaded_weights_until_they_change():
+    rng = np.random.default_rng(4)
+    k = Kernel(CFG, dram_bytes=1 << 14)
+    w = k.dram_tensor("w", data=_bf16(rng, (4, 4)))
+    w2 = k.dram_tensor("w2", data=_bf16(rng, (4, 4)))
+    x = k.dram_tensor("x", data=_bf16(rng, (4, 16)))
+    tw, tx = k.sbuf_tile(4, 4), k.sbuf_tile(4, 16)
+    k.load(tw, w)
+    k.load(tx, x)
+    p0, p1, p2 = k.psum_tile(4, 16), k.psum_tile(4, 16), k.psum_tile(4, 16)
+    k.matmul(p0, tw, tx)
+    k.matmul(p1, tw, tx)                 # same weights: no reload
+    k.load(tw, w2)                       # the tile changes: reload
+    k.matmul(p2, tw, tx)
+    kp = k.build()
+    assert kp.listing["pe"].count("load_stationary") == 2
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None and find_races(sim) == []
+    W1, W2, X = w.read(kp.dram), w2.read(kp.dram), x.read(kp.dram)
+    for p, ww in ((p0, W1), (p1, W1), (p2, W2)):
+        assert np.array_equal(sim.psum32[:4, p.offset // CFG.psum_bank_bytes, :16],
+                              matmul(ww, "bf16", X, "bf16", CFG))
+
+
+def test_transpose_through_the_tensor_engine():
+    from golden.tensor import transpose
+    rng = np.random.default_rng(9)
+    k = Kernel(CFG, dram_bytes=1 << 14)
+    a = k.dram_tensor("a", data=_bf16(rng, (3, 4)))
+    t = k.sbuf_tile(3, 4)
+    k.load(t, a)
+    p = k.psum_tile(4, 3)
+    k.transpose(p, t)
+    k.output("aT", {(0, 0): p})
+    kp = k.build()
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None
+    assert np.array_equal(kp.read_outputs(sim)["aT"], transpose(a.read(kp.dram), "bf16", CFG))
+    with pytest.raises(ValueError, match="transpose out"):
+        k.transpose(k.psum_tile(3, 4), t)
+
+
+def test_freed_sbuf_space_is_reused_without_races():
+    rng = np.random.default_rng(12)
+    k = Kernel(CFG, dram_bytes=1 << 14)
+    w = k.dram_tensor("w", data=_bf16(rng, (4, 4)))
+    x1 = k.dram_tensor("x1", data=_bf16(rng, (4, 16)))
+    x2 = k.dram_tensor("x2", data=_bf16(rng, (4, 16)))
+    tw = k.sbuf_tile(4, 4)
+    k.load(tw, w)
+    p1, p2 = k.psum_tile(4, 16), k.psum_tile(4, 16)
+    t1 = k.sbuf_tile(4, 16)
+    k.load(t1, x1, queue=0)
+    k.matmul(p1, tw, t1)
+    k.free(t1)
+    t2 = k.sbuf_tile(4, 16)
+    assert t2.offset == t1.offset and t2.uid != t1.uid
+    k.load(t2, x2, queue=1)              # overwrites t1's bytes: waits for the matmul (WAR)
+    k.matmul(p2, tw, t2)
+    kp = k.build()
+    sp = kp.listing["sp"].splitlines()
+    # sem 0 counts the PE's completions (load_stationary, multiply_moving: 2), sem 6 queue 0's
+    assert sp[-2:] == ["nop wait=s0>=2", "dma_start engine=0 queue=1 count=1 desc_addr=448 "
+                       "wait=s6>=2"], sp
+    for seed in range(3):
+        sim = IsaSim(CFG, dram_bytes=kp.dram)
+        pol = "timed" if seed == 0 else random.Random(seed)
+        assert sim.run(kp.programs, policy=pol) is None
+        if seed == 0:
+            assert find_races(sim) == []
+        W = w.read(kp.dram)
+        for p, x in ((p1, x1), (p2, x2)):
+            assert np.array_equal(sim.psum32[:4, p.bank, :16],
+                                  matmul(W, "bf16", x.read(kp.dram), "bf16", CFG))
+    with pytest.raises(ValueError, match="not a live SBUF tile"):
+        k.free(t1)
+    big = k.sbuf_tile(4, 1024)                         # first fit after the live tiles
+    assert big.offset >= t2.offset + 32
+    with pytest.raises(ValueError, match="does not fit"):
+        k.sbuf_tile(4, 2048)
