@@ -124,10 +124,12 @@ class Field:
 
 
 def _fields(base_byte, *spec):
-    """Fields packed from byte ``base_byte`` upward in the order given: (name, width, kind, doc)."""
+    """Fields packed from byte ``base_byte`` upward in the order given: (name, width, kind, doc);
+    a ``None`` name leaves a reserved gap (its bits must be 0)."""
     out, pos = [], base_byte * 8
     for name, width, kind, doc in spec:
-        out.append(Field(name, pos, width, kind, doc))
+        if name is not None:
+            out.append(Field(name, pos, width, kind, doc))
         pos += width
     return tuple(out)
 
@@ -211,7 +213,14 @@ def _imm(*spec):
     return _fields(0, *spec)
 
 
-_U8_ALU = ("op", 8, "u", "ALU operation (the engine's op table)")
+#: The vector engine's immediates (rtl/vector/isa.py: the decoded fields they fill).
+_VEC_IMM = _fields(
+    0, ("op0", 8, "u", "first ALU operation (4 bits used)"),
+    ("op1", 8, "u", "second ALU operation (4 bits used)"),
+    ("ctl", 8, "u", "b0 rev0, b1 rev1 (swap a stage's operands), b2 sel0, b3 sel1 (a stage's "
+                    "second operand is the src1 element, not the immediate)"),
+    (None, 8, "u", "reserved"),
+    ("imm0", 32, "f32", "first stage's immediate"), ("imm1", 32, "f32", "second's"))
 
 #: Every opcode (§8.4). Ranges: 0x00-0x0F any engine, 0x10 tensor, 0x20 vector, 0x30 scalar,
 #: 0x40 GpSimd [later], 0x50 sync, 0x60 collective.
@@ -232,37 +241,25 @@ OPCODES = (
        doc="PSUM[M, N] (=|+=) W^T X over K moving partitions x N elements (`matmul`)"),
     Op(0x12, "transpose", "pe", aps={"ap0": "psum", "ap1": "src"},
        doc="PSUM <- transpose of a K x N tile (bit-exact bypass)"),
-    # ---- vector engine ------------------------------------------------------------------------
-    Op(0x20, "tensor_tensor", "dve", aps={"ap0": "dst", "ap1": "src0", "ap2": "src1"},
-       flags=("sr",), imm=_imm(_U8_ALU), doc="dst = src0 op src1, element-wise"),
-    Op(0x21, "tensor_scalar", "dve", aps={"ap0": "dst", "ap1": "src0", "ap2": "scalars"},
-       flags=("sr",),
-       imm=_imm(("op0", 8, "u", "first ALU operation"), ("op1", 8, "u", "second (0: none)"),
-                ("per_partition", 8, "u", "b0: scalar0, b1: scalar1 from the scalars AP"),
-                ("pad", 8, "u", "0"),
-                ("scalar0", 32, "f32", "first operand"), ("scalar1", 32, "f32", "second")),
-       doc="dst = (src0 op0 scalar0) op1 scalar1"),
-    Op(0x22, "tensor_reduce", "dve", aps={"ap0": "dst", "ap1": "src0"}, flags=("sr",),
-       imm=_imm(_U8_ALU), doc="dst[p] = reduction of src0[p, :] along the free axes"),
-    Op(0x23, "tensor_copy", "dve", aps={"ap0": "dst", "ap1": "src0"}, flags=("sr",),
-       doc="dst = src0, with the formats' cast"),
-    Op(0x24, "memset", "dve", aps={"ap0": "dst"}, flags=("sr",),
-       imm=_imm(("value", 32, "f32", "value written")), doc="dst = value"),
-    Op(0x25, "select", "dve", aps={"ap0": "dst", "ap1": "src0", "ap2": "src1"}, flags=("sr",),
-       imm=_imm(_U8_ALU, ("pad", 24, "u", "0"), ("value", 32, "f32", "compared against")),
-       doc="dst = (src0 op value) ? src0 : src1"),
-    Op(0x26, "iota", "dve", aps={"ap0": "dst"}, flags=("sr",),
-       imm=_imm(("base", 32, "s", "value of element 0 of partition 0"),
-                ("part_step", 32, "s", "added per partition"),
-                ("elem_step", 32, "s", "added per element")),
-       doc="dst[p, i] = base + p * part_step + i * elem_step"),
+    # ---- vector engine: one immediate layout for every opcode (docs/vector.md) -------------
+    *(Op(code, name, "dve", aps=dict(zip(("ap0", "ap1", "ap2"), ("dst", "src0", "src1")[:n])),
+         flags=("sr",), imm=_VEC_IMM, doc=doc) for code, name, n, doc in (
+        (0x20, "tensor_tensor", 3, "dst = src0 op0 src1 (then op1 imm1), element-wise"),
+        (0x21, "tensor_scalar", 3, "dst = (src0 op0 imm0) op1 imm1; sel: per-partition src1"),
+        (0x22, "tensor_reduce", 2, "dst[p] = op1-reduction of src0 (op0 imm0)[p, :]"),
+        (0x23, "tensor_copy", 2, "dst = src0, with the formats' cast"),
+        (0x24, "memset", 1, "dst = imm0"),
+        (0x25, "select", 3, "dst = (src0 op0 imm0) ? src0 : src1"),
+        (0x26, "iota", 1, "dst = f(element index, partition index) through op0/op1"),
+        (0x27, "tensor_tensor_scan", 3, "r_i = (r_(i-1) op0 src0_i) op1 src1_i from imm0"),
+        (0x28, "max8", 2, "the 8 largest values (or their indices) per partition"))),
     # ---- scalar (activation) engine -----------------------------------------------------------
     Op(0x30, "activation", "act", aps={"ap0": "dst", "ap1": "src0", "ap2": "bias"},
        flags=("sr",),
        imm=_imm(("func", 8, "u", "function id (the loaded table's)"),
                 ("reduce_cmd", 8, "u", "0 idle, 1 reset, 2 reduce, 3 reset_reduce"),
                 ("bias_ap", 8, "u", "1: bias per partition from AP2"),
-                ("pad", 8, "u", "0"),
+                ("scale_ap", 8, "u", "1: scale per partition from AP2 (not with bias_ap)"),
                 ("scale", 32, "f32", "scale"), ("bias", 32, "f32", "bias (bias_ap 0)")),
        doc="dst = f(src0 * scale + bias), optional add-reduce into the accumulators"),
     Op(0x31, "act_table_load", "act", aps={"ap1": "table"},

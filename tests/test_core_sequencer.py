@@ -26,10 +26,10 @@ IB = isa.INSTR_BYTES
 
 
 def engine_status(raw):
-    """The model engine's completion status: a ``tensor_tensor`` whose ``op`` has bit 7 set
-    fails with status ``op & 0x7F``; everything else succeeds."""
+    """The model engine's completion status: a ``tensor_tensor`` whose ``op0`` has bit 7 set
+    fails with status ``op0 & 0x7F``; everything else succeeds."""
     ins = isa.decode(raw)
-    op = ins.imm.get("op", 0) if ins.op == "tensor_tensor" else 0
+    op = ins.imm.get("op0", 0) if ins.op == "tensor_tensor" else 0
     return op & 0x7F if op & 0x80 else 0
 
 
@@ -175,7 +175,7 @@ def simulate(raws, *, sems=None, bad_reads=(), host=(), seed=0, q_size=None, q_t
 def _tt(op=0, **kw):
     ap = APEnc(1, 0, 4, "fp32", 0, ((1, 4),))
     return Instr(op="tensor_tensor", aps={"ap0": ap, "ap1": ap, "ap2": ap},
-                 imm={"op": op} if op else {}, **kw)
+                 imm={"op0": op} if op else {}, **kw)
 
 
 def rand_program(rng, n, *, errors=True):
@@ -198,7 +198,7 @@ def rand_program(rng, n, *, errors=True):
             ins = Instr(op="notify", imm={"code": rng.randint(1, 999)}, wait=wait, post=post)
         else:
             ins = Instr(op="memset", aps={"ap0": APEnc(1, 0, 4, "bf16", 0, ((1, 8),))},
-                        imm={"value": 1.0}, wait=wait, post=post)
+                        imm={"imm0": 1.0}, wait=wait, post=post)
         raw = bytearray(encode(ins))
         if errors and rng.random() < 0.04:
             raw[rng.choice((11, 12, 15, 100, 127))] |= 0x40     # reserved header / imm bit
@@ -257,7 +257,7 @@ def test_malformed_and_out_of_range():
         bytes([0x2F]) + good[1:],                                   # unknown
         good[:1] + bytes([0x01]) + good[2:],                        # flag acc: not taken
         good[:10] + bytes([0x08]) + good[11:],                      # reserved ctl bit
-        good[:90] + bytes([0x01]) + good[91:],                      # imm outside op's field
+        good[:91] + bytes([0x01]) + good[92:],                      # a reserved imm byte
         good[:43] + bytes([good[43] | 0x40]) + good[44:],           # AP1 reserved bit
         encode(Instr(op="nop")).replace(bytes(24), bytes([1]) + bytes(23), 1),  # AP0 in a nop
     ]

@@ -371,7 +371,7 @@ def test_opcode_unknown_and_reserved_bits():
 def test_unhooked_opcode_raises_not_implemented():
     with pytest.raises(NotImplementedError, match="tensor_tensor"):
         _run({"dve": "tensor_tensor ap0=sbuf.fp32[0:4]@0x0{1x4} ap1=sbuf.fp32[0:4]@0x0{1x4} "
-                     "ap2=sbuf.fp32[0:4]@0x0{1x4} op=1"})
+                     "ap2=sbuf.fp32[0:4]@0x0{1x4} op0=1"})
 
 
 def test_register_op_hook_runs_and_validates():
@@ -379,7 +379,7 @@ def test_register_op_hook_runs_and_validates():
 
     def memset(sim, ins):
         ap = sim.check_ap(ins.aps["ap0"], "ap0")
-        calls.append(ins.imm.get("value", 0.0))
+        calls.append(ins.imm.get("imm0", 0.0))
         sim.write_ap(ap, np.full((ap.num_partitions, ap.count), 0x3F800000, dtype=np.uint32))
 
     old = None
@@ -387,14 +387,14 @@ def test_register_op_hook_runs_and_validates():
         from golden.isasim import OP_HOOKS
         old = OP_HOOKS.get("memset")
         register_op("memset", memset)
-        sim, err, _ = _run({"dve": "memset ap0=sbuf.fp32[0:4]@0x10{1x2} value=1.0 post=s0+1",
+        sim, err, _ = _run({"dve": "memset ap0=sbuf.fp32[0:4]@0x10{1x2} imm0=1.0 post=s0+1",
                             "pe": "nop wait=s0>=1"})
         assert err is None and calls == [1.0]
         assert np.all(sim.sbuf[:, 0x10:0x18].copy().view("<u4") == 0x3F800000)
         assert sim.sbuf[:, :0x10].sum() == 0 and sim.sbuf[:, 0x18:].sum() == 0
         ev = [e for e in sim.timeline if e.op == "memset"][0]
         assert ev.done == ev.start + 2 + sim.timing.vector_latency
-        sim, err, _ = _run({"dve": "memset ap0=sbuf.fp32[0:4]@0xffc{1x2} value=1.0"})
+        sim, err, _ = _run({"dve": "memset ap0=sbuf.fp32[0:4]@0xffc{1x2} imm0=1.0"})
         assert (err.code, err.source, err.info) == (E_AP_RANGE, "dve", 0)
     finally:
         from golden.isasim import OP_HOOKS
