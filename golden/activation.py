@@ -41,16 +41,17 @@ import numpy as np
 
 from golden.arith import fma_fp32_f64
 from golden.formats import FP32_QNAN
-from rtl.config import FP32
+from rtl.config import (ACT_BINADES, ACT_DEGREE, ACT_MAP_BASE, ACT_SEG_BASE, ACT_SEG_STRIDE,
+                        FP32)
 
 __all__ = [
     "FUNCTIONS", "FUNCTION_IDS", "DEGREE", "NCOEF", "SYM_NONE", "SYM_ODD", "SYM_EVEN",
     "PRE_DIRECT", "PRE_LOG", "PRE_EVEN", "PRE_PLAIN", "LOG2E", "MAGIC", "LN2_HI", "LN2_LO",
     "ZCLAMP", "ActTable", "table", "evaluate", "activation", "reference", "ulp_error",
-    "DOMAINS", "fma32",
+    "DOMAINS", "fma32", "table_image",
 ]
 
-DEGREE = 6
+DEGREE = ACT_DEGREE
 NCOEF = DEGREE + 1
 SYM_NONE, SYM_ODD, SYM_EVEN = 0, 1, 2
 PRE_DIRECT, PRE_LOG, PRE_EVEN, PRE_PLAIN = 0, 1, 2, 3
@@ -637,3 +638,41 @@ def table(name):
     if name not in FUNCTION_IDS:
         raise ValueError(f"function must be one of {FUNCTIONS}, not {name!r}")
     return _table_and_fit(name)[0]
+
+
+def table_image(tab, cfg=None):
+    """The table as ``{word address: 32-bit word}`` (what ``ACT_TABLE_LOAD`` / the unit's table
+    write port takes; address map in ``rtl.config``: header, binade map, segments).
+
+    Header words: 0 ``sym | pre << 2 | exp_en << 4 | log_add << 5 | neg_nan << 6 |
+    (q2 & 7) << 8 | bmin << 16 | bmax << 24``; 1 ``tiny0 | tiny1 << 16``; 2 ``big0 | big1 << 16``;
+    3 ``exp_base | (kmin & 0xFFFF) << 16``; 4 ``kmax & 0xFFFF``; 5..8 the specials for +Inf,
+    -Inf, +0, -0. Map entry: ``mb | base << 16``. Segment flags: ``var_r | scale << 1 |
+    mulx << 2``. Raises ValueError when the table does not fit ``cfg.act_segments``.
+    """
+    if cfg is not None and tab.segments > cfg.act_segments:
+        raise ValueError(f"table {tab.name!r} has {tab.segments} segments; CoreConfig field "
+                         f"'act_segments' is {cfg.act_segments}")
+    nb = tab.bmax - tab.bmin
+    if nb > ACT_BINADES:
+        raise ValueError(f"table {tab.name!r} spans {nb} binades, more than {ACT_BINADES}")
+    img = {
+        0: (tab.sym | tab.pre << 2 | int(tab.exp_en) << 4 | int(tab.log_add) << 5
+            | int(tab.neg_nan) << 6 | (tab.q2 & 7) << 8 | (tab.bmin & 0xFF) << 16
+            | (tab.bmax & 0xFF) << 24),
+        1: tab.tiny[0] | tab.tiny[1] << 16,
+        2: tab.big[0] | tab.big[1] << 16,
+        3: tab.exp_base | (tab.kmin & 0xFFFF) << 16,
+        4: tab.kmax & 0xFFFF,
+        5: tab.spec["+inf"], 6: tab.spec["-inf"], 7: tab.spec["+0"], 8: tab.spec["-0"],
+    }
+    for h in range(2):
+        for b in range(nb):
+            img[ACT_MAP_BASE + h * ACT_BINADES + b] = tab.mb[h][b] | tab.base[h][b] << 16
+    for s_ in range(tab.segments):
+        a = ACT_SEG_BASE + s_ * ACT_SEG_STRIDE
+        img[a] = int(tab.centre[s_])
+        for j in range(NCOEF):
+            img[a + 1 + j] = int(tab.coef[s_, j])
+        img[a + 8] = int(tab.var_r[s_]) | int(tab.scale[s_]) << 1 | int(tab.mulx[s_]) << 2
+    return img

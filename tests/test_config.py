@@ -51,6 +51,8 @@ def test_config_is_frozen():
     ("dma_outstanding", 33, r"'dma_outstanding' must be in \[1, 32\], not 33"),
     ("semaphores", 100, r"'semaphores' must be a power of two in \[1, 256\], not 100"),
     ("semaphore_bits", 7, r"'semaphore_bits' must be in \[8, 32\], not 7"),
+    ("act_segments", 8, r"'act_segments' must be in \[16, 4096\], not 8"),
+    ("act_segments", 384, r"'act_segments' must be a power of two in \[16, 4096\], not 384"),
 ])
 def test_bad_values_name_the_field_and_range(field, value, message):
     with pytest.raises(ValueError, match=message):
