@@ -48,7 +48,8 @@ __all__ = [
     "FUNCTIONS", "FUNCTION_IDS", "DEGREE", "NCOEF", "SYM_NONE", "SYM_ODD", "SYM_EVEN",
     "PRE_DIRECT", "PRE_LOG", "PRE_EVEN", "PRE_PLAIN", "LOG2E", "MAGIC", "LN2_HI", "LN2_LO",
     "ZCLAMP", "ActTable", "table", "evaluate", "activation", "reference", "ulp_error",
-    "DOMAINS", "fma32", "table_image",
+    "DOMAINS", "fma32", "table_image", "activation_reduce", "REDUCE_IDLE", "REDUCE_RESET",
+    "REDUCE_REDUCE", "REDUCE_RESET_REDUCE",
 ]
 
 DEGREE = ACT_DEGREE
@@ -676,3 +677,33 @@ def table_image(tab, cfg=None):
             img[a + 1 + j] = int(tab.coef[s_, j])
         img[a + 8] = int(tab.var_r[s_]) | int(tab.scale[s_]) << 1 | int(tab.mulx[s_]) << 2
     return img
+
+
+#: ``reduce_cmd`` codes (rtl/scalar/isa.py).
+REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE = 0, 1, 2, 3
+
+
+def activation_reduce(x_bits, name, scale=ONE, bias=0, reduce_cmd=REDUCE_IDLE, acc=None):
+    """The ``activation`` instruction on a tile: ``x_bits`` (P, N) FP32 bits in AP order
+    (partition, free element), ``scale``/``bias`` FP32 bits (scalars or (P, 1) per-partition).
+
+    Returns ``(y, acc)``: ``y`` (P, N) FP32 bits (encoded to the destination format afterwards)
+    and the P FP32 accumulators. ``reduce_cmd``: idle keeps ``acc``; reset gives +0; reduce adds
+    ``y[p, 0], y[p, 1], ...`` in AP order, one RNE FP32 add each, onto ``acc``; reset_reduce
+    starts the same adds from +0. The sum is of the FP32 results, before encoding.
+    """
+    x = np.asarray(x_bits, dtype=np.uint32)
+    if x.ndim != 2:
+        raise ValueError(f"x_bits must be a (P, N) array, not shape {x.shape}")
+    if reduce_cmd not in (REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE):
+        raise ValueError(f"reduce_cmd must be in [0, 3], not {reduce_cmd!r}")
+    P = x.shape[0]
+    acc = np.zeros(P, np.uint32) if acc is None else np.asarray(acc, np.uint32).copy()
+    y = activation(x, name, np.broadcast_to(np.asarray(scale, np.uint32), x.shape),
+                   np.broadcast_to(np.asarray(bias, np.uint32), x.shape)).reshape(x.shape)
+    if reduce_cmd in (REDUCE_RESET, REDUCE_RESET_REDUCE):
+        acc[:] = 0
+    if reduce_cmd in (REDUCE_REDUCE, REDUCE_RESET_REDUCE):
+        for j in range(x.shape[1]):
+            acc = fma32(y[:, j], np.uint32(ONE), acc)
+    return y, acc

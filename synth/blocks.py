@@ -176,6 +176,11 @@ def _build_tensor_sbuf(cfg, variant):
     return Design(top=SbufTensorEngine(cfg), modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
 
 
+def _build_act_function(cfg, variant):
+    from rtl.scalar.function import FunctionUnit
+    return FunctionUnit(cfg)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -264,6 +269,10 @@ BLOCKS = (
           pnr=False, sweep=False, holds_array=True,
           description="tensor engine fed from SBUF: engine + two prefetching AP readers + queues",
           sources=("rtl/tensor/sbuf_fed.py",), tests=(_MEM + "tensor_fed.py",)),
+    Block(name="act_function", module="rtl.scalar.function", build=_build_act_function,
+          pnr=False, sweep=False,
+          description="Scalar-engine function unit (one lane): 12 FP32 FMAs + loadable table",
+          sources=("rtl/scalar/function.py",), tests=("tests/test_act_function.py",)),
 )
 
 
