@@ -293,6 +293,8 @@ def params_table():
          f"(×{c.dma_engines})"),
         ("`semaphores` × `semaphore_bits`", "semaphore file",
          lambda c: f"{c.semaphores} × {c.semaphore_bits}"),
+        ("`act_segments`", "Scalar-engine activation-table segments per lane (docs/scalar.md)",
+         lambda c: str(c.act_segments)),
     ]
     rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
     return _markdown(["field", "meaning", *COLUMNS], rows)
