@@ -40,7 +40,7 @@ from functools import lru_cache
 import numpy as np
 
 from golden.arith import fma_fp32_f64
-from golden.formats import FP32_QNAN
+from golden.formats import FP32_QNAN, convert_rne_bits
 from rtl.config import (ACT_BINADES, ACT_DEGREE, ACT_MAP_BASE, ACT_SEG_BASE, ACT_SEG_STRIDE,
                         FP32)
 
@@ -49,7 +49,9 @@ __all__ = [
     "PRE_DIRECT", "PRE_LOG", "PRE_EVEN", "PRE_PLAIN", "LOG2E", "MAGIC", "LN2_HI", "LN2_LO",
     "ZCLAMP", "ActTable", "table", "evaluate", "activation", "reference", "ulp_error",
     "DOMAINS", "fma32", "table_image", "activation_reduce", "REDUCE_IDLE", "REDUCE_RESET",
-    "REDUCE_REDUCE", "REDUCE_RESET_REDUCE",
+    "REDUCE_REDUCE", "REDUCE_RESET_REDUCE", "ActInstr", "check_instr", "execute", "OP_ACTIVATION",
+    "OP_ACT_TABLE_LOAD", "OP_TENSOR_SCALAR", "OP_COPY", "E_OK", "E_OPCODE", "E_FORMAT", "E_SHAPE",
+    "DTYPE_NAMES",
 ]
 
 DEGREE = ACT_DEGREE
@@ -249,9 +251,10 @@ def evaluate(tab, x_bits):
     return y.astype(np.uint32).reshape(np.shape(x_bits))
 
 
-def activation(x_bits, name, scale=ONE, bias=0):
+def activation(x_bits, name, scale=ONE, bias=NEG_ZERO):
     """The activation instruction's arithmetic: ``f(RNE_fp32(x * scale + bias))`` (FP32 bits in
-    and out; ``scale``/``bias`` FP32 bits, scalars or per-element arrays)."""
+    and out; ``scale``/``bias`` FP32 bits, scalars or per-element arrays). The defaults (1, -0)
+    make the pre-step exact for every x, -0 included (``-0 * 1 + +0`` would be +0)."""
     xin = fma32(np.asarray(x_bits, dtype=np.uint32), np.asarray(scale, dtype=np.uint32),
                 np.asarray(bias, dtype=np.uint32))
     return evaluate(table(name), xin)
@@ -683,7 +686,8 @@ def table_image(tab, cfg=None):
 REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE = 0, 1, 2, 3
 
 
-def activation_reduce(x_bits, name, scale=ONE, bias=0, reduce_cmd=REDUCE_IDLE, acc=None):
+def activation_reduce(x_bits, name, scale=ONE, bias=NEG_ZERO, reduce_cmd=REDUCE_IDLE,
+                      acc=None):
     """The ``activation`` instruction on a tile: ``x_bits`` (P, N) FP32 bits in AP order
     (partition, free element), ``scale``/``bias`` FP32 bits (scalars or (P, 1) per-partition).
 
@@ -707,3 +711,107 @@ def activation_reduce(x_bits, name, scale=ONE, bias=0, reduce_cmd=REDUCE_IDLE, a
         for j in range(x.shape[1]):
             acc = fma32(y[:, j], np.uint32(ONE), acc)
     return y, acc
+
+
+# --- the instruction on memory images (the engine's contract; the engine RTL is not built) ----
+
+OP_ACTIVATION, OP_ACT_TABLE_LOAD, OP_TENSOR_SCALAR, OP_COPY = 0x30, 0x31, 0x32, 0x33
+E_OK, E_OPCODE, E_FORMAT, E_SHAPE = 0x00, 0x01, 0x02, 0x05
+#: §8.3 dtype codes.
+DTYPE_NAMES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
+               6: "fp8_e4m3fn", 7: "cfp8"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActInstr:
+    """A decoded ``ACTIVATION`` (or ``COPY``) instruction (rtl/scalar/isa.py fields).
+
+    ``dst``/``src`` are :class:`golden.ap.AP`; ``dst_dtype``/``src_dtype`` §8.3 codes;
+    ``scale``/``bias`` FP32 bits (immediates; defaults 1 and -0, an exact pre-step); ``func`` a
+    function id; ``reduce_cmd`` 0..3.
+    """
+
+    opcode: int = OP_ACTIVATION
+    func: int = 0
+    dst: object = None
+    src: object = None
+    dst_dtype: int = 0
+    src_dtype: int = 0
+    scale: int = ONE
+    bias: int = NEG_ZERO
+    reduce_cmd: int = REDUCE_IDLE
+
+
+def _dtype_fmt(cfg, code):
+    """The format of dtype ``code`` when ``cfg`` enables it (FP32 always), else ``None``."""
+    name = DTYPE_NAMES.get(code)
+    if name is None or (name != "fp32" and name not in cfg.formats):
+        return None
+    return cfg.fmt(name)
+
+
+def check_instr(cfg, ins):
+    """The status of ``ins`` (first failure, in this order): ``E_OPCODE`` (opcode not
+    ACTIVATION/COPY, function id >= 17), ``E_FORMAT`` (a dtype not enabled in ``cfg``, or an AP's
+    ``elem_bytes`` not its dtype's width), the AP codes of ``src`` then ``dst``
+    (``golden.ap.check``), ``E_SHAPE`` (partition ranges or element counts differ: lane p is
+    partition p, so the engine cannot move data across partitions)."""
+    from golden.ap import ELEM_BYTES
+    from golden.ap import check as ap_check
+    if ins.opcode not in (OP_ACTIVATION, OP_COPY):
+        return E_OPCODE
+    if ins.opcode == OP_ACTIVATION and not 0 <= ins.func < len(FUNCTIONS):
+        return E_OPCODE
+    for code, ap in ((ins.src_dtype, ins.src), (ins.dst_dtype, ins.dst)):
+        fmt = _dtype_fmt(cfg, code)
+        if fmt is None or ap.elem_bytes != ELEM_BYTES[DTYPE_NAMES[code]]:
+            return E_FORMAT
+    for ap in (ins.src, ins.dst):
+        r = ap_check(cfg, ap)
+        if r is not None:
+            return r[0]
+    if (ins.src.start_partition, ins.src.num_partitions, ins.src.count) != \
+            (ins.dst.start_partition, ins.dst.num_partitions, ins.dst.count):
+        return E_SHAPE
+    return E_OK
+
+
+def execute(cfg, ins, mems, acc):
+    """Run ``ins`` on the memory images ``mems`` (``{golden.ap.SBUF: uint8 (P, bytes),
+    golden.ap.PSUM: ...}``, updated in place) and the P accumulators ``acc`` (uint32 FP32 bits,
+    updated in place). Returns the status; a non-zero status changes nothing.
+
+    Elements are read in ``src`` AP order (innermost dimension fastest), decoded exactly to
+    FP32, ``y = f(RNE(x * scale + bias))`` (``COPY``: ``y = RNE(x * scale + bias)``), encoded
+    RNE to ``dst_dtype`` and written in ``dst`` AP order; partition p uses lane p.
+    """
+    from golden.ap import addresses
+    from golden.formats import decode_bits
+    status = check_instr(cfg, ins)
+    if status != E_OK:
+        return status
+    sf, df = _dtype_fmt(cfg, ins.src_dtype), _dtype_fmt(cfg, ins.dst_dtype)
+    sa, da = addresses(ins.src), addresses(ins.dst)
+    p0, n = ins.src.start_partition, ins.src.num_partitions
+    smem, dmem = mems[ins.src.memory], mems[ins.dst.memory]
+    sw, dw = ins.src.elem_bytes, ins.dst.elem_bytes
+    codes = np.zeros((n, len(sa)), np.uint32)
+    for j in range(sw):
+        codes |= smem[p0:p0 + n][:, sa + j].astype(np.uint32) << np.uint32(8 * j)
+    x = np.asarray(decode_bits(codes, sf), np.uint32)
+    if ins.opcode == OP_COPY:
+        y = fma32(x, np.uint32(ins.scale), np.uint32(ins.bias))
+        acc_new = acc[p0:p0 + n].copy()
+        if ins.reduce_cmd in (REDUCE_RESET, REDUCE_RESET_REDUCE):
+            acc_new[:] = 0
+        if ins.reduce_cmd in (REDUCE_REDUCE, REDUCE_RESET_REDUCE):
+            for j in range(y.shape[1]):
+                acc_new = fma32(y[:, j], np.uint32(ONE), acc_new)
+    else:
+        y, acc_new = activation_reduce(x, FUNCTIONS[ins.func], ins.scale, ins.bias,
+                                       ins.reduce_cmd, acc[p0:p0 + n])
+    out = np.asarray(convert_rne_bits(y, df), np.uint32)
+    for j in range(dw):
+        dmem[p0:p0 + n, da + j] = ((out >> np.uint32(8 * j)) & np.uint32(0xFF)).astype(np.uint8)
+    acc[p0:p0 + n] = acc_new
+    return E_OK
