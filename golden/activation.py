@@ -727,8 +727,10 @@ class ActInstr:
     """A decoded ``ACTIVATION`` (or ``COPY``) instruction (rtl/scalar/isa.py fields).
 
     ``dst``/``src`` are :class:`golden.ap.AP`; ``dst_dtype``/``src_dtype`` §8.3 codes;
-    ``scale``/``bias`` FP32 bits (immediates; defaults 1 and -0, an exact pre-step); ``func`` a
-    function id; ``reduce_cmd`` 0..3.
+    ``scale``/``bias`` FP32 bits (immediates; defaults 1 and -0, an exact pre-step), or, when
+    ``scale_ap``/``bias_ap`` is an AP, one value per partition read from it (same partitions as
+    ``src``, one element each, dtype ``scale_dtype``/``bias_dtype``); ``func`` a function id;
+    ``reduce_cmd`` 0..3; ``sr`` stochastic rounding on write (``execute``'s ``rand`` words).
     """
 
     opcode: int = OP_ACTIVATION
@@ -739,7 +741,21 @@ class ActInstr:
     src_dtype: int = 0
     scale: int = ONE
     bias: int = NEG_ZERO
+    scale_ap: object = None
+    bias_ap: object = None
+    scale_dtype: int = 0
+    bias_dtype: int = 0
     reduce_cmd: int = REDUCE_IDLE
+    sr: bool = False
+
+    def operand_aps(self):
+        """``(dtype, AP)`` of every AP operand, in check order: src, dst, scale, bias."""
+        out = [(self.src_dtype, self.src), (self.dst_dtype, self.dst)]
+        if self.scale_ap is not None:
+            out.append((self.scale_dtype, self.scale_ap))
+        if self.bias_ap is not None:
+            out.append((self.bias_dtype, self.bias_ap))
+        return out
 
 
 def _dtype_fmt(cfg, code):
@@ -753,54 +769,75 @@ def _dtype_fmt(cfg, code):
 def check_instr(cfg, ins):
     """The status of ``ins`` (first failure, in this order): ``E_OPCODE`` (opcode not
     ACTIVATION/COPY, function id >= 17), ``E_FORMAT`` (a dtype not enabled in ``cfg``, or an AP's
-    ``elem_bytes`` not its dtype's width), the AP codes of ``src`` then ``dst``
-    (``golden.ap.check``), ``E_SHAPE`` (partition ranges or element counts differ: lane p is
-    partition p, so the engine cannot move data across partitions)."""
+    ``elem_bytes`` not its dtype's width), the AP codes of ``src``, ``dst``, ``scale_ap``,
+    ``bias_ap`` (``golden.ap.check``), ``E_SHAPE`` (partition ranges or element counts differ:
+    lane p is partition p, so the engine cannot move data across partitions; a scale/bias AP
+    not of one element per partition of ``src``'s range)."""
     from golden.ap import ELEM_BYTES
     from golden.ap import check as ap_check
     if ins.opcode not in (OP_ACTIVATION, OP_COPY):
         return E_OPCODE
     if ins.opcode == OP_ACTIVATION and not 0 <= ins.func < len(FUNCTIONS):
         return E_OPCODE
-    for code, ap in ((ins.src_dtype, ins.src), (ins.dst_dtype, ins.dst)):
+    ops = ins.operand_aps()
+    for code, ap in ops:
         fmt = _dtype_fmt(cfg, code)
         if fmt is None or ap.elem_bytes != ELEM_BYTES[DTYPE_NAMES[code]]:
             return E_FORMAT
-    for ap in (ins.src, ins.dst):
+    for _, ap in ops:
         r = ap_check(cfg, ap)
         if r is not None:
             return r[0]
-    if (ins.src.start_partition, ins.src.num_partitions, ins.src.count) != \
+    part = (ins.src.start_partition, ins.src.num_partitions)
+    if (*part, ins.src.count) != \
             (ins.dst.start_partition, ins.dst.num_partitions, ins.dst.count):
         return E_SHAPE
+    for _, ap in ops[2:]:
+        if (ap.start_partition, ap.num_partitions, ap.count) != (*part, 1):
+            return E_SHAPE
     return E_OK
 
 
-def execute(cfg, ins, mems, acc):
+def _read(cfg, mems, ap, dtype):
+    """FP32 bits (num_partitions, count) of the elements of ``ap`` in AP order."""
+    from golden.ap import addresses
+    from golden.formats import decode_bits
+    a = addresses(ap)
+    p0, n = ap.start_partition, ap.num_partitions
+    mem = mems[ap.memory]
+    codes = np.zeros((n, len(a)), np.uint32)
+    for j in range(ap.elem_bytes):
+        codes |= mem[p0:p0 + n][:, a + j].astype(np.uint32) << np.uint32(8 * j)
+    return np.asarray(decode_bits(codes, _dtype_fmt(cfg, dtype)), np.uint32)
+
+
+def execute(cfg, ins, mems, acc, rand=None):
     """Run ``ins`` on the memory images ``mems`` (``{golden.ap.SBUF: uint8 (P, bytes),
     golden.ap.PSUM: ...}``, updated in place) and the P accumulators ``acc`` (uint32 FP32 bits,
     updated in place). Returns the status; a non-zero status changes nothing.
 
     Elements are read in ``src`` AP order (innermost dimension fastest), decoded exactly to
     FP32, ``y = f(RNE(x * scale + bias))`` (``COPY``: ``y = RNE(x * scale + bias)``), encoded
-    RNE to ``dst_dtype`` and written in ``dst`` AP order; partition p uses lane p.
+    to ``dst_dtype`` (RNE, or SR with ``rand``: uint32 words shaped like the output, one per
+    element, as ``golden.formats.convert_sr_bits`` takes them) and written in ``dst`` AP order;
+    partition p uses lane p.
     """
     from golden.ap import addresses
-    from golden.formats import decode_bits
+    from golden.formats import convert_sr_bits
     status = check_instr(cfg, ins)
     if status != E_OK:
         return status
-    sf, df = _dtype_fmt(cfg, ins.src_dtype), _dtype_fmt(cfg, ins.dst_dtype)
-    sa, da = addresses(ins.src), addresses(ins.dst)
+    df = _dtype_fmt(cfg, ins.dst_dtype)
     p0, n = ins.src.start_partition, ins.src.num_partitions
-    smem, dmem = mems[ins.src.memory], mems[ins.dst.memory]
-    sw, dw = ins.src.elem_bytes, ins.dst.elem_bytes
-    codes = np.zeros((n, len(sa)), np.uint32)
-    for j in range(sw):
-        codes |= smem[p0:p0 + n][:, sa + j].astype(np.uint32) << np.uint32(8 * j)
-    x = np.asarray(decode_bits(codes, sf), np.uint32)
+    x = _read(cfg, mems, ins.src, ins.src_dtype)
+    sc = np.uint32(ins.scale) if ins.scale_ap is None else \
+        _read(cfg, mems, ins.scale_ap, ins.scale_dtype)
+    bi = np.uint32(ins.bias) if ins.bias_ap is None else \
+        _read(cfg, mems, ins.bias_ap, ins.bias_dtype)
+    sc = np.broadcast_to(np.asarray(sc, np.uint32), x.shape)
+    bi = np.broadcast_to(np.asarray(bi, np.uint32), x.shape)
     if ins.opcode == OP_COPY:
-        y = fma32(x, np.uint32(ins.scale), np.uint32(ins.bias))
+        y = fma32(x, sc, bi)
         acc_new = acc[p0:p0 + n].copy()
         if ins.reduce_cmd in (REDUCE_RESET, REDUCE_RESET_REDUCE):
             acc_new[:] = 0
@@ -808,10 +845,19 @@ def execute(cfg, ins, mems, acc):
             for j in range(y.shape[1]):
                 acc_new = fma32(y[:, j], np.uint32(ONE), acc_new)
     else:
-        y, acc_new = activation_reduce(x, FUNCTIONS[ins.func], ins.scale, ins.bias,
-                                       ins.reduce_cmd, acc[p0:p0 + n])
-    out = np.asarray(convert_rne_bits(y, df), np.uint32)
-    for j in range(dw):
+        y, acc_new = activation_reduce(x, FUNCTIONS[ins.func], sc, bi, ins.reduce_cmd,
+                                       acc[p0:p0 + n])
+    if ins.sr:
+        if rand is None or np.shape(rand) != y.shape:
+            raise ValueError(f"execute field 'rand' must be {y.shape} uint32 words for "
+                             f"stochastic rounding")
+        out = convert_sr_bits(y, df, np.asarray(rand, np.uint32))
+    else:
+        out = convert_rne_bits(y, df)
+    out = np.asarray(out, np.uint32)
+    da = addresses(ins.dst)
+    dmem = mems[ins.dst.memory]
+    for j in range(ins.dst.elem_bytes):
         dmem[p0:p0 + n, da + j] = ((out >> np.uint32(8 * j)) & np.uint32(0xFF)).astype(np.uint8)
     acc[p0:p0 + n] = acc_new
     return E_OK

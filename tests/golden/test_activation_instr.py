@@ -112,3 +112,41 @@ def test_format_not_enabled():
     ok = ActInstr(src=AP(memory=SBUF, elem_bytes=2, dims=((1, 4),)), src_dtype=2,
                   dst=AP(memory=SBUF, offset=64, elem_bytes=4, dims=((1, 4),)), dst_dtype=0)
     assert execute(cfg, ok, m, np.zeros(4, np.uint32)) == E_OK          # fp32 always
+
+
+def test_per_partition_scale_bias_and_sr(seed):
+    """scale from a BF16 SBUF AP and bias from an FP32 PSUM AP, one value per partition; SR
+    with the given random words."""
+    rng = np.random.default_rng(seed)
+    m = mems(rng)
+    n = 10
+    x = rng.uniform(-2, 2, (P, n)).astype(np.float32)
+    m[SBUF][:, 0:4 * n] = x.view(np.uint8).reshape(P, 4 * n)
+    sc = rng.uniform(0.5, 2, P).astype(md.bfloat16)
+    m[SBUF][:, 100:102] = sc.view(np.uint8).reshape(P, 2)
+    bi = rng.uniform(-1, 1, P).astype(np.float32)
+    m[PSUM][:, 8:12] = bi.view(np.uint8).reshape(P, 4)
+    rand = rng.integers(0, 1 << 32, (P, n), dtype=np.uint32)
+    ins = ActInstr(func=FUNCTION_IDS["silu"], src=AP(memory=SBUF, num_partitions=P,
+                                                     dims=((1, n),)), src_dtype=0,
+                   dst=AP(memory=SBUF, num_partitions=P, offset=512, elem_bytes=2,
+                          dims=((1, n),)), dst_dtype=2,
+                   scale_ap=AP(memory=SBUF, num_partitions=P, offset=100, elem_bytes=2),
+                   scale_dtype=2, bias_ap=AP(memory=PSUM, num_partitions=P, offset=8),
+                   bias_dtype=0, sr=True)
+    assert execute(CFG, ins, m, np.zeros(P, np.uint32), rand=rand) == E_OK
+    scb = np.repeat(f32b(sc.astype(np.float32))[:, None], n, axis=1)
+    bib = np.repeat(f32b(bi)[:, None], n, axis=1)
+    y = activation(x.view(np.uint32), "silu", scb, bib)
+    # SR to BF16 from the spec (docs/number-formats.md §3; finite normal values here): the 16
+    # discarded bits, left-aligned in 32, plus R carry into the kept magnitude
+    up = ((y.astype(np.uint64) & 0xFFFF) << 16) + rand >= (1 << 32)
+    want = ((y >> 16) + up).astype(np.uint16)
+    got = m[SBUF][:, 512:512 + 2 * n].copy().view(np.uint16)
+    assert (got == want).all(), seed
+    with pytest.raises(ValueError, match="'rand' must be"):
+        execute(CFG, ins, m, np.zeros(P, np.uint32))
+    bad = ActInstr(**{**ins.__dict__, "scale_ap": AP(memory=SBUF, num_partitions=P,
+                                                     offset=100, elem_bytes=2,
+                                                     dims=((1, 2),))})
+    assert execute(CFG, bad, m, np.zeros(P, np.uint32), rand=rand) == E_SHAPE
