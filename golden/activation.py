@@ -769,10 +769,11 @@ def _dtype_fmt(cfg, code):
 def check_instr(cfg, ins):
     """The status of ``ins`` (first failure, in this order): ``E_OPCODE`` (opcode not
     ACTIVATION/COPY, function id >= 17), ``E_FORMAT`` (a dtype not enabled in ``cfg``, or an AP's
-    ``elem_bytes`` not its dtype's width), the AP codes of ``src``, ``dst``, ``scale_ap``,
-    ``bias_ap`` (``golden.ap.check``), ``E_SHAPE`` (partition ranges or element counts differ:
-    lane p is partition p, so the engine cannot move data across partitions; a scale/bias AP
-    not of one element per partition of ``src``'s range)."""
+    ``elem_bytes`` not its dtype's width), ``E_SHAPE`` (partition ranges or element counts
+    differ: lane p is partition p, so the engine cannot move data across partitions; a
+    scale/bias AP not of one element per partition of ``src``'s range; decided from the
+    fields, before the APs are walked), then the AP codes of ``src``, ``dst``, ``scale_ap``,
+    ``bias_ap`` (``golden.ap.check``; the engine learns them from its AP generators)."""
     from golden.ap import ELEM_BYTES
     from golden.ap import check as ap_check
     if ins.opcode not in (OP_ACTIVATION, OP_COPY):
@@ -784,10 +785,6 @@ def check_instr(cfg, ins):
         fmt = _dtype_fmt(cfg, code)
         if fmt is None or ap.elem_bytes != ELEM_BYTES[DTYPE_NAMES[code]]:
             return E_FORMAT
-    for _, ap in ops:
-        r = ap_check(cfg, ap)
-        if r is not None:
-            return r[0]
     part = (ins.src.start_partition, ins.src.num_partitions)
     if (*part, ins.src.count) != \
             (ins.dst.start_partition, ins.dst.num_partitions, ins.dst.count):
@@ -795,6 +792,10 @@ def check_instr(cfg, ins):
     for _, ap in ops[2:]:
         if (ap.start_partition, ap.num_partitions, ap.count) != (*part, 1):
             return E_SHAPE
+    for _, ap in ops:
+        r = ap_check(cfg, ap)
+        if r is not None:
+            return r[0]
     return E_OK
 
 

@@ -84,7 +84,13 @@ def test_copy_fp8_to_fp32(seed):
     (dict(func=17), E_OPCODE),
     (dict(src_dtype=2), E_FORMAT),                  # bf16 dtype on a 4-byte AP
     (dict(dst_dtype=12), E_FORMAT),                 # reserved code
-    (dict(src=AP(memory=SBUF, start_partition=1, num_partitions=3, dims=((1, 8),))), E_AP_PART),
+    (dict(src=AP(memory=SBUF, start_partition=1, num_partitions=3, dims=((1, 8),)),
+          dst=AP(memory=SBUF, start_partition=1, num_partitions=3, offset=512,
+                 dims=((1, 8),))), E_AP_PART),
+    (dict(src=AP(memory=SBUF, dims=((1, 4), (0, 0), (1, 2))),
+          dst=AP(memory=SBUF, offset=512, dims=((1, 4),))), 0x0F),        # E_AP_FORM
+    (dict(dst=AP(memory=SBUF, elem_bytes=2, dims=((1, 8),)), dst_dtype=2,
+          src=AP(memory=SBUF, offset=4080, dims=((1, 8),))), E_AP_RANGE),
     (dict(dst=AP(memory=PSUM, offset=CFG.psum_bank_bytes - 8, dims=((1, 8),))), E_AP_RANGE),
     (dict(dst=AP(memory=SBUF, start_partition=1, dims=((1, 8),))), E_SHAPE),
     (dict(dst=AP(memory=SBUF, dims=((1, 9),))), E_SHAPE),
