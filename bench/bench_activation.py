@@ -122,6 +122,37 @@ def throughput(cfg, name="exp"):
             "sim_seconds": round(secs, 2)}
 
 
+def engine_throughput():
+    """One ACTIVATION of 512 elements per partition (FP32 SBUF -> BF16 SBUF, reset_reduce) on
+    the small preset's engine (P = 4 lanes; the lanes run in parallel, so per-lane figures do
+    not depend on P), checked bit for bit against golden.activation.execute."""
+    from golden.activation import FUNCTION_IDS, REDUCE_RESET_REDUCE, ActInstr, execute
+    from golden.ap import AP, PSUM, SBUF
+    from rtl.config import get_preset
+    from tb.amsim import SimBench
+    from tb.scalar.engine_sim import EngineRig, run_program
+    small = get_preset("small")
+    P = small.partitions
+    rng = np.random.default_rng(3)
+    sb = np.zeros((P, small.sbuf_bytes_per_partition), np.uint8)
+    sb[:, :4 * FREE] = rng.uniform(-4, 4, (P, FREE)).astype(np.float32).view(np.uint8)
+    ins = ActInstr(func=FUNCTION_IDS["exp"], src=AP(memory=SBUF, num_partitions=P,
+                                                          dims=((1, FREE),)),
+                   dst=AP(memory=SBUF, num_partitions=P, offset=4 * FREE, elem_bytes=2,
+                          dims=((1, FREE),)), dst_dtype=2, reduce_cmd=REDUCE_RESET_REDUCE)
+    rig = EngineRig(small)
+    cyc = []
+    st, sb_out, acc = run_program(SimBench(rig), rig, table_image(table("exp"), small), [ins],
+                                  sb, cycles=cyc)
+    mems = {SBUF: sb.copy(), PSUM: np.zeros((P, small.psum_bytes_per_partition), np.uint8)}
+    acc_g = np.zeros(P, np.uint32)
+    assert st == [execute(small, ins, mems, acc_g)] and (mems[SBUF] == sb_out).all() \
+        and (acc == acc_g).all(), "engine not bit-exact"
+    return {"scalar_elems_per_lane_cycle": FREE / cyc[0],
+            "instruction_overhead_cycles": cyc[0] - FREE,
+            "engine_instruction_cycles_512": cyc[0]}
+
+
 def run(cfg):
     rows = accuracy_rows()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -131,7 +162,10 @@ def run(cfg):
         w.writerows(rows)
     fp32 = [r["max_ulp"] for r in rows if r["format"] == "fp32"]
     bf16 = [r["max_ulp"] for r in rows if r["format"] == "bf16"]
-    return {**throughput(cfg),
+    unit = throughput(cfg)
+    unit = {("unit_" + k if not k.startswith("function_unit") else k): v
+            for k, v in unit.items()}
+    return {**engine_throughput(), **unit,
             "max_ulp_fp32_worst_function": max(fp32), "max_ulp_bf16_worst_function": max(bf16),
             "functions_within_goal": sum(
                 all(r["max_ulp"] <= (2.0 if r["format"] == "fp32" else 1.0)

@@ -651,7 +651,8 @@ def table_image(tab, cfg=None):
     Header words: 0 ``sym | pre << 2 | exp_en << 4 | log_add << 5 | neg_nan << 6 |
     (q2 & 7) << 8 | bmin << 16 | bmax << 24``; 1 ``tiny0 | tiny1 << 16``; 2 ``big0 | big1 << 16``;
     3 ``exp_base | (kmin & 0xFFFF) << 16``; 4 ``kmax & 0xFFFF``; 5..8 the specials for +Inf,
-    -Inf, +0, -0. Map entry: ``mb | base << 16``. Segment flags: ``var_r | scale << 1 |
+    -Inf, +0, -0; 9 the function id (the engine runs ACTIVATION only for the loaded id). Map
+    entry: ``mb | base << 16``. Segment flags: ``var_r | scale << 1 |
     mulx << 2``. Raises ValueError when the table does not fit ``cfg.act_segments``.
     """
     if cfg is not None and tab.segments > cfg.act_segments:
@@ -669,6 +670,7 @@ def table_image(tab, cfg=None):
         3: tab.exp_base | (tab.kmin & 0xFFFF) << 16,
         4: tab.kmax & 0xFFFF,
         5: tab.spec["+inf"], 6: tab.spec["-inf"], 7: tab.spec["+0"], 8: tab.spec["-0"],
+        9: tab.fid,
     }
     for h in range(2):
         for b in range(nb):
@@ -766,9 +768,10 @@ def _dtype_fmt(cfg, code):
     return cfg.fmt(name)
 
 
-def check_instr(cfg, ins):
+def check_instr(cfg, ins, loaded=None):
     """The status of ``ins`` (first failure, in this order): ``E_OPCODE`` (opcode not
-    ACTIVATION/COPY, function id >= 17), ``E_FORMAT`` (a dtype not enabled in ``cfg``, or an AP's
+    ACTIVATION/COPY, function id >= 17, or not the function whose table is ``loaded``),
+    ``E_FORMAT`` (a dtype not enabled in ``cfg``, or an AP's
     ``elem_bytes`` not its dtype's width), ``E_SHAPE`` (partition ranges or element counts
     differ: lane p is partition p, so the engine cannot move data across partitions; a
     scale/bias AP not of one element per partition of ``src``'s range; decided from the
@@ -779,6 +782,8 @@ def check_instr(cfg, ins):
     if ins.opcode not in (OP_ACTIVATION, OP_COPY):
         return E_OPCODE
     if ins.opcode == OP_ACTIVATION and not 0 <= ins.func < len(FUNCTIONS):
+        return E_OPCODE
+    if ins.opcode == OP_ACTIVATION and loaded is not None and ins.func != FUNCTION_IDS[loaded]:
         return E_OPCODE
     ops = ins.operand_aps()
     for code, ap in ops:
@@ -812,7 +817,7 @@ def _read(cfg, mems, ap, dtype):
     return np.asarray(decode_bits(codes, _dtype_fmt(cfg, dtype)), np.uint32)
 
 
-def execute(cfg, ins, mems, acc, rand=None):
+def execute(cfg, ins, mems, acc, rand=None, loaded=None):
     """Run ``ins`` on the memory images ``mems`` (``{golden.ap.SBUF: uint8 (P, bytes),
     golden.ap.PSUM: ...}``, updated in place) and the P accumulators ``acc`` (uint32 FP32 bits,
     updated in place). Returns the status; a non-zero status changes nothing.
@@ -821,11 +826,12 @@ def execute(cfg, ins, mems, acc, rand=None):
     FP32, ``y = f(RNE(x * scale + bias))`` (``COPY``: ``y = RNE(x * scale + bias)``), encoded
     to ``dst_dtype`` (RNE, or SR with ``rand``: uint32 words shaped like the output, one per
     element, as ``golden.formats.convert_sr_bits`` takes them) and written in ``dst`` AP order;
-    partition p uses lane p.
+    partition p uses lane p. ``loaded``: the name of the function whose table the engine holds
+    (``None``: any).
     """
     from golden.ap import addresses
     from golden.formats import convert_sr_bits
-    status = check_instr(cfg, ins)
+    status = check_instr(cfg, ins, loaded)
     if status != E_OK:
         return status
     df = _dtype_fmt(cfg, ins.dst_dtype)

@@ -181,6 +181,11 @@ def _build_act_function(cfg, variant):
     return FunctionUnit(cfg)
 
 
+def _build_scalar_engine(cfg, variant):
+    from rtl.scalar.engine import ScalarEngine
+    return ScalarEngine(cfg)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -273,6 +278,12 @@ BLOCKS = (
           pnr=False, sweep=False,
           description="Scalar-engine function unit (one lane): 12 FP32 FMAs + loadable table",
           sources=("rtl/scalar/function.py",), tests=("tests/test_act_function.py",)),
+    Block(name="scalar_engine", module="rtl.scalar.engine", build=_build_scalar_engine,
+          pnr=False, sweep=False,
+          description="Scalar engine: P function-unit lanes, widen/convert, AP readers/writers, "
+                      "accumulators, control",
+          sources=("rtl/scalar/engine.py",),
+          tests=("tests/test_act_engine.py", "tests/test_act_function.py")),
 )
 
 

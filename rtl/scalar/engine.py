@@ -45,7 +45,8 @@ class ScalarEngine(wiring.Component):
 
     v1 limits: scale/bias immediates only (``OPERAND_AP`` -> ``E_OPCODE``), opcodes ACTIVATION
     and COPY (others -> ``E_OPCODE``); tables load through ``tw`` (broadcast to every lane) while
-    the engine is idle.
+    the engine is idle, and ACTIVATION runs only for the function id of the loaded table (word 9
+    of the image; another id -> ``E_OPCODE``).
 
     Parameters
     ----------
@@ -147,8 +148,12 @@ class ScalarEngine(wiring.Component):
         shape_bad = ((ins.src.start != ins.dst.start) | (ins.src.count != ins.dst.count)
                      | (count(ins.src) != count(ins.dst)))
         is_act = ins.opcode == OP_ACTIVATION
+        loaded = Signal(8)                               # table image word 9: its function id
+        with m.If(self.tw.valid & (self.tw.payload.addr == 9)):
+            m.d.sync += loaded.eq(self.tw.payload.data[:8])
         static = Signal(8)
-        with m.If(~(is_act | (ins.opcode == OP_COPY)) | (is_act & (ins.func >= len(FUNCTION_NAMES)))
+        with m.If(~(is_act | (ins.opcode == OP_COPY))
+                  | (is_act & ((ins.func >= len(FUNCTION_NAMES)) | (ins.func != loaded)))
                   | (ins.scale_src == OPERAND_AP) | (ins.bias_src == OPERAND_AP)):
             m.d.comb += static.eq(E_OPCODE)
         with m.Elif(~s_ok | ~d_ok):

@@ -56,9 +56,11 @@ def pack_instr(cfg, ins):
     }).as_value().value
 
 
-def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000):
+def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000, cycles=None):
     """Load ``image`` (table words), preload SBUF with ``sbuf_bytes``, run the instructions;
-    returns ``(statuses, sbuf after, accumulators)``."""
+    returns ``(statuses, sbuf after, accumulators)``; ``cycles`` (a list) receives, per
+    instruction, the cycles from ``instr.valid`` (taken at once by an idle engine) to
+    ``done.valid``."""
     cfg, eng = rig.cfg, rig.eng
     res = {}
 
@@ -70,24 +72,28 @@ def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000):
             ctx.set(eng.tw.payload.data, word)
             await ctx.tick()
         ctx.set(eng.tw.valid, 0)
-        statuses = []
+        statuses, cycles = [], []
         ctx.set(eng.done.ready, 1)
         for ins in instrs:
             ctx.set(eng.instr.payload.as_value(), pack_instr(cfg, ins))
             ctx.set(eng.instr.valid, 1)
-            for _ in range(limit):
+            for c in range(limit):
                 await ctx.tick()
                 if ctx.get(eng.done.valid):
                     statuses.append(ctx.get(eng.done.payload.status))
+                    cycles.append(c + 1)
                     break
                 # drop valid once taken (the FSM latches it in IDLE)
                 ctx.set(eng.instr.valid, 0)
             else:
                 statuses.append(None)
+                cycles.append(None)
             ctx.set(eng.instr.valid, 0)
             await ctx.tick()
-        res["st"] = statuses
+        res["st"], res["cycles"] = statuses, cycles
         res["sbuf"] = dump_sbuf(ctx, rig.sbuf)
         res["acc"] = np.array([ctx.get(eng.acc[p]) for p in range(cfg.partitions)], np.uint32)
     bench.run(job)
+    if cycles is not None:
+        cycles.extend(res["cycles"])
     return res["st"], res["sbuf"], res["acc"]

@@ -156,3 +156,16 @@ def test_per_partition_scale_bias_and_sr(seed):
                                                      offset=100, elem_bytes=2,
                                                      dims=((1, 2),))})
     assert execute(CFG, bad, m, np.zeros(P, np.uint32), rand=rand) == E_SHAPE
+
+
+def test_only_the_loaded_function_runs(seed):
+    rng = np.random.default_rng(seed)
+    m = mems(rng)
+    before = {k: v.copy() for k, v in m.items()}
+    ins = ActInstr(func=FUNCTION_IDS["exp"], src=AP(memory=SBUF, dims=((1, 4),)),
+                   dst=AP(memory=SBUF, offset=512, dims=((1, 4),)))
+    assert execute(CFG, ins, m, np.zeros(P, np.uint32), loaded="tanh") == E_OPCODE
+    assert all((m[k] == before[k]).all() for k in m)
+    assert execute(CFG, ins, m, np.zeros(P, np.uint32), loaded="exp") == E_OK
+    copy = ActInstr(opcode=OP_COPY, src=ins.src, dst=ins.dst)
+    assert execute(CFG, copy, m, np.zeros(P, np.uint32), loaded="tanh") == E_OK
