@@ -17,9 +17,12 @@ __all__ = ["EngineRig", "run_program", "pack_instr"]
 
 
 class EngineRig(Elaboratable):
+    """The engine on an SBUF (row ports ``act_rd``, ``act_wr`` and a priority port ``hog`` a
+    testbench drives to steal bank cycles) and a PSUM unit (``act_rd``, ``act_wr``)."""
+
     def __init__(self, cfg):
         self.cfg = cfg
-        self.sbuf = SbufMem(cfg, row_ports=("act_rd", "act_wr"))
+        self.sbuf = SbufMem(cfg, row_ports=("hog", "act_rd", "act_wr"), priority=("hog",))
         self.psum = PsumUnit(cfg, use_instances=False, row_ports=("act_rd", "act_wr"))
         self.eng = ScalarEngine(cfg, sbuf_latency=self.sbuf.signature.latency,
                                 psum_latency=self.psum.signature.row_latency)
@@ -56,11 +59,14 @@ def pack_instr(cfg, ins):
     }).as_value().value
 
 
-def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000, cycles=None):
+def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000, cycles=None, rng=None,
+                p_hog=0.0, p_done=1.0):
     """Load ``image`` (table words), preload SBUF with ``sbuf_bytes``, run the instructions;
     returns ``(statuses, sbuf after, accumulators)``; ``cycles`` (a list) receives, per
     instruction, the cycles from ``instr.valid`` (taken at once by an idle engine) to
-    ``done.valid``."""
+    ``done.valid``. With ``rng``: the SBUF hog port reads a random row of every partition in a
+    cycle with probability ``p_hog`` (the engine's SBUF requests lose those cycles) and
+    ``done.ready`` is high with probability ``p_done``."""
     cfg, eng = rig.cfg, rig.eng
     res = {}
 
@@ -73,23 +79,34 @@ def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000, cycles=Non
             await ctx.tick()
         ctx.set(eng.tw.valid, 0)
         statuses, cycles = [], []
-        ctx.set(eng.done.ready, 1)
+        hog = rig.sbuf.hog.req
+        hog_lay = hog.payload.shape()
+        full = (1 << cfg.partitions) - 1
         for ins in instrs:
             ctx.set(eng.instr.payload.as_value(), pack_instr(cfg, ins))
             ctx.set(eng.instr.valid, 1)
-            for c in range(limit):
-                await ctx.tick()
-                if ctx.get(eng.done.valid):
+            for c in range(limit):                          # bounded: a hang fails
+                stall = rng is not None and rng.random() < p_hog
+                ctx.set(hog.valid, int(stall))
+                if stall:
+                    ctx.set(hog.payload, hog_lay.const(
+                        {"addr": int(rng.integers(1 << len(hog.payload.addr))), "mask": full,
+                         "we": 0}))
+                ready = rng is None or rng.random() < p_done
+                ctx.set(eng.done.ready, int(ready))
+                taken = ready and ctx.get(eng.done.valid)   # handshake at the coming edge
+                if taken:
                     statuses.append(ctx.get(eng.done.payload.status))
-                    cycles.append(c + 1)
+                    cycles.append(c)
+                await ctx.tick()
+                ctx.set(eng.instr.valid, 0)               # taken at the first edge (idle)
+                if taken:
                     break
-                # drop valid once taken (the FSM latches it in IDLE)
-                ctx.set(eng.instr.valid, 0)
             else:
                 statuses.append(None)
                 cycles.append(None)
-            ctx.set(eng.instr.valid, 0)
-            await ctx.tick()
+            ctx.set(eng.done.ready, 0)
+            ctx.set(hog.valid, 0)
         res["st"], res["cycles"] = statuses, cycles
         res["sbuf"] = dump_sbuf(ctx, rig.sbuf)
         res["acc"] = np.array([ctx.get(eng.acc[p]) for p in range(cfg.partitions)], np.uint32)
