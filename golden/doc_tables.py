@@ -301,6 +301,8 @@ def params_table():
         ("`watchdog_reset`", "reset value of `WATCHDOG` (cycles; 0 = off)",
          lambda c: pow2_text(c.watchdog_reset) if c.watchdog_reset > 0
          and not c.watchdog_reset & (c.watchdog_reset - 1) else str(c.watchdog_reset)),
+        ("`act_segments`", "Scalar-engine activation-table segments per lane (docs/scalar.md)",
+         lambda c: str(c.act_segments)),
     ]
     rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
     return _markdown(["field", "meaning", *COLUMNS], rows)

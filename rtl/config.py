@@ -17,7 +17,8 @@ __all__ = [
     "FPFormat", "FORMATS", "FP32", "TF32", "BF16", "FP16", "FP8_E5M2", "FP8_E4M3", "FP8_E4M3FN",
     "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "check_config", "PRESETS", "get_preset",
     "preset_from_env", "AP_MAX_DIMS", "AP_STEP_BITS", "AP_NUM_BITS", "AP_OFFSET_BITS",
-    "AP_PART_BITS", "SPARSE_PATTERN_NAMES", "parse_sparse_pattern",
+    "AP_PART_BITS", "SPARSE_PATTERN_NAMES", "parse_sparse_pattern", "ACT_DEGREE",
+    "ACT_BINADES", "ACT_MAP_BASE", "ACT_SEG_BASE", "ACT_SEG_STRIDE",
 ]
 
 
@@ -199,6 +200,18 @@ AP_NUM_BITS = 16
 AP_OFFSET_BITS = 32
 AP_PART_BITS = 8
 
+#: Activation-table format of the Scalar engine (docs/scalar.md): polynomial degree per segment
+#: (Horner steps, each one fused MAC) and binade-map entries per sign half. Fixed by the table
+#: format, not knobs; the segment count is the field ``act_segments``.
+ACT_DEGREE = 6
+ACT_BINADES = 64
+#: Word addresses of a table image (32-bit words): header words 0..8, the binade map at
+#: ``ACT_MAP_BASE + half * ACT_BINADES + b``, segment ``s`` word ``j`` at
+#: ``ACT_SEG_BASE + s * ACT_SEG_STRIDE + j`` (j = 0 centre, 1..7 c0..c6, 8 flags).
+ACT_MAP_BASE = 0x80
+ACT_SEG_BASE = 0x200
+ACT_SEG_STRIDE = 16
+
 #: N:M structured-sparsity patterns a config may enable (the Trainium2 set, architecture §6.6):
 #: n kept weights in every group of m consecutive K elements.
 SPARSE_PATTERN_NAMES = ("4:16", "4:12", "4:8", "2:8", "2:4", "1:4", "1:2")
@@ -287,6 +300,10 @@ class CoreConfig:
         per beat share one 32-bit moving lane; docs/tensor-engine.md, "Structured sparsity").
         ``None`` (the default) enables every pattern of ``SPARSE_PATTERN_NAMES`` that meets
         both rules, 4:16 first; :attr:`sparsity` is the resolved tuple.
+    act_segments : int
+        Segments of the Scalar engine's loadable activation table (a power of two in
+        [16, 4096]); each segment is a centre, ``ACT_DEGREE + 1`` FP32 coefficients and 3 flags
+        per lane (docs/scalar.md). 512 holds every built-in function's table.
     """
 
     name: str = "custom"
@@ -316,6 +333,7 @@ class CoreConfig:
     issue_depth: int = 4
     watchdog_reset: int = 1 << 24
     sparse_patterns: Optional[tuple] = None
+    act_segments: int = 512
 
     def __post_init__(self):
         c = "CoreConfig"
@@ -383,6 +401,10 @@ class CoreConfig:
         _check_int(c, "fetch_depth", self.fetch_depth, 1, 16)
         _check_int(c, "issue_depth", self.issue_depth, 1, 16)
         _check_int(c, "watchdog_reset", self.watchdog_reset, 0, (1 << 32) - 1)
+        _check_int(c, "act_segments", self.act_segments, 16, 4096)
+        if not _is_pow2(self.act_segments):
+            raise ValueError(f"{c} field 'act_segments' must be a power of two in [16, 4096], "
+                             f"not {self.act_segments!r}")
         if self.sparse_patterns is not None:
             if not isinstance(self.sparse_patterns, tuple):
                 raise TypeError(f"{c} field 'sparse_patterns' must be a tuple or None, "

@@ -208,6 +208,14 @@ def _build_tensor_decode(cfg, variant):
 def _build_sync_engine(cfg, variant):
     from rtl.core.sync_engine import SyncEngine
     return SyncEngine(cfg)
+def _build_act_function(cfg, variant):
+    from rtl.scalar.function import FunctionUnit
+    return FunctionUnit(cfg)
+
+
+def _build_scalar_engine(cfg, variant):
+    from rtl.scalar.engine import ScalarEngine
+    return ScalarEngine(cfg)
 
 
 def _build_engine(cfg, variant):
@@ -318,6 +326,16 @@ BLOCKS = (
           sweep=False, description="sync engine: dma_start (descriptor reads -> DMA queues)",
           sources=("rtl/core/sync_engine.py",),
           tests=("tests/test_core_decode.py", "tests/test_core.py")),
+    Block(name="act_function", module="rtl.scalar.function", build=_build_act_function,
+          pnr=False, sweep=False,
+          description="Scalar-engine function unit (one lane): 12 FP32 FMAs + loadable table",
+          sources=("rtl/scalar/function.py",), tests=("tests/test_act_function.py",)),
+    Block(name="scalar_engine", module="rtl.scalar.engine", build=_build_scalar_engine,
+          pnr=False, sweep=False, default=False,
+          description="Scalar engine: P function-unit lanes, widen/convert, AP readers/writers, "
+                      "accumulators, control",
+          sources=("rtl/scalar/engine.py",),
+          tests=("tests/test_act_engine.py", "tests/test_act_function.py")),
 )
 
 

@@ -54,6 +54,8 @@ def test_config_is_frozen():
     ("fetch_depth", 0, r"'fetch_depth' must be in \[1, 16\], not 0"),
     ("issue_depth", 17, r"'issue_depth' must be in \[1, 16\], not 17"),
     ("watchdog_reset", -1, r"'watchdog_reset' must be in \[0, 4294967295\], not -1"),
+    ("act_segments", 8, r"'act_segments' must be in \[16, 4096\], not 8"),
+    ("act_segments", 384, r"'act_segments' must be a power of two in \[16, 4096\], not 384"),
 ])
 def test_bad_values_name_the_field_and_range(field, value, message):
     with pytest.raises(ValueError, match=message):

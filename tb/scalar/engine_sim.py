@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: Apache-2.0
+"""amaranth.sim rig of :class:`rtl.scalar.engine.ScalarEngine` on an SBUF and a PSUM unit:
+backdoor preload/dump of both memories, a table load, instructions in, status out (every wait
+bounded)."""
+
+import numpy as np
+from amaranth.hdl import Elaboratable, Module
+from amaranth.lib import wiring
+
+from rtl.mem.sbuf import SBUF as SbufMem
+from rtl.scalar.engine import ScalarEngine
+from rtl.tensor.psum import PsumUnit
+from rtl.scalar.isa import instr_layout
+from tb.mem.rig import dump_sbuf, preload_sbuf
+
+__all__ = ["EngineRig", "run_program", "pack_instr"]
+
+
+class EngineRig(Elaboratable):
+    """The engine on an SBUF (row ports ``act_rd``, ``act_wr`` and a priority port ``hog`` a
+    testbench drives to steal bank cycles) and a PSUM unit (``act_rd``, ``act_wr``)."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.sbuf = SbufMem(cfg, row_ports=("hog", "act_rd", "act_wr"), priority=("hog",))
+        self.psum = PsumUnit(cfg, use_instances=False, row_ports=("act_rd", "act_wr"))
+        self.eng = ScalarEngine(cfg, sbuf_latency=self.sbuf.signature.latency,
+                                psum_latency=self.psum.signature.row_latency)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.sbuf, m.submodules.psum, m.submodules.eng = self.sbuf, self.psum, self.eng
+        wiring.connect(m, self.eng.sbuf_rd, self.sbuf.act_rd)
+        wiring.connect(m, self.eng.sbuf_wr, self.sbuf.act_wr)
+        wiring.connect(m, self.eng.psum_rd, self.psum.act_rd)
+        wiring.connect(m, self.eng.psum_wr, self.psum.act_wr)
+        return m
+
+
+def _ap(cfg, ap):
+    if ap is None:
+        return {"mem": 0, "start": 0, "count": 0, "esize": 0, "offset": 0,
+                "dims": [{"step": 0, "num": 0}] * cfg.ap_dims}
+    return {"mem": ap.memory, "start": ap.start_partition, "count": ap.num_partitions,
+            "esize": ap.esize, "offset": ap.offset,
+            "dims": [{"step": s, "num": n} for s, n in ap.slots(cfg.ap_dims)]}
+
+
+def pack_instr(cfg, ins):
+    """The engine's instruction payload (an int of ``instr_layout(cfg)``) from a
+    ``golden.activation.ActInstr``."""
+    return instr_layout(cfg).const({
+        "opcode": ins.opcode, "func": ins.func, "reduce_cmd": ins.reduce_cmd, "sr": int(ins.sr),
+        "dst": _ap(cfg, ins.dst), "src": _ap(cfg, ins.src), "scale_ap": _ap(cfg, ins.scale_ap),
+        "bias_ap": _ap(cfg, ins.bias_ap), "dst_dtype": ins.dst_dtype,
+        "src_dtype": ins.src_dtype, "scale_dtype": ins.scale_dtype,
+        "bias_dtype": ins.bias_dtype, "scale_src": int(ins.scale_ap is not None),
+        "bias_src": int(ins.bias_ap is not None), "scale": ins.scale, "bias": ins.bias,
+    }).as_value().value
+
+
+def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000, cycles=None, rng=None,
+                p_hog=0.0, p_done=1.0):
+    """Load ``image`` (table words), preload SBUF with ``sbuf_bytes``, run the instructions;
+    returns ``(statuses, sbuf after, accumulators)``; ``cycles`` (a list) receives, per
+    instruction, the cycles from ``instr.valid`` (taken at once by an idle engine) to
+    ``done.valid``. With ``rng``: the SBUF hog port reads a random row of every partition in a
+    cycle with probability ``p_hog`` (the engine's SBUF requests lose those cycles) and
+    ``done.ready`` is high with probability ``p_done``."""
+    cfg, eng = rig.cfg, rig.eng
+    res = {}
+
+    async def job(ctx):
+        preload_sbuf(ctx, rig.sbuf, sbuf_bytes)
+        for addr, word in sorted(image.items()):
+            ctx.set(eng.tw.valid, 1)
+            ctx.set(eng.tw.payload.addr, addr)
+            ctx.set(eng.tw.payload.data, word)
+            await ctx.tick()
+        ctx.set(eng.tw.valid, 0)
+        statuses, cycles = [], []
+        hog = rig.sbuf.hog.req
+        hog_lay = hog.payload.shape()
+        full = (1 << cfg.partitions) - 1
+        for ins in instrs:
+            ctx.set(eng.instr.payload.as_value(), pack_instr(cfg, ins))
+            ctx.set(eng.instr.valid, 1)
+            for c in range(limit):                          # bounded: a hang fails
+                stall = rng is not None and rng.random() < p_hog
+                ctx.set(hog.valid, int(stall))
+                if stall:
+                    ctx.set(hog.payload, hog_lay.const(
+                        {"addr": int(rng.integers(1 << len(hog.payload.addr))), "mask": full,
+                         "we": 0}))
+                ready = rng is None or rng.random() < p_done
+                ctx.set(eng.done.ready, int(ready))
+                taken = ready and ctx.get(eng.done.valid)   # handshake at the coming edge
+                if taken:
+                    statuses.append(ctx.get(eng.done.payload.status))
+                    cycles.append(c)
+                await ctx.tick()
+                ctx.set(eng.instr.valid, 0)               # taken at the first edge (idle)
+                if taken:
+                    break
+            else:
+                statuses.append(None)
+                cycles.append(None)
+            ctx.set(eng.done.ready, 0)
+            ctx.set(hog.valid, 0)
+        res["st"], res["cycles"] = statuses, cycles
+        res["sbuf"] = dump_sbuf(ctx, rig.sbuf)
+        res["acc"] = np.array([ctx.get(eng.acc[p]) for p in range(cfg.partitions)], np.uint32)
+    bench.run(job)
+    if cycles is not None:
+        cycles.extend(res["cycles"])
+    return res["st"], res["sbuf"], res["acc"]
