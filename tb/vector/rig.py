@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Vector engine on a real SBUF and PSUM, and the amaranth.sim job that runs a program.
+
+:class:`VecRig` joins a :class:`~rtl.vector.engine.VectorEngine` to an
+:class:`rtl.mem.sbuf.SBUF` (row ports ``sbuf_rd0``, ``sbuf_rd1``, ``sbuf_wr`` plus a priority
+``hog`` port that a testbench drives to steal banks) and a :class:`rtl.tensor.psum.PsumUnit`
+(row ports ``psum_*`` plus ``hog``, used to preload and dump PSUM and to steal banks).
+:func:`program_job` preloads both memories, streams instructions (random gaps), takes ``done``
+with random back-pressure, lets the hogs steal, and dumps both memories; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from amaranth.hdl import Elaboratable, Module, Value
+from amaranth.lib import wiring
+
+from rtl.mem.port import SBUF
+from rtl.mem.sbuf import SBUF as SbufMem
+from rtl.tensor.psum import PsumUnit
+from rtl.vector.engine import VectorEngine
+from rtl.vector.frame import PORT_NAMES
+from tb.ap.program import pack_ap
+from tb.mem.rig import dump_sbuf, preload_sbuf
+
+__all__ = ["VecRig", "pack_instr", "program_job"]
+
+
+class VecRig(Elaboratable):
+    """``dut`` (the engine), ``sbuf`` and ``psum`` (the memories, each with a ``hog`` port)."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.dut = VectorEngine(cfg)
+        self.sbuf = SbufMem(cfg, row_ports=("hog", "sbuf_rd0", "sbuf_rd1", "sbuf_wr"),
+                            priority=("hog",))
+        self.psum = PsumUnit(cfg, use_instances=False,
+                             row_ports=("hog", "psum_rd0", "psum_rd1", "psum_wr"))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = self.dut
+        m.submodules.sbuf = self.sbuf
+        m.submodules.psum = self.psum
+        for n in PORT_NAMES:
+            mem = self.sbuf if n.startswith(SBUF) else self.psum
+            wiring.connect(m, getattr(self.dut, n), getattr(mem, n))
+        return m
+
+
+def pack_instr(layout, cfg, ins):
+    """A :class:`golden.vector.VecInstr` as an int of ``instr_layout(cfg)``."""
+    word = 0
+    for name, field in layout:
+        v = getattr(ins, name)
+        if name in ("dst", "src0", "src1"):
+            v = pack_ap(field.shape, v, cfg.ap_dims)
+        width = field.width
+        if not 0 <= v < 1 << width:
+            raise ValueError(f"instruction field '{name}' must fit {width} bits, not {v!r}")
+        word |= v << field.offset
+    return word
+
+
+def _hog_idle(ctx, rig):
+    ctx.set(rig.sbuf.hog.req.valid, 0)
+    ctx.set(rig.psum.hog.req.valid, 0)
+
+
+async def _psum_preload(ctx, rig, psum_bytes):
+    """Write every PSUM entry (all partitions) through the ``hog`` row port."""
+    cfg = rig.cfg
+    hog = rig.psum.hog.req
+    lay = hog.payload.shape()
+    words = psum_bytes.view("<u4")                     # (P, entries)
+    for e in range(words.shape[1]):
+        ctx.set(hog.valid, 1)
+        ctx.set(hog.payload, lay.const({"addr": e, "mask": (1 << cfg.partitions) - 1, "we": 1,
+                                        "be": 0xF, "wdata": [int(x) for x in words[:, e]]}))
+        for _ in range(100):
+            granted = ctx.get(hog.ready)
+            await ctx.tick()
+            if granted:
+                break
+        else:
+            raise AssertionError(f"PSUM preload: entry {e} never granted")
+    ctx.set(hog.valid, 0)
+
+
+async def _psum_dump(ctx, rig):
+    cfg = rig.cfg
+    hog = rig.psum.hog
+    lay = hog.req.payload.shape()
+    n = cfg.psum_banks * cfg.psum_bank_fp32
+    out = np.zeros((cfg.partitions, n), np.uint32)
+    got = 0
+    issued = 0
+    for _ in range(4 * n + 100):
+        ctx.set(hog.req.valid, int(issued < n))
+        if issued < n:
+            ctx.set(hog.req.payload, lay.const({"addr": issued,
+                                                "mask": (1 << cfg.partitions) - 1, "we": 0}))
+        fire = issued < n and ctx.get(hog.req.ready)
+        if ctx.get(hog.rsp.valid):
+            d = ctx.get(Value.cast(hog.rsp.payload))
+            for p in range(cfg.partitions):
+                out[p, got] = (d >> (32 * p)) & 0xFFFFFFFF
+            got += 1
+        issued += int(fire)
+        await ctx.tick()
+        if got == n:
+            break
+    ctx.set(hog.req.valid, 0)
+    assert got == n, f"PSUM dump: {got} of {n} entries"
+    return out.view(np.uint8).reshape(cfg.partitions, -1)
+
+
+def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0.0,
+                limit=None):
+    """A testbench job and the dict it fills: preload ``sbuf``/``psum`` (partitions x bytes),
+    run ``instrs`` (``golden.vector.VecInstr``), dump both memories. The dict gets
+    ``status`` (one code per instruction), ``takes`` and ``dones`` (cycles), ``sbuf``, ``psum``.
+    """
+    cfg = rig.cfg
+    dut = rig.dut
+    lay = dut.signature.instr_layout
+    words = [pack_instr(lay, cfg, ins) for ins in instrs]
+    elems = sum(max(ins.dst.count, ins.src0.count) for ins in instrs)
+    limit = limit or int((elems + 80 * len(instrs)) * 4 / max(0.1, p_ready)
+                         / max(0.1, 1 - p_hog)) + 200
+    out = {"status": [], "takes": [], "dones": []}
+
+    async def job(ctx):
+        _hog_idle(ctx, rig)
+        ctx.set(dut.instr.valid, 0)
+        ctx.set(dut.done.ready, 0)
+        preload_sbuf(ctx, rig.sbuf, sbuf)
+        await _psum_preload(ctx, rig, psum)
+        j, t = 0, 0
+        offer = False
+        while len(out["status"]) < len(instrs):
+            if not offer and j < len(instrs):
+                offer = rng.random() >= p_gap
+            ctx.set(dut.instr.valid, int(offer))
+            if offer:
+                ctx.set(Value.cast(dut.instr.payload), words[j])
+            rdy = rng.random() < p_ready
+            ctx.set(dut.done.ready, int(rdy))
+            for mem in (rig.sbuf, rig.psum):
+                hog = rng.random() < p_hog
+                ctx.set(mem.hog.req.valid, int(hog))
+                if hog:
+                    hl = mem.hog.req.payload.shape()
+                    ctx.set(mem.hog.req.payload, hl.const(
+                        {"addr": int(rng.integers(1 << len(mem.hog.req.payload.addr))),
+                         "mask": 1, "we": 0}))
+            if offer and ctx.get(dut.instr.ready):
+                out["takes"].append(t)
+                j += 1
+                offer = False
+            if rdy and ctx.get(dut.done.valid):
+                out["status"].append(ctx.get(dut.done.payload.status))
+                out["dones"].append(t)
+            await ctx.tick()
+            t += 1
+            assert t < limit, (f"{len(out['status'])} of {len(instrs)} instructions done after "
+                               f"{limit} cycles (hang)")
+        _hog_idle(ctx, rig)
+        ctx.set(dut.instr.valid, 0)
+        for _ in range(3):
+            await ctx.tick()
+        out["sbuf"] = dump_sbuf(ctx, rig.sbuf)
+        out["psum"] = await _psum_dump(ctx, rig)
+    return job, out
