@@ -15,7 +15,7 @@ import numpy as np
 from amaranth.hdl import Elaboratable, Module, Value
 from amaranth.lib import wiring
 
-from rtl.mem.port import SBUF
+from rtl.mem.port import PSUM, SBUF
 from rtl.mem.sbuf import SBUF as SbufMem
 from rtl.tensor.psum import PsumUnit
 from rtl.vector.engine import VectorEngine
@@ -23,7 +23,7 @@ from rtl.vector.frame import PORT_NAMES
 from tb.ap.program import pack_ap
 from tb.mem.rig import dump_sbuf, preload_sbuf
 
-__all__ = ["VecRig", "pack_instr", "program_job"]
+__all__ = ["VecRig", "pack_instr", "program_job", "apply_write"]
 
 
 class VecRig(Elaboratable):
@@ -119,7 +119,9 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
                 limit=None):
     """A testbench job and the dict it fills: preload ``sbuf``/``psum`` (partitions x bytes),
     run ``instrs`` (``golden.vector.VecInstr``), dump both memories. The dict gets
-    ``status`` (one code per instruction), ``takes`` and ``dones`` (cycles), ``sbuf``, ``psum``.
+    ``status`` (one code per instruction), ``takes`` and ``dones`` (cycles), ``sbuf``, ``psum``
+    (dumps) and ``writes``: per instruction, the engine's granted writes as
+    ``(memory, addr, mask, be, lanes)`` (see :func:`apply_write`).
     """
     cfg = rig.cfg
     dut = rig.dut
@@ -128,7 +130,8 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
     elems = sum(max(ins.dst.count, ins.src0.count) for ins in instrs)
     limit = limit or int((elems + 80 * len(instrs)) * 4 / max(0.1, p_ready)
                          / max(0.1, 1 - p_hog)) + 200
-    out = {"status": [], "takes": [], "dones": []}
+    out = {"status": [], "takes": [], "dones": [], "writes": [[] for _ in instrs]}
+    wports = ((SBUF, dut.sbuf_wr.req), (PSUM, dut.psum_wr.req))
 
     async def job(ctx):
         _hog_idle(ctx, rig)
@@ -158,6 +161,15 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
                 out["takes"].append(t)
                 j += 1
                 offer = False
+            for mem, req in wports:
+                if ctx.get(req.valid) and ctx.get(req.ready):
+                    k = len(out["status"])
+                    assert k < len(instrs), "a write after the last instruction finished"
+                    d = ctx.get(Value.cast(req.payload.wdata))
+                    out["writes"][k].append(
+                        (mem, ctx.get(req.payload.addr), ctx.get(req.payload.mask),
+                         ctx.get(req.payload.be),
+                         [(d >> (32 * p)) & 0xFFFFFFFF for p in range(cfg.partitions)]))
             if rdy and ctx.get(dut.done.valid):
                 out["status"].append(ctx.get(dut.done.payload.status))
                 out["dones"].append(t)
@@ -172,3 +184,16 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
         out["sbuf"] = dump_sbuf(ctx, rig.sbuf)
         out["psum"] = await _psum_dump(ctx, rig)
     return job, out
+
+
+def apply_write(sbuf, psum, write):
+    """Apply one recorded row-port write to the byte arrays ``sbuf``/``psum`` (partitions x
+    bytes): SBUF ``addr`` is a byte address (its lane at ``addr & ~3``), PSUM ``addr`` an FP32
+    entry; ``be`` picks the lane's bytes, ``mask`` the partitions."""
+    mem, addr, mask, be, lanes = write
+    buf, base = (sbuf, addr & ~3) if mem == SBUF else (psum, 4 * addr)
+    for p, v in enumerate(lanes):
+        if mask >> p & 1:
+            for b in range(4):
+                if be >> b & 1:
+                    buf[p, base + b] = (v >> (8 * b)) & 0xFF
