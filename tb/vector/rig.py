@@ -116,12 +116,14 @@ async def _psum_dump(ctx, rig):
 
 
 def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0.0,
-                limit=None):
+                limit=None, dump=True):
     """A testbench job and the dict it fills: preload ``sbuf``/``psum`` (partitions x bytes),
-    run ``instrs`` (``golden.vector.VecInstr``), dump both memories. The dict gets
+    run ``instrs`` (``golden.vector.VecInstr``), dump both memories. ``psum=None`` skips the
+    PSUM preload (it starts at zero); ``dump=False`` skips the dumps (benches). The dict gets
     ``status`` (one code per instruction), ``takes`` and ``dones`` (cycles), ``sbuf``, ``psum``
-    (dumps) and ``writes``: per instruction, the engine's granted writes as
-    ``(memory, addr, mask, be, lanes)`` (see :func:`apply_write`).
+    (dumps), ``writes``: per instruction, the engine's granted writes as
+    ``(memory, addr, mask, be, lanes)`` (see :func:`apply_write`), and ``write_cycles``
+    (their cycles).
     """
     cfg = rig.cfg
     dut = rig.dut
@@ -130,7 +132,8 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
     elems = sum(max(ins.dst.count, ins.src0.count) for ins in instrs)
     limit = limit or int((elems + 80 * len(instrs)) * 4 / max(0.1, p_ready)
                          / max(0.1, 1 - p_hog)) + 200
-    out = {"status": [], "takes": [], "dones": [], "writes": [[] for _ in instrs]}
+    out = {"status": [], "takes": [], "dones": [], "writes": [[] for _ in instrs],
+           "write_cycles": [[] for _ in instrs]}
     wports = ((SBUF, dut.sbuf_wr.req), (PSUM, dut.psum_wr.req))
 
     async def job(ctx):
@@ -138,7 +141,8 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
         ctx.set(dut.instr.valid, 0)
         ctx.set(dut.done.ready, 0)
         preload_sbuf(ctx, rig.sbuf, sbuf)
-        await _psum_preload(ctx, rig, psum)
+        if psum is not None:
+            await _psum_preload(ctx, rig, psum)
         j, t = 0, 0
         offer = False
         while len(out["status"]) < len(instrs):
@@ -170,6 +174,7 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
                         (mem, ctx.get(req.payload.addr), ctx.get(req.payload.mask),
                          ctx.get(req.payload.be),
                          [(d >> (32 * p)) & 0xFFFFFFFF for p in range(cfg.partitions)]))
+                    out["write_cycles"][k].append(t)
             if rdy and ctx.get(dut.done.valid):
                 out["status"].append(ctx.get(dut.done.payload.status))
                 out["dones"].append(t)
@@ -181,8 +186,9 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
         ctx.set(dut.instr.valid, 0)
         for _ in range(3):
             await ctx.tick()
-        out["sbuf"] = dump_sbuf(ctx, rig.sbuf)
-        out["psum"] = await _psum_dump(ctx, rig)
+        if dump:
+            out["sbuf"] = dump_sbuf(ctx, rig.sbuf)
+            out["psum"] = await _psum_dump(ctx, rig)
     return job, out
 
 
