@@ -12,7 +12,8 @@ FP32 values are ``np.uint32`` bit patterns throughout; NaN results of arithmetic
 
 Datapath of every instruction (two chained ALU stages, ``docs/vector.md``)::
 
-    x0 = src0 (MEMSET: imm0)        y0 = src1 if sel0 else imm0
+    x0 = src0 (MEMSET: imm0; IOTA: the element index i)
+    y0 = src1 if sel0 else imm0     (IOTA: src1 is the partition index p)
     r0 = alu(op0, x0, y0, imm0)     (rev0 swaps x0 and y0)
     x1 = r0                         y1 = src1 if sel1 else imm1
     r1 = alu(op1, x1, y1, imm1)     (rev1 swaps x1 and y1)
@@ -33,7 +34,7 @@ from rtl.config import CoreConfig, check_config
 
 __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
-    "OP_SELECT", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
+    "OP_SELECT", "OP_IOTA", "IOTA_MOD", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
     "ALU_EQ", "ALU_NE", "ALU_LT", "ALU_LE", "ALU_GT", "ALU_GE", "ALU_AND", "ALU_OR", "ALU_XOR",
     "ALU_SEL", "ALU_NAMES", "REDUCE_OPS", "DTYPE_CODES", "DTYPE_NAMES", "E_OPCODE", "E_FORMAT",
     "E_SHAPE", "FP32_ONE", "VecInstr", "VecMemory", "alu", "reduce_ways", "reduce_lanes",
@@ -42,10 +43,12 @@ __all__ = [
 
 #: Opcodes (docs/architecture.md §8.4, the vector range 0x20-0x2F).
 OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
-OP_TENSOR_COPY, OP_MEMSET, OP_SELECT = 0x23, 0x24, 0x25
+OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
 OPCODES = {OP_TENSOR_TENSOR: "tensor_tensor", OP_TENSOR_SCALAR: "tensor_scalar",
            OP_TENSOR_REDUCE: "tensor_reduce", OP_TENSOR_COPY: "tensor_copy",
-           OP_MEMSET: "memset", OP_SELECT: "select"}
+           OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota"}
+#: IOTA's element index is taken modulo this (exact in FP32).
+IOTA_MOD = 1 << 24
 
 #: ALU operations (4-bit ``op0`` / ``op1`` fields).
 (ALU_BYPASS, ALU_ADD, ALU_SUB, ALU_MUL, ALU_MAX, ALU_MIN, ALU_EQ, ALU_NE, ALU_LT, ALU_LE,
@@ -226,7 +229,7 @@ def _uses_src1(ins):
 
 
 def _uses_src0(ins):
-    return ins.opcode != OP_MEMSET
+    return ins.opcode not in (OP_MEMSET, OP_IOTA)
 
 
 def _effective(ins):
@@ -329,12 +332,16 @@ def run(cfg: CoreConfig, ins: VecInstr, mem: VecMemory, prng: XorWowLanes | None
     if code != E_OK:
         return code
     op0, op1, sel0, sel1, rev0, rev1 = _effective(ins)
+    n, P = ins.dst.count, cfg.partitions
+    s1 = _read(cfg, mem, ins.src1, ins.src1_dtype) if _uses_src1(ins) else None
     if ins.opcode == OP_MEMSET:
-        n = ins.dst.count
-        x0 = np.full((n, cfg.partitions), ins.imm0, np.uint32)
+        x0 = np.full((n, P), ins.imm0, np.uint32)
+    elif ins.opcode == OP_IOTA:
+        i = (np.arange(n, dtype=np.int64) % IOTA_MOD).astype(np.float32)
+        x0 = np.repeat(i.view(np.uint32)[:, None], P, axis=1)
+        s1 = np.repeat(np.arange(P, dtype=np.float32).view(np.uint32)[None, :], n, axis=0)
     else:
         x0 = _read(cfg, mem, ins.src0, ins.src0_dtype)
-    s1 = _read(cfg, mem, ins.src1, ins.src1_dtype) if _uses_src1(ins) else None
     y0 = s1 if sel0 else np.uint32(ins.imm0)
     r0 = alu(op0, y0, x0, ins.imm0) if rev0 else alu(op0, x0, y0, ins.imm0)
     if ins.opcode == OP_TENSOR_REDUCE:

@@ -15,7 +15,7 @@ import golden.vector as gv
 from golden.prng import XorWowLanes
 from rtl.config import get_preset
 from rtl.vector.engine import VectorEngine
-from rtl.vector.isa import dtype_table, instr_layout
+from rtl.vector.isa import OPCODES, dtype_table, instr_layout
 from tb.amsim import SimBench
 from tb.vector.program import bad_instrs, random_instr, random_memories
 from tb.vector.rig import VecRig, apply_write, program_job
@@ -74,7 +74,7 @@ def run_and_compare(bench, instrs, rng, seed, **kw):
 @pytest.mark.parametrize("opcode", sorted(gv.OPCODES))
 def test_each_opcode_random_aps_formats(bench, opcode, seed):
     rng = np.random.default_rng([seed, 20, opcode])
-    instrs = [random_instr(rng, SMALL, opcodes=[opcode]) for _ in range(10)]
+    instrs = [random_instr(rng, SMALL, opcodes=[opcode]) for _ in range(8)]
     run_and_compare(bench, instrs, rng, seed)
 
 
@@ -145,7 +145,36 @@ def test_signature_and_layouts():
     lay = instr_layout(SMALL)
     assert lay.size == sig.instr_layout.size
     assert set(dtype_table(SMALL)) == set(gv.vector_formats(SMALL))
+    assert set(OPCODES) == set(gv.OPCODES)
     bf = get_preset("bf16_only")
     assert set(dtype_table(bf)) == set(gv.vector_formats(bf)) == {0, 2}
     with pytest.raises(TypeError):
         VectorEngine.Signature("small")
+
+
+def test_iota_index_conversion_exact(seed):
+    """The IOTA index converter (unsigned 24-bit -> FP32) against numpy for 0, powers of two,
+    their neighbours, the maximum and random values."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+
+    from rtl.vector.fu import _u24_to_fp32
+    m = Module()
+    n = Signal(24)
+    out = _u24_to_fp32(m, n, "t")
+    rng = np.random.default_rng([seed, 26])
+    vals = {0, (1 << 24) - 1} | {v for k in range(24) for v in ((1 << k) - 1, 1 << k,
+                                                               (1 << k) + 1)}
+    vals |= set(int(v) for v in rng.integers(0, 1 << 24, 300))
+    vals = sorted(v for v in vals if v < 1 << 24)
+    res = {}
+
+    async def tb(ctx):
+        for v in vals:
+            ctx.set(n, v)
+            res[v] = ctx.get(out)
+    sim = Simulator(m)
+    sim.add_testbench(tb)
+    sim.run()
+    for v in vals:
+        assert res[v] == int(np.float32(v).view(np.uint32)), (v, hex(res[v]))

@@ -4,7 +4,9 @@ reduction (``docs/vector.md``), plugged into a :class:`~rtl.vector.frame.LanesFr
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Module, Mux, Signal
+import numpy as np
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,7 +14,7 @@ from rtl.config import CoreConfig, check_config
 from rtl.fp.pipe import delay
 from rtl.vector.alu import LaneALU
 from rtl.vector.frame import fu_in_layout, fu_out_layout
-from rtl.vector.isa import ALU_MAX, ALU_MIN
+from rtl.vector.isa import ALU_MAX, ALU_MIN, IOTA_BITS
 
 __all__ = ["VectorFU", "ctl_layout"]
 
@@ -21,9 +23,25 @@ def ctl_layout():
     """The function unit's per-instruction controls (held constant while it runs):
     ``op0``, ``op1``, ``rev0``, ``rev1``, ``sel0``, ``sel1``, ``imm0``, ``imm1`` as in
     :func:`~rtl.vector.isa.instr_layout` after the opcode's overrides, ``memset`` (stage 0's
-    ``x`` is ``imm0``), ``reduce`` (stage 1 reduces with ``op1``; one output per instruction)."""
+    ``x`` is ``imm0``), ``iota`` (``x0`` is the element index, ``x1`` the partition index, both
+    as FP32), ``reduce`` (stage 1 reduces with ``op1``; one output per instruction)."""
     return data.StructLayout({"op0": 4, "op1": 4, "rev0": 1, "rev1": 1, "sel0": 1, "sel1": 1,
-                              "imm0": 32, "imm1": 32, "memset": 1, "reduce": 1})
+                              "imm0": 32, "imm1": 32, "memset": 1, "iota": 1, "reduce": 1})
+
+
+def _u24_to_fp32(m, n, name):
+    """Exact FP32 bits of the unsigned ``n`` (``len(n)`` <= 24 bits)."""
+    W = len(n)
+    msb = Signal(range(W), name=f"{name}_msb")
+    for k in range(W):                   # the highest set bit wins (last assignment)
+        with m.If(n[k]):
+            m.d.comb += msb.eq(k)
+    sh = Signal(range(W), name=f"{name}_sh")
+    man = Signal(W, name=f"{name}_man")
+    m.d.comb += [sh.eq(W - 1 - msb), man.eq(n << sh)]
+    out = Signal(32, name=f"{name}_fp32")
+    m.d.comb += out.eq(Mux(n == 0, 0, Cat((man[:W - 1] << (24 - W))[:23], (msb + 127)[:8])))
+    return out
 
 
 class VectorFU(wiring.Component):
@@ -139,20 +157,30 @@ class VectorFU(wiring.Component):
         with m.If(inflight != 0):
             m.d.comb += self.busy.eq(1)
 
+        # --- IOTA: the element index (mod 2**IOTA_BITS) as FP32, shared by every lane -----------
+        idx = Signal(IOTA_BITS, name="iota_idx")
+        with m.If(self.start):
+            m.d.sync += idx.eq(0)
+        with m.Elif(i.valid):
+            m.d.sync += idx.eq(idx + 1)
+        idx_f = _u24_to_fp32(m, idx, "iota")
+
         # --- per lane -----------------------------------------------------------------------
         for p in range(P):
             a0 = LaneALU(self.cfg)
             a1 = LaneALU(self.cfg)
             m.submodules[f"alu0_{p}"] = a0
             m.submodules[f"alu1_{p}"] = a1
-            x0 = Mux(ctl.memset, ctl.imm0, i.payload.x0[p])
-            y0 = Mux(ctl.sel0, i.payload.x1[p], ctl.imm0)
+            x0 = Mux(ctl.memset, ctl.imm0, Mux(ctl.iota, idx_f, i.payload.x0[p]))
+            p_f = int(np.float32(p).view(np.uint32))
+            s1 = Mux(ctl.iota, p_f, i.payload.x1[p])
+            y0 = Mux(ctl.sel0, s1, ctl.imm0)
             m.d.comb += [a0.i.valid.eq(i.valid), a0.i.payload.op.eq(ctl.op0),
                          a0.i.payload.x.eq(Mux(ctl.rev0, y0, x0)),
                          a0.i.payload.y.eq(Mux(ctl.rev0, x0, y0)),
                          a0.i.payload.c.eq(ctl.imm0)]
             acc = Array(Signal(32, name=f"acc{p}_{j}") for j in range(K))
-            x1_d = delay(m, i.payload.x1[p], La, name=f"x1d{p}")
+            x1_d = delay(m, s1, La, name=f"x1d{p}")
             r0 = a0.o.payload.r
             y1 = Mux(ctl.sel1, x1_d, ctl.imm1)
             x1 = Mux(ctl.rev1, y1, r0)

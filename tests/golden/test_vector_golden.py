@@ -292,3 +292,21 @@ def test_formats_and_sizes():
     assert [gv.elem_bytes_of(SMALL, d) for d in range(8)] == [4, 4, 2, 2, 1, 1, 1, 1]
     with pytest.raises(TypeError):
         gv.vector_formats("small")
+
+
+def test_iota_index_and_partition_operands():
+    """IOTA: x0 = element index (pattern order), src1 = absolute partition index; here
+    dst = i * 0.5 + p on partitions 2..3, written as FP32 with a negative step."""
+    cfg = SMALL
+    mem = gv.VecMemory(cfg)
+    ins = gv.VecInstr(opcode=gv.OP_IOTA, op0=gv.ALU_MUL, imm0=bits_of(0.5), op1=gv.ALU_ADD,
+                      sel1=1, dst=AP(memory=SBUF, start_partition=2, num_partitions=2,
+                                     offset=400, elem_bytes=4, dims=((-1, 3), (4, 2))))
+    assert gv.run(cfg, ins, mem) == 0
+    for p in range(4):
+        for j in range(2):
+            for i in range(3):
+                a = 400 + 4 * (-i + 4 * j)
+                got = f32(int.from_bytes(mem.sbuf[p, a:a + 4].tobytes(), "little"))
+                want = (3 * j + i) * 0.5 + p if p >= 2 else 0.0
+                assert got == want, (p, i, j, got, want)
