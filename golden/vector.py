@@ -18,6 +18,10 @@ Datapath of every instruction (two chained ALU stages, ``docs/vector.md``)::
     x1 = r0                         y1 = src1 if sel1 else imm1
     r1 = alu(op1, x1, y1, imm1)     (rev1 swaps x1 and y1)
     dst = encode(r1)                (TENSOR_REDUCE: dst = encode(reduce(op1, r0 over the AP)))
+
+TENSOR_TENSOR_SCAN runs the elements in pattern order with stage 0's ``x`` the previous result
+(``imm0`` before the first) and ``y`` = src0, stage 1's ``y`` = src1:
+``r_i = (r_{i-1} op0 src0_i) op1 src1_i``, ``dst_i = encode(r_i)``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from rtl.config import CoreConfig, check_config
 
 __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
-    "OP_SELECT", "OP_IOTA", "IOTA_MOD", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
+    "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "IOTA_MOD", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
     "ALU_EQ", "ALU_NE", "ALU_LT", "ALU_LE", "ALU_GT", "ALU_GE", "ALU_AND", "ALU_OR", "ALU_XOR",
     "ALU_SEL", "ALU_NAMES", "REDUCE_OPS", "DTYPE_CODES", "DTYPE_NAMES", "E_OPCODE", "E_FORMAT",
     "E_SHAPE", "FP32_ONE", "VecInstr", "VecMemory", "alu", "reduce_ways", "reduce_lanes",
@@ -44,9 +48,11 @@ __all__ = [
 #: Opcodes (docs/architecture.md §8.4, the vector range 0x20-0x2F).
 OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
 OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
+OP_TENSOR_TENSOR_SCAN = 0x27
 OPCODES = {OP_TENSOR_TENSOR: "tensor_tensor", OP_TENSOR_SCALAR: "tensor_scalar",
            OP_TENSOR_REDUCE: "tensor_reduce", OP_TENSOR_COPY: "tensor_copy",
-           OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota"}
+           OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota",
+           OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan"}
 #: IOTA's element index is taken modulo this (exact in FP32).
 IOTA_MOD = 1 << 24
 
@@ -219,7 +225,7 @@ def reduce_lanes(op, x, ways):
 # --- check and run -----------------------------------------------------------------------------
 
 def _uses_src1(ins):
-    if ins.opcode in (OP_TENSOR_TENSOR, OP_SELECT):
+    if ins.opcode in (OP_TENSOR_TENSOR, OP_SELECT, OP_TENSOR_TENSOR_SCAN):
         return True
     if ins.opcode == OP_TENSOR_SCALAR:
         return bool(ins.sel0 or ins.sel1)
@@ -243,6 +249,8 @@ def _effective(ins):
         return ALU_BYPASS, ALU_BYPASS, 0, 0, 0, 0
     if o == OP_TENSOR_REDUCE:
         return ins.op0, ins.op1, ins.sel0, 0, ins.rev0, 0
+    if o == OP_TENSOR_TENSOR_SCAN:
+        return ins.op0, ins.op1, 0, 1, ins.rev0, ins.rev1
     return ins.op0, ins.op1, ins.sel0, ins.sel1, ins.rev0, ins.rev1
 
 
@@ -263,7 +271,8 @@ def check(cfg: CoreConfig, ins: VecInstr):
     check_config(cfg, "vector check")
     if ins.opcode not in OPCODES:
         return E_OPCODE
-    if ins.opcode in (OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE):
+    if ins.opcode in (OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE,
+                      OP_TENSOR_TENSOR_SCAN, OP_IOTA):
         if not 0 <= ins.op0 <= 15 or not 0 <= ins.op1 <= 15:
             return E_OPCODE
         if ins.opcode == OP_TENSOR_REDUCE and ins.op1 not in REDUCE_OPS:
@@ -344,7 +353,15 @@ def run(cfg: CoreConfig, ins: VecInstr, mem: VecMemory, prng: XorWowLanes | None
         x0 = _read(cfg, mem, ins.src0, ins.src0_dtype)
     y0 = s1 if sel0 else np.uint32(ins.imm0)
     r0 = alu(op0, y0, x0, ins.imm0) if rev0 else alu(op0, x0, y0, ins.imm0)
-    if ins.opcode == OP_TENSOR_REDUCE:
+    if ins.opcode == OP_TENSOR_TENSOR_SCAN:
+        r = np.empty_like(x0)
+        prev = np.full(P, ins.imm0, np.uint32)
+        for i in range(n):
+            a, b = (x0[i], prev) if rev0 else (prev, x0[i])
+            t = alu(op0, a, b, ins.imm0)
+            a, b = (s1[i], t) if rev1 else (t, s1[i])
+            prev = r[i] = alu(op1, a, b, ins.imm1)
+    elif ins.opcode == OP_TENSOR_REDUCE:
         r = reduce_lanes(op1, np.broadcast_to(r0, x0.shape), reduce_ways(cfg))[None, :]
     else:
         y1 = s1 if sel1 else np.uint32(ins.imm1)

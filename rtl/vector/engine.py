@@ -13,7 +13,7 @@ from rtl.mem.port import PSUM, SBUF, RowPort
 from rtl.vector.frame import PORT_NAMES, LanesFrame
 from rtl.vector.fu import VectorFU
 from rtl.vector.isa import (ALU_ADD, ALU_BYPASS, ALU_MAX, ALU_MIN, ALU_SEL, E_FORMAT, E_OPCODE,
-                            E_SHAPE, OP_IOTA, OP_MEMSET, OP_SELECT, OP_TENSOR_COPY, OP_TENSOR_REDUCE,
+                            E_SHAPE, OP_IOTA, OP_MEMSET, OP_SELECT, OP_TENSOR_TENSOR_SCAN, OP_TENSOR_COPY, OP_TENSOR_REDUCE,
                             OP_TENSOR_SCALAR, OP_TENSOR_TENSOR, OPCODES, done_layout,
                             dtype_table, instr_layout)
 
@@ -100,11 +100,12 @@ class VectorEngine(wiring.Component):
         is_tt, is_ts = op == OP_TENSOR_TENSOR, op == OP_TENSOR_SCALAR
         is_red, is_cp = op == OP_TENSOR_REDUCE, op == OP_TENSOR_COPY
         is_ms, is_sel, is_iota = op == OP_MEMSET, op == OP_SELECT, op == OP_IOTA
+        is_scan = op == OP_TENSOR_TENSOR_SCAN
         known = Cat(*[op == k for k in OPCODES]).any()
         bad_op = ~known | (is_red & (ins.op1 != ALU_ADD) & (ins.op1 != ALU_MAX)
                            & (ins.op1 != ALU_MIN))
         use0 = ~is_ms & ~is_iota
-        use1 = is_tt | is_sel | (is_ts & (ins.sel0 | ins.sel1)) | (is_red & ins.sel0)
+        use1 = is_tt | is_sel | is_scan | (is_ts & (ins.sel0 | ins.sel1)) | (is_red & ins.sel0)
         table = dtype_table(cfg)
 
         def fmt_ok(dt):
@@ -131,7 +132,7 @@ class VectorEngine(wiring.Component):
         m.d.comb += [ctl.op0.eq(ins.op0), ctl.op1.eq(ins.op1), ctl.rev0.eq(ins.rev0),
                      ctl.rev1.eq(ins.rev1), ctl.sel0.eq(ins.sel0), ctl.sel1.eq(ins.sel1),
                      ctl.imm0.eq(ins.imm0), ctl.imm1.eq(ins.imm1), ctl.memset.eq(is_ms),
-                     ctl.iota.eq(is_iota), ctl.reduce.eq(is_red)]
+                     ctl.iota.eq(is_iota), ctl.reduce.eq(is_red), ctl.scan.eq(is_scan)]
         with m.If(is_tt | is_sel):
             m.d.comb += [ctl.op1.eq(ALU_BYPASS), ctl.sel0.eq(1), ctl.sel1.eq(0),
                          ctl.rev1.eq(0)]
@@ -142,6 +143,8 @@ class VectorEngine(wiring.Component):
                          ctl.sel1.eq(0), ctl.rev0.eq(0), ctl.rev1.eq(0)]
         with m.If(is_red):
             m.d.comb += [ctl.sel1.eq(0), ctl.rev1.eq(0)]
+        with m.If(is_scan):
+            m.d.comb += [ctl.sel0.eq(0), ctl.sel1.eq(1)]
 
         cmd = fr.cmd.payload
         no_src = is_ms | is_iota              # walk the destination AP as the element source
@@ -149,7 +152,8 @@ class VectorEngine(wiring.Component):
                      cmd.src1.eq(ins.src1), cmd.dst.eq(ins.dst),
                      cmd.src0_dtype.eq(Mux(no_src, ins.dst_dtype, ins.src0_dtype)),
                      cmd.src1_dtype.eq(ins.src1_dtype), cmd.dst_dtype.eq(ins.dst_dtype),
-                     cmd.use_src1.eq(use1), cmd.sr.eq(ins.sr), cmd.one_out.eq(is_red)]
+                     cmd.use_src1.eq(use1), cmd.sr.eq(ins.sr), cmd.one_out.eq(is_red),
+                     cmd.serial.eq(is_scan)]
 
         err = Signal(8)
         with m.FSM(name="vector"):

@@ -35,11 +35,13 @@ def cmd_layout(cfg: CoreConfig):
     the dtype's), ``src0_dtype``, ``src1_dtype``, ``dst_dtype`` (§8.3 codes of
     :func:`~rtl.vector.isa.dtype_table`; the caller has rejected the others), ``use_src1``,
     ``sr`` (stochastic rounding on write), ``one_out`` (the function unit answers the whole
-    instruction with one beat, on the input beat with ``last``: a reduction)."""
+    instruction with one beat, on the input beat with ``last``: a reduction), ``serial`` (one
+    beat at a time: the next beat enters only after the previous one's result came back on
+    ``fu_i``, for a unit whose result feeds its next input: a scan)."""
     desc = APGenerator.Signature(check_config(cfg, "cmd_layout")).in_layout
     return data.StructLayout({"src0": desc, "src1": desc, "dst": desc, "src0_dtype": 4,
                               "src1_dtype": 4, "dst_dtype": 4, "use_src1": 1, "sr": 1,
-                              "one_out": 1})
+                              "one_out": 1, "serial": 1})
 
 
 def fu_in_layout(cfg: CoreConfig):
@@ -72,6 +74,9 @@ class LanesFrame(wiring.Component):
        element is still computed and discarded (nothing written). Otherwise status 0 when the
        last write is granted.
     4. ``status`` carries the code until taken; then the next command is taken.
+
+    With ``serial`` a beat enters only when the previous one's result has returned (a unit whose
+    result is its next input): one beat per ``widen + fu_latency + 1`` cycles.
 
     The output buffer holds ``depth`` beats and a beat enters the pipeline only with a slot
     reserved (for ``one_out`` commands only the last beat reserves), so no beat is ever lost
@@ -224,7 +229,14 @@ class LanesFrame(wiring.Component):
         beat_last = o0.last
         reserve = Signal()
         fire = Signal()
-        m.d.comb += [fire.eq(flow & have & (reserved < D)),
+        in_fu = Signal()                    # serial: a beat is between fire and its result
+        with m.If(self.start):
+            m.d.sync += in_fu.eq(0)
+        with m.Elif(fire):
+            m.d.sync += in_fu.eq(1)
+        with m.Elif(self.fu_i.valid):
+            m.d.sync += in_fu.eq(0)
+        m.d.comb += [fire.eq(flow & have & (reserved < D) & ~(c.serial & in_fu)),
                      reserve.eq(fire & (~c.one_out | beat_last))]
         take_out = ob.r_en & ob.r_rdy
         m.d.sync += reserved.eq(reserved + reserve - take_out)

@@ -24,9 +24,12 @@ def ctl_layout():
     ``op0``, ``op1``, ``rev0``, ``rev1``, ``sel0``, ``sel1``, ``imm0``, ``imm1`` as in
     :func:`~rtl.vector.isa.instr_layout` after the opcode's overrides, ``memset`` (stage 0's
     ``x`` is ``imm0``), ``iota`` (``x0`` is the element index, ``x1`` the partition index, both
-    as FP32), ``reduce`` (stage 1 reduces with ``op1``; one output per instruction)."""
+    as FP32), ``reduce`` (stage 1 reduces with ``op1``; one output per instruction), ``scan``
+    (stage 0's ``x`` is the previous result, ``imm0`` first, and its ``y`` is ``x0``; the frame
+    runs such a command ``serial``)."""
     return data.StructLayout({"op0": 4, "op1": 4, "rev0": 1, "rev1": 1, "sel0": 1, "sel1": 1,
-                              "imm0": 32, "imm1": 32, "memset": 1, "iota": 1, "reduce": 1})
+                              "imm0": 32, "imm1": 32, "memset": 1, "iota": 1, "reduce": 1,
+                              "scan": 1})
 
 
 def _u24_to_fp32(m, n, name):
@@ -51,6 +54,10 @@ class VectorFU(wiring.Component):
 
     Elementwise: each input beat gives one output beat ``2 * La`` cycles later (``La`` the
     ALU latency), ``last`` carried along.
+
+    Scan (``ctl.scan``): stage 0 computes ``prev op0 x0`` where ``prev`` is the lane's previous
+    result (``imm0`` after ``start``), stage 1 as elementwise; the caller feeds one beat at a
+    time (the frame's ``serial``).
 
     Reduce (``ctl.reduce``): stage 1 folds the stage-0 results into ``K = La + 1`` interleaved
     partials per lane (element i into partial ``i % K``, each starting at the op's identity),
@@ -171,10 +178,12 @@ class VectorFU(wiring.Component):
             a1 = LaneALU(self.cfg)
             m.submodules[f"alu0_{p}"] = a0
             m.submodules[f"alu1_{p}"] = a1
-            x0 = Mux(ctl.memset, ctl.imm0, Mux(ctl.iota, idx_f, i.payload.x0[p]))
+            prev = Signal(32, name=f"scan{p}")       # scan: the previous result
+            x0 = Mux(ctl.memset, ctl.imm0, Mux(ctl.iota, idx_f, Mux(ctl.scan, prev,
+                                                                      i.payload.x0[p])))
             p_f = int(np.float32(p).view(np.uint32))
             s1 = Mux(ctl.iota, p_f, i.payload.x1[p])
-            y0 = Mux(ctl.sel0, s1, ctl.imm0)
+            y0 = Mux(ctl.scan, i.payload.x0[p], Mux(ctl.sel0, s1, ctl.imm0))
             m.d.comb += [a0.i.valid.eq(i.valid), a0.i.payload.op.eq(ctl.op0),
                          a0.i.payload.x.eq(Mux(ctl.rev0, y0, x0)),
                          a0.i.payload.y.eq(Mux(ctl.rev0, x0, y0)),
@@ -198,5 +207,8 @@ class VectorFU(wiring.Component):
             with m.If(self.start):
                 for j in range(K):
                     m.d.sync += acc[j].eq(ident)
+                m.d.sync += prev.eq(ctl.imm0)
+            with m.Elif(ctl.scan & v1):
+                m.d.sync += prev.eq(r1)
             m.d.comb += self.o.payload.r[p].eq(r1)
         return m

@@ -310,3 +310,34 @@ def test_iota_index_and_partition_operands():
                 got = f32(int.from_bytes(mem.sbuf[p, a:a + 4].tobytes(), "little"))
                 want = (3 * j + i) * 0.5 + p if p >= 2 else 0.0
                 assert got == want, (p, i, j, got, want)
+
+
+def test_tensor_tensor_scan_against_float32_loop(seed):
+    """r_i = (r_{i-1} + a_i) * b_i from imm0, and the reversed max/subtract form, per
+    partition, against a loop of numpy float32 scalars."""
+    rng = np.random.default_rng([seed, 6])
+    cfg = SMALL
+    mem = gv.VecMemory(cfg)
+    a = rng.standard_normal((12, 4)).astype(np.float32)
+    b = (1 + 0.1 * rng.standard_normal((12, 4))).astype(np.float32)
+    mem.sbuf[:, 0:48] = a.T.copy().view(np.uint8).reshape(4, 48)
+    mem.sbuf[:, 1024:1072] = b.T.copy().view(np.uint8).reshape(4, 48)
+    base = dict(opcode=gv.OP_TENSOR_TENSOR_SCAN, src0=_ap(SBUF, 0, 4, 0, ((1, 6), (6, 2))),
+                src1=_ap(SBUF, 0, 4, 1024, ((1, 6), (6, 2))),
+                dst=_ap(SBUF, 0, 4, 2048, ((1, 6), (6, 2))), imm0=bits_of(0.5))
+    assert gv.run(cfg, gv.VecInstr(op0=gv.ALU_ADD, op1=gv.ALU_MUL, **base), mem) == 0
+    got = mem.sbuf[:, 2048:2096].copy().view(np.float32).reshape(4, 12).T
+    for p in range(4):
+        r = np.float32(0.5)
+        for i in range(12):
+            r = np.float32(np.float32(r + a[i, p]) * b[i, p])
+            assert got[i, p] == r, (seed, p, i)
+    # rev0: src0_i max r ; rev1: src1_i - t
+    assert gv.run(cfg, gv.VecInstr(op0=gv.ALU_MAX, op1=gv.ALU_SUB, rev0=1, rev1=1, **base),
+                  mem) == 0
+    got = mem.sbuf[:, 2048:2096].copy().view(np.float32).reshape(4, 12).T
+    for p in range(4):
+        r = np.float32(0.5)
+        for i in range(12):
+            r = np.float32(b[i, p] - max(a[i, p], r))
+            assert got[i, p] == r, (seed, p, i)
