@@ -16,7 +16,7 @@ from rtl.vector.alu import LaneALU
 from rtl.vector.frame import fu_in_layout, fu_out_layout
 from rtl.vector.isa import ALU_MAX, ALU_MIN, IOTA_BITS
 
-__all__ = ["VectorFU", "ctl_layout"]
+__all__ = ["VectorFU", "ctl_layout", "u24_to_fp32"]
 
 
 def ctl_layout():
@@ -32,8 +32,9 @@ def ctl_layout():
                               "scan": 1})
 
 
-def _u24_to_fp32(m, n, name):
-    """Exact FP32 bits of the unsigned ``n`` (``len(n)`` <= 24 bits)."""
+def u24_to_fp32(m, n, name):
+    """Exact FP32 bits of the unsigned ``n`` (``len(n)`` <= 24 bits), built combinationally in
+    module ``m`` (IOTA's index converter); returns the 32-bit signal."""
     W = len(n)
     msb = Signal(range(W), name=f"{name}_msb")
     for k in range(W):                   # the highest set bit wins (last assignment)
@@ -170,7 +171,7 @@ class VectorFU(wiring.Component):
             m.d.sync += idx.eq(0)
         with m.Elif(i.valid):
             m.d.sync += idx.eq(idx + 1)
-        idx_f = _u24_to_fp32(m, idx, "iota")
+        idx_f = u24_to_fp32(m, idx, "iota")
 
         # --- per lane -----------------------------------------------------------------------
         for p in range(P):
