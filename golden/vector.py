@@ -22,6 +22,11 @@ Datapath of every instruction (two chained ALU stages, ``docs/vector.md``)::
 TENSOR_TENSOR_SCAN runs the elements in pattern order with stage 0's ``x`` the previous result
 (``imm0`` before the first) and ``y`` = src0, stage 1's ``y`` = src1:
 ``r_i = (r_{i-1} op0 src0_i) op1 src1_i``, ``dst_i = encode(r_i)``.
+
+MAX8 keeps, per partition, the 8 largest stage-0 results ``r0`` in IEEE 754 totalOrder
+(``-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN``), largest first, equal keys in element
+order; with ``op1`` = 1 it writes their element indices (pattern order, as FP32) instead.
+Fewer than 8 elements: the missing slots hold ``0xFFFFFFFF`` (values) / ``-1.0`` (indices).
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from rtl.config import CoreConfig, check_config
 
 __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
-    "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "IOTA_MOD", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
+    "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "OP_MAX8", "MAX8_K", "IOTA_MOD",
+    "total_order_key", "top8", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
     "ALU_EQ", "ALU_NE", "ALU_LT", "ALU_LE", "ALU_GT", "ALU_GE", "ALU_AND", "ALU_OR", "ALU_XOR",
     "ALU_SEL", "ALU_NAMES", "REDUCE_OPS", "DTYPE_CODES", "DTYPE_NAMES", "E_OPCODE", "E_FORMAT",
     "E_SHAPE", "FP32_ONE", "VecInstr", "VecMemory", "alu", "reduce_ways", "reduce_lanes",
@@ -48,11 +54,13 @@ __all__ = [
 #: Opcodes (docs/architecture.md §8.4, the vector range 0x20-0x2F).
 OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
 OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
-OP_TENSOR_TENSOR_SCAN = 0x27
+OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
 OPCODES = {OP_TENSOR_TENSOR: "tensor_tensor", OP_TENSOR_SCALAR: "tensor_scalar",
            OP_TENSOR_REDUCE: "tensor_reduce", OP_TENSOR_COPY: "tensor_copy",
            OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota",
-           OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan"}
+           OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan", OP_MAX8: "max8"}
+#: MAX8: values kept per partition.
+MAX8_K = 8
 #: IOTA's element index is taken modulo this (exact in FP32).
 IOTA_MOD = 1 << 24
 
@@ -207,6 +215,26 @@ def alu(op, x, y, c):
     raise ValueError(f"alu op must be in [0, 15], not {op!r}")
 
 
+def total_order_key(bits):
+    """uint32 keys whose unsigned order is IEEE 754 totalOrder of the FP32 patterns."""
+    b = np.asarray(bits, dtype=np.uint32)
+    return np.where(b >> 31 != 0, ~b, b | np.uint32(0x80000000)).astype(np.uint32)
+
+
+def top8(x):
+    """``(values, indices)``: per lane (column of ``(n, lanes)`` FP32 bits) the 8 largest in
+    totalOrder, largest first, ties in element order; missing slots ``0xFFFFFFFF`` / -1."""
+    n, lanes = x.shape
+    vals = np.full((MAX8_K, lanes), 0xFFFFFFFF, np.uint32)
+    idx = np.full((MAX8_K, lanes), -1, np.int64)
+    keys = total_order_key(x)
+    for p in range(lanes):
+        order = sorted(range(n), key=lambda i: (-int(keys[i, p]), i))[:MAX8_K]
+        vals[:len(order), p] = x[order, p]
+        idx[:len(order), p] = order
+    return vals, idx
+
+
 def reduce_lanes(op, x, ways):
     """Reduce ``x`` (``(n, lanes)`` FP32 bits) along axis 0 in the engine's order: element i
     goes into partial ``i % ways`` (each partial starts at the op's identity: -0, -Inf, +Inf)
@@ -229,7 +257,7 @@ def _uses_src1(ins):
         return True
     if ins.opcode == OP_TENSOR_SCALAR:
         return bool(ins.sel0 or ins.sel1)
-    if ins.opcode == OP_TENSOR_REDUCE:
+    if ins.opcode in (OP_TENSOR_REDUCE, OP_MAX8):
         return bool(ins.sel0)
     return False
 
@@ -251,6 +279,8 @@ def _effective(ins):
         return ins.op0, ins.op1, ins.sel0, 0, ins.rev0, 0
     if o == OP_TENSOR_TENSOR_SCAN:
         return ins.op0, ins.op1, 0, 1, ins.rev0, ins.rev1
+    if o == OP_MAX8:
+        return ins.op0, ALU_BYPASS, ins.sel0, 0, ins.rev0, 0
     return ins.op0, ins.op1, ins.sel0, ins.sel1, ins.rev0, ins.rev1
 
 
@@ -267,7 +297,9 @@ def check(cfg: CoreConfig, ins: VecInstr):
     (unknown opcode; an ALU op the opcode does not allow), E_FORMAT (a used AP's dtype not in
     :func:`vector_formats`), E_SHAPE (used APs with different start partition, partition count
     or ``num`` in any slot; TENSOR_REDUCE: a destination of more than one element), then the AP
-    checks of :mod:`golden.ap` in the order src0, src1, dst."""
+    checks of :mod:`golden.ap` in the order src0, src1, dst. (MAX8: ``op1`` not 0/1 is
+    E_OPCODE; a destination other than ``num = 8`` in the first slot and <= 1 in the others is
+    E_SHAPE.)"""
     check_config(cfg, "vector check")
     if ins.opcode not in OPCODES:
         return E_OPCODE
@@ -277,6 +309,8 @@ def check(cfg: CoreConfig, ins: VecInstr):
             return E_OPCODE
         if ins.opcode == OP_TENSOR_REDUCE and ins.op1 not in REDUCE_OPS:
             return E_OPCODE
+    if ins.opcode == OP_MAX8 and ins.op1 not in (0, 1):
+        return E_OPCODE
     ok = vector_formats(cfg)
     used = [("dst", ins.dst, ins.dst_dtype)]
     if _uses_src0(ins):
@@ -286,9 +320,11 @@ def check(cfg: CoreConfig, ins: VecInstr):
     if any(dt not in ok for _, _, dt in used):
         return E_FORMAT
     shapes = {n: _shape(ap) for n, ap, _ in used}
-    if ins.opcode == OP_TENSOR_REDUCE:
+    if ins.opcode in (OP_TENSOR_REDUCE, OP_MAX8):
         d = shapes.pop("dst")
-        if any(n > 1 for n in d[2]) or any(s[:2] != d[:2] for s in shapes.values()):
+        first_ok = d[2][0] == MAX8_K if ins.opcode == OP_MAX8 else d[2][0] <= 1
+        if (not first_ok or any(n > 1 for n in d[2][1:])
+                or any(s[:2] != d[:2] for s in shapes.values())):
             return E_SHAPE
     if len(set(shapes.values())) > 1:
         return E_SHAPE
@@ -353,7 +389,10 @@ def run(cfg: CoreConfig, ins: VecInstr, mem: VecMemory, prng: XorWowLanes | None
         x0 = _read(cfg, mem, ins.src0, ins.src0_dtype)
     y0 = s1 if sel0 else np.uint32(ins.imm0)
     r0 = alu(op0, y0, x0, ins.imm0) if rev0 else alu(op0, x0, y0, ins.imm0)
-    if ins.opcode == OP_TENSOR_TENSOR_SCAN:
+    if ins.opcode == OP_MAX8:
+        vals, idx = top8(np.ascontiguousarray(np.broadcast_to(r0, x0.shape), dtype=np.uint32))
+        r = idx.astype(np.float32).view(np.uint32) if ins.op1 == 1 else vals
+    elif ins.opcode == OP_TENSOR_TENSOR_SCAN:
         r = np.empty_like(x0)
         prev = np.full(P, ins.imm0, np.uint32)
         for i in range(n):

@@ -13,7 +13,8 @@ from rtl.mem.port import PSUM, SBUF, RowPort
 from rtl.vector.frame import PORT_NAMES, LanesFrame
 from rtl.vector.fu import VectorFU
 from rtl.vector.isa import (ALU_ADD, ALU_BYPASS, ALU_MAX, ALU_MIN, ALU_SEL, E_FORMAT, E_OPCODE,
-                            E_SHAPE, OP_IOTA, OP_MEMSET, OP_SELECT, OP_TENSOR_TENSOR_SCAN, OP_TENSOR_COPY, OP_TENSOR_REDUCE,
+                            E_SHAPE, MAX8_K, OP_IOTA, OP_MAX8, OP_MEMSET, OP_SELECT,
+                            OP_TENSOR_TENSOR_SCAN, OP_TENSOR_COPY, OP_TENSOR_REDUCE,
                             OP_TENSOR_SCALAR, OP_TENSOR_TENSOR, OPCODES, done_layout,
                             dtype_table, instr_layout)
 
@@ -25,9 +26,10 @@ class VectorEngine(wiring.Component):
 
     An instruction taken on ``instr`` is checked the next cycle in closed form, in this
     priority: E_OPCODE (opcode outside :data:`~rtl.vector.isa.OPCODES`; TENSOR_REDUCE with an
-    ``op1`` other than add/max/min), E_FORMAT (a used AP's dtype not in
+    ``op1`` other than add/max/min; MAX8 with ``op1`` > 1), E_FORMAT (a used AP's dtype not in
     :func:`~rtl.vector.isa.dtype_table`), E_SHAPE (used APs disagree in start partition,
-    partition count or any ``num``; TENSOR_REDUCE: a destination ``num`` above 1). A failing
+    partition count or any ``num``; TENSOR_REDUCE: a destination ``num`` above 1; MAX8: a
+    destination other than ``num = 8`` first and <= 1 after). A failing
     instruction reports its code at once and touches nothing. A passing one becomes a
     :class:`~rtl.vector.frame.LanesFrame` command (whose AP checks give E_AP_* in the order src0,
     src1, dst, again with nothing written) and :class:`~rtl.vector.fu.VectorFU` controls;
@@ -100,12 +102,13 @@ class VectorEngine(wiring.Component):
         is_tt, is_ts = op == OP_TENSOR_TENSOR, op == OP_TENSOR_SCALAR
         is_red, is_cp = op == OP_TENSOR_REDUCE, op == OP_TENSOR_COPY
         is_ms, is_sel, is_iota = op == OP_MEMSET, op == OP_SELECT, op == OP_IOTA
-        is_scan = op == OP_TENSOR_TENSOR_SCAN
+        is_scan, is_max8 = op == OP_TENSOR_TENSOR_SCAN, op == OP_MAX8
         known = Cat(*[op == k for k in OPCODES]).any()
         bad_op = ~known | (is_red & (ins.op1 != ALU_ADD) & (ins.op1 != ALU_MAX)
-                           & (ins.op1 != ALU_MIN))
+                           & (ins.op1 != ALU_MIN)) | (is_max8 & (ins.op1 > 1))
         use0 = ~is_ms & ~is_iota
-        use1 = is_tt | is_sel | is_scan | (is_ts & (ins.sel0 | ins.sel1)) | (is_red & ins.sel0)
+        use1 = (is_tt | is_sel | is_scan | (is_ts & (ins.sel0 | ins.sel1))
+                | ((is_red | is_max8) & ins.sel0))
         table = dtype_table(cfg)
 
         def fmt_ok(dt):
@@ -119,7 +122,10 @@ class VectorEngine(wiring.Component):
         def nums(ap):
             return Cat(*[ap.dims[k].num for k in range(cfg.ap_dims)])
         dst_one = Cat(*[ins.dst.dims[k].num <= 1 for k in range(cfg.ap_dims)]).all()
-        d_vs_0 = Mux(is_red, (part(ins.dst) != part(ins.src0)) | ~dst_one,
+        dst_8 = (ins.dst.dims[0].num == MAX8_K) & Cat(
+            *[ins.dst.dims[k].num <= 1 for k in range(1, cfg.ap_dims)], 1).all()
+        d_vs_0 = Mux(is_red | is_max8,
+                     (part(ins.dst) != part(ins.src0)) | Mux(is_max8, ~dst_8, ~dst_one),
                      (part(ins.dst) != part(ins.src0)) | (nums(ins.dst) != nums(ins.src0)))
         s1_vs_0 = (part(ins.src1) != part(ins.src0)) | (nums(ins.src1) != nums(ins.src0))
         bad_shape = (use0 & d_vs_0) | (use1 & s1_vs_0)
@@ -132,7 +138,8 @@ class VectorEngine(wiring.Component):
         m.d.comb += [ctl.op0.eq(ins.op0), ctl.op1.eq(ins.op1), ctl.rev0.eq(ins.rev0),
                      ctl.rev1.eq(ins.rev1), ctl.sel0.eq(ins.sel0), ctl.sel1.eq(ins.sel1),
                      ctl.imm0.eq(ins.imm0), ctl.imm1.eq(ins.imm1), ctl.memset.eq(is_ms),
-                     ctl.iota.eq(is_iota), ctl.reduce.eq(is_red), ctl.scan.eq(is_scan)]
+                     ctl.iota.eq(is_iota), ctl.reduce.eq(is_red), ctl.scan.eq(is_scan),
+                     ctl.max8.eq(is_max8)]
         with m.If(is_tt | is_sel):
             m.d.comb += [ctl.op1.eq(ALU_BYPASS), ctl.sel0.eq(1), ctl.sel1.eq(0),
                          ctl.rev1.eq(0)]
@@ -141,7 +148,7 @@ class VectorEngine(wiring.Component):
         with m.If(is_cp | is_ms):
             m.d.comb += [ctl.op0.eq(ALU_BYPASS), ctl.op1.eq(ALU_BYPASS), ctl.sel0.eq(0),
                          ctl.sel1.eq(0), ctl.rev0.eq(0), ctl.rev1.eq(0)]
-        with m.If(is_red):
+        with m.If(is_red | is_max8):
             m.d.comb += [ctl.sel1.eq(0), ctl.rev1.eq(0)]
         with m.If(is_scan):
             m.d.comb += [ctl.sel0.eq(0), ctl.sel1.eq(1)]
@@ -152,7 +159,8 @@ class VectorEngine(wiring.Component):
                      cmd.src1.eq(ins.src1), cmd.dst.eq(ins.dst),
                      cmd.src0_dtype.eq(Mux(no_src, ins.dst_dtype, ins.src0_dtype)),
                      cmd.src1_dtype.eq(ins.src1_dtype), cmd.dst_dtype.eq(ins.dst_dtype),
-                     cmd.use_src1.eq(use1), cmd.sr.eq(ins.sr), cmd.one_out.eq(is_red),
+                     cmd.use_src1.eq(use1), cmd.sr.eq(ins.sr),
+                     cmd.tail.eq(Mux(is_red, 1, Mux(is_max8, MAX8_K, 0))),
                      cmd.serial.eq(is_scan)]
 
         err = Signal(8)

@@ -34,14 +34,15 @@ def cmd_layout(cfg: CoreConfig):
     """One frame command: ``src0``, ``src1``, ``dst`` (AP descriptors; ``esize`` is replaced by
     the dtype's), ``src0_dtype``, ``src1_dtype``, ``dst_dtype`` (§8.3 codes of
     :func:`~rtl.vector.isa.dtype_table`; the caller has rejected the others), ``use_src1``,
-    ``sr`` (stochastic rounding on write), ``one_out`` (the function unit answers the whole
-    instruction with one beat, on the input beat with ``last``: a reduction), ``serial`` (one
+    ``sr`` (stochastic rounding on write), ``tail`` (0: one result per input beat; k > 0: the
+    function unit answers the whole instruction with k beats after the input beat with
+    ``last``: 1 for a reduction, 8 for a top-8), ``serial`` (one
     beat at a time: the next beat enters only after the previous one's result came back on
     ``fu_i``, for a unit whose result feeds its next input: a scan)."""
     desc = APGenerator.Signature(check_config(cfg, "cmd_layout")).in_layout
     return data.StructLayout({"src0": desc, "src1": desc, "dst": desc, "src0_dtype": 4,
                               "src1_dtype": 4, "dst_dtype": 4, "use_src1": 1, "sr": 1,
-                              "one_out": 1, "serial": 1})
+                              "tail": 4, "serial": 1})
 
 
 def fu_in_layout(cfg: CoreConfig):
@@ -79,7 +80,7 @@ class LanesFrame(wiring.Component):
     result is its next input): one beat per ``widen + fu_latency + 1`` cycles.
 
     The output buffer holds ``depth`` beats and a beat enters the pipeline only with a slot
-    reserved (for ``one_out`` commands only the last beat reserves), so no beat is ever lost
+    reserved (for ``tail`` commands the last beat reserves all ``tail`` slots), so no beat is ever lost
     and memory stalls or a slow ``status`` consumer never hang the frame.
 
     Parameters
@@ -120,7 +121,8 @@ class LanesFrame(wiring.Component):
             self.sbuf_latency, self.psum_latency = sbuf_latency, psum_latency
             self.widen_latency = 2
             self.convert_latency = 3
-            self.depth = self.widen_latency + fu_latency + self.convert_latency + 3
+            # full rate through the loop; at least 15 so that any ``tail`` fits
+            self.depth = max(15, self.widen_latency + fu_latency + self.convert_latency + 3)
             self.read_latency = APReader.Signature(
                 cfg, SBUF, mem_latency=max(sbuf_latency, psum_latency)).latency
             members = {
@@ -236,10 +238,12 @@ class LanesFrame(wiring.Component):
             m.d.sync += in_fu.eq(1)
         with m.Elif(self.fu_i.valid):
             m.d.sync += in_fu.eq(0)
-        m.d.comb += [fire.eq(flow & have & (reserved < D) & ~(c.serial & in_fu)),
-                     reserve.eq(fire & (~c.one_out | beat_last))]
+        need = Signal(5)                    # output slots this beat reserves
+        m.d.comb += need.eq(Mux(c.tail == 0, 1, Mux(beat_last, c.tail, 0)))
+        m.d.comb += [fire.eq(flow & have & (reserved + need <= D) & ~(c.serial & in_fu)),
+                     reserve.eq(fire)]
         take_out = ob.r_en & ob.r_rdy
-        m.d.sync += reserved.eq(reserved + reserve - take_out)
+        m.d.sync += reserved.eq(reserved + Mux(reserve, need, 0) - take_out)
         src_ready0 = fire | (drain_src & ~bad0)
         src_ready1 = (fire & use1) | (drain_src & ~bad1)
         for k, (sel, rdy) in enumerate(((p0, src_ready0), (p1, src_ready1))):

@@ -14,7 +14,7 @@ from rtl.config import CoreConfig, check_config
 from rtl.fp.pipe import delay
 from rtl.vector.alu import LaneALU
 from rtl.vector.frame import fu_in_layout, fu_out_layout
-from rtl.vector.isa import ALU_MAX, ALU_MIN, IOTA_BITS
+from rtl.vector.isa import ALU_MAX, ALU_MIN, IOTA_BITS, MAX8_K
 
 __all__ = ["VectorFU", "ctl_layout", "u24_to_fp32"]
 
@@ -26,10 +26,11 @@ def ctl_layout():
     ``x`` is ``imm0``), ``iota`` (``x0`` is the element index, ``x1`` the partition index, both
     as FP32), ``reduce`` (stage 1 reduces with ``op1``; one output per instruction), ``scan``
     (stage 0's ``x`` is the previous result, ``imm0`` first, and its ``y`` is ``x0``; the frame
-    runs such a command ``serial``)."""
+    runs such a command ``serial``), ``max8`` (keep the 8 largest stage-0 results per lane, then
+    emit them, or with ``op1`` = 1 their element indices, as 8 beats)."""
     return data.StructLayout({"op0": 4, "op1": 4, "rev0": 1, "rev1": 1, "sel0": 1, "sel1": 1,
                               "imm0": 32, "imm1": 32, "memset": 1, "iota": 1, "reduce": 1,
-                              "scan": 1})
+                              "scan": 1, "max8": 1})
 
 
 def u24_to_fp32(m, n, name):
@@ -48,6 +49,11 @@ def u24_to_fp32(m, n, name):
     return out
 
 
+def _key_total(v):
+    """Unsigned key whose order is IEEE 754 totalOrder of the FP32 pattern ``v``."""
+    return Mux(v[31], ~v, Cat(v[:31], 1))
+
+
 class VectorFU(wiring.Component):
     """Per lane: ``r0 = alu(op0, x0 | imm0, x1 | imm0, imm0)``, then
     ``r1 = alu(op1, r0, x1 | imm1, imm1)`` (``rev`` swaps a stage's operands), two
@@ -59,6 +65,11 @@ class VectorFU(wiring.Component):
     Scan (``ctl.scan``): stage 0 computes ``prev op0 x0`` where ``prev`` is the lane's previous
     result (``imm0`` after ``start``), stage 1 as elementwise; the caller feeds one beat at a
     time (the frame's ``serial``).
+
+    Top 8 (``ctl.max8``): each stage-0 result is inserted into a per-lane list of 8 kept in
+    IEEE totalOrder (largest first; an equal key goes after the ones already there), one
+    element per cycle; after the beat with ``last`` the 8 entries (values, or their element
+    indices as FP32 when ``op1`` = 1; unfilled: ``0xFFFFFFFF`` / ``-1.0``) leave as 8 beats.
 
     Reduce (``ctl.reduce``): stage 1 folds the stage-0 results into ``K = La + 1`` interleaved
     partials per lane (element i into partial ``i % K``, each starting at the op's identity),
@@ -112,6 +123,13 @@ class VectorFU(wiring.Component):
         La, K = sig.alu_latency, sig.ways
         ctl, i = self.ctl, self.i
 
+        # --- the element index (mod 2**IOTA_BITS; IOTA, MAX8 indices), shared by every lane ----
+        idx = Signal(IOTA_BITS, name="iota_idx")
+        with m.If(self.start):
+            m.d.sync += idx.eq(0)
+        with m.Elif(i.valid):
+            m.d.sync += idx.eq(idx + 1)
+
         # --- stage-1 issue bookkeeping (shared by every lane) -----------------------------------
         v0 = delay(m, i.valid, La, name="v0")            # stage-0 result valid
         last0 = delay(m, i.payload.last, La, name="last0")
@@ -157,20 +175,27 @@ class VectorFU(wiring.Component):
             m.d.sync += [slot.eq(0), comb_on.eq(0), comb_issue.eq(0)]
         ident = Mux(ctl.op1 == ALU_MAX, 0xFF800000, Mux(ctl.op1 == ALU_MIN, 0x7F800000,
                                                         0x80000000))
-        m.d.comb += [self.o.valid.eq(Mux(red, emit_red, v1)),
-                     self.o.payload.last.eq(Mux(red, 1, last1)),
-                     self.busy.eq(comb_on | comb_issue)]
+        # --- top 8: emit 8 beats after the last element was inserted -----------------------------
+        mx = ctl.max8
+        emit8 = Signal()
+        emit_n = Signal(range(MAX8_K))
+        with m.If(mx & v0 & last0):
+            m.d.sync += [emit8.eq(1), emit_n.eq(0)]
+        with m.Elif(emit8):
+            m.d.sync += emit_n.eq(emit_n + 1)
+            with m.If(emit_n == MAX8_K - 1):
+                m.d.sync += emit8.eq(0)
+        with m.If(self.start):
+            m.d.sync += emit8.eq(0)
+        idx0_f = u24_to_fp32(m, delay(m, idx, La, name="idx0"), "idx0")
+        m.d.comb += [self.o.valid.eq(Mux(red, emit_red, Mux(mx, emit8, v1))),
+                     self.o.payload.last.eq(Mux(red, 1, Mux(mx, emit_n == MAX8_K - 1, last1))),
+                     self.busy.eq(comb_on | comb_issue | emit8)]
         inflight = Signal(range(2 * La + 2))
         m.d.sync += inflight.eq(inflight + i.valid - (v1 & ~comb1))
         with m.If(inflight != 0):
             m.d.comb += self.busy.eq(1)
 
-        # --- IOTA: the element index (mod 2**IOTA_BITS) as FP32, shared by every lane -----------
-        idx = Signal(IOTA_BITS, name="iota_idx")
-        with m.If(self.start):
-            m.d.sync += idx.eq(0)
-        with m.Elif(i.valid):
-            m.d.sync += idx.eq(idx + 1)
         idx_f = u24_to_fp32(m, idx, "iota")
 
         # --- per lane -----------------------------------------------------------------------
@@ -211,5 +236,27 @@ class VectorFU(wiring.Component):
                 m.d.sync += prev.eq(ctl.imm0)
             with m.Elif(ctl.scan & v1):
                 m.d.sync += prev.eq(r1)
-            m.d.comb += self.o.payload.r[p].eq(r1)
+            # top 8 of this lane
+            kv = [Signal(32, name=f"top{p}_{j}") for j in range(MAX8_K)]
+            ki = [Signal(32, name=f"topi{p}_{j}") for j in range(MAX8_K)]
+            kf = [Signal(name=f"topf{p}_{j}") for j in range(MAX8_K)]
+            gt = [Signal(name=f"gt{p}_{j}") for j in range(MAX8_K)]
+            key_new = _key_total(r0)
+            for j in range(MAX8_K):
+                m.d.comb += gt[j].eq(~kf[j] | (key_new > _key_total(kv[j])))
+            with m.If(self.start):
+                for j in range(MAX8_K):
+                    m.d.sync += [kv[j].eq(0xFFFFFFFF), ki[j].eq(0xBF800000), kf[j].eq(0)]
+            with m.Elif(mx & v0):
+                for j in range(MAX8_K):
+                    here = gt[j] if j == 0 else gt[j] & ~gt[j - 1]
+                    with m.If(here):
+                        m.d.sync += [kv[j].eq(r0), ki[j].eq(idx0_f), kf[j].eq(1)]
+                    if j > 0:
+                        with m.Elif(gt[j]):
+                            m.d.sync += [kv[j].eq(kv[j - 1]), ki[j].eq(ki[j - 1]),
+                                         kf[j].eq(kf[j - 1])]
+            sel_v = Array(kv)[emit_n]
+            sel_i = Array(ki)[emit_n]
+            m.d.comb += self.o.payload.r[p].eq(Mux(mx, Mux(ctl.op1[0], sel_i, sel_v), r1))
         return m

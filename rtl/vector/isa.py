@@ -12,7 +12,7 @@ from rtl.mem.ap import APGenerator
 
 __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
-    "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "IOTA_BITS", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
+    "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "OP_MAX8", "MAX8_K", "IOTA_BITS", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
     "ALU_EQ", "ALU_NE", "ALU_LT", "ALU_LE", "ALU_GT", "ALU_GE", "ALU_AND", "ALU_OR", "ALU_XOR",
     "ALU_SEL", "REDUCE_OPS", "DTYPE_NAMES", "E_OPCODE", "E_FORMAT", "E_SHAPE", "instr_layout",
     "done_layout", "dtype_table",
@@ -21,9 +21,11 @@ __all__ = [
 #: Opcodes (docs/architecture.md §8.4, vector range 0x20-0x2F; the others are E_OPCODE).
 OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
 OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
-OP_TENSOR_TENSOR_SCAN = 0x27
+OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
 OPCODES = (OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE, OP_TENSOR_COPY, OP_MEMSET,
-           OP_SELECT, OP_IOTA, OP_TENSOR_TENSOR_SCAN)
+           OP_SELECT, OP_IOTA, OP_TENSOR_TENSOR_SCAN, OP_MAX8)
+#: MAX8: values kept per partition.
+MAX8_K = 8
 #: Bits of IOTA's element index (taken modulo 2**IOTA_BITS, exact in FP32).
 IOTA_BITS = 24
 

@@ -94,10 +94,14 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
                   src1_dtype=dt["src1"])
         if op == gv.OP_TENSOR_REDUCE:
             kw["op1"] = int(rng.choice(gv.REDUCE_OPS))
+        if op == gv.OP_MAX8:
+            kw["op1"] = int(rng.integers(0, 2))
         aps = {}
         for role in ("src0", "src1", "dst"):
             mem = int(rng.choice([SBUF, PSUM]))
-            shape = [1] if (role == "dst" and op == gv.OP_TENSOR_REDUCE) else nums
+            shape = nums
+            if role == "dst" and op in (gv.OP_TENSOR_REDUCE, gv.OP_MAX8):
+                shape = [1] if op == gv.OP_TENSOR_REDUCE else [gv.MAX8_K]
             if role == "src1" and rng.random() < 0.3:
                 ap = _fit_ap(rng, cfg, mem, role, gv.elem_bytes_of(cfg, dt[role]), shape,
                              start, count)

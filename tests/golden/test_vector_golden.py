@@ -341,3 +341,35 @@ def test_tensor_tensor_scan_against_float32_loop(seed):
         for i in range(12):
             r = np.float32(b[i, p] - max(a[i, p], r))
             assert got[i, p] == r, (seed, p, i)
+
+
+def test_max8_values_and_indices(seed):
+    """MAX8 against Python's sort of floats (NaN-free data with ties and signed zeros), the
+    index form, fewer than 8 elements, and totalOrder for NaN and zeros."""
+    rng = np.random.default_rng([seed, 7])
+    x = rng.integers(-6, 7, (19, 4)).astype(np.float32) * np.float32(0.5)
+    x[3, 0] = -0.0
+    bits = x.view(np.uint32)
+    vals, idx = gv.top8(bits)
+    for p in range(4):
+        order = sorted(range(19), key=lambda i: (-float(x[i, p]), i))
+        # -0 < +0 in totalOrder: move every -0 after the +0 entries of its tie group
+        order = sorted(order, key=lambda i: (-float(x[i, p]), bool(np.signbit(x[i, p])), i))
+        assert idx[:, p].tolist() == order[:8], (seed, p)
+        assert vals[:, p].tolist() == [int(bits[i, p]) for i in order[:8]]
+    v, i = gv.top8(np.array([[0x7FC00000], [0x7F800000], [0xFFC00000], [0x80000000], [0]],
+                            np.uint32))
+    assert v[:, 0].tolist() == [0x7FC00000, 0x7F800000, 0, 0x80000000, 0xFFC00000] + [
+        0xFFFFFFFF] * 3
+    assert i[:, 0].tolist() == [0, 1, 4, 3, 2, -1, -1, -1]
+    cfg = SMALL
+    mem = gv.VecMemory(cfg)
+    mem.sbuf[:, 0:76] = x.T.copy().view(np.uint8).reshape(4, 76)
+    ins = gv.VecInstr(opcode=gv.OP_MAX8, op1=1, src0=_ap(SBUF, 0, 4, 0, ((1, 19),)),
+                      dst=_ap(SBUF, 0, 4, 512, ((1, 8),)))
+    assert gv.run(cfg, ins, mem) == 0
+    got = mem.sbuf[:, 512:544].copy().view(np.float32).reshape(4, 8).T
+    assert (got == idx.astype(np.float32)).all()
+    assert gv.check(cfg, gv.VecInstr(**{**ins.__dict__, "op1": 2})) == gv.E_OPCODE
+    assert gv.check(cfg, gv.VecInstr(**{**ins.__dict__,
+                                        "dst": _ap(SBUF, 0, 4, 512, ((1, 7),))})) == gv.E_SHAPE
