@@ -15,7 +15,9 @@ engine joined to a real SBUF and PSUM; every result checked bit for bit against
   short instructions (done taken at once, the next instruction offered at once), i.e. cycles
   between successive ``done`` minus elements.
 * the same rate for TENSOR_SCALAR (FP32 -> BF16 with stochastic rounding) and TENSOR_REDUCE
-  (add, one output per partition; overhead includes the partial-combine tail).
+  (add, one output per partition; overhead includes the partial-combine tail); cycles per
+  element of a 64-element TENSOR_TENSOR_SCAN (serial: each result feeds the next element);
+  MAX8 (indices) over F elements.
 """
 
 from __future__ import annotations
@@ -81,9 +83,15 @@ def run(cfg, seed=1):
     red = gv.VecInstr(opcode=gv.OP_TENSOR_REDUCE, op1=gv.ALU_ADD,
                       src0=_ap(SBUF, P, BK, F, 4), src0_dtype=fp32,
                       dst=_ap(PSUM, P, cfg.psum_bank_bytes, 1, 4), dst_dtype=fp32)
+    scan = gv.VecInstr(opcode=gv.OP_TENSOR_TENSOR_SCAN, op0=gv.ALU_ADD, op1=gv.ALU_MUL,
+                       src0=_ap(SBUF, P, BK, 64, 4), src0_dtype=fp32,
+                       src1=_ap(SBUF, P, 0, 64, 2), src1_dtype=bf16,
+                       dst=_ap(SBUF, P, 2 * BK + 2 * F, 64, 4), dst_dtype=fp32)
+    top8 = gv.VecInstr(opcode=gv.OP_MAX8, op1=1, src0=_ap(SBUF, P, BK, F, 4), src0_dtype=fp32,
+                       dst=_ap(PSUM, P, 2 * cfg.psum_bank_bytes, 8, 4), dst_dtype=fp32)
     short = [gv.VecInstr(opcode=gv.OP_TENSOR_COPY, src0=_ap(SBUF, P, BK + 32 * k, 8, 4),
                          dst=_ap(SBUF, P, 32 * k, 8, 4)) for k in range(8)]
-    instrs = [tt, ts, red] + short
+    instrs = [tt, ts, red, scan, top8] + short
     job, out = program_job(bench.dut, instrs, sbuf=sbuf, psum=None, rng=rng, dump=False)
     t1 = time.monotonic()
     bench.run(job)
@@ -103,7 +111,10 @@ def run(cfg, seed=1):
     m["tensor_scalar_steady_elems_per_lane_cycle"] = len(wc) / (wc[-1] - wc[0] + 1)
     m["vector_elems_per_lane_cycle"] = F / m["tensor_tensor_cycles"]
     m["instruction_overhead_cycles"] = m["tensor_tensor_overhead_cycles"]
-    b2b = [dones[k] - dones[k - 1] - 8 for k in range(4, len(instrs))]
+    m["tensor_tensor_scan_cycles_per_elem"] = (dones[3] - takes[3] + 1) / 64
+    m["max8_cycles"] = dones[4] - takes[4] + 1
+    m["max8_overhead_cycles"] = m["max8_cycles"] - F
+    b2b = [dones[k] - dones[k - 1] - 8 for k in range(6, len(instrs))]
     m["instruction_overhead_cycles_b2b"] = sum(b2b) / len(b2b)
     m["free_size"] = F
     m["partitions"] = P
