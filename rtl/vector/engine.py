@@ -40,10 +40,12 @@ class VectorEngine(wiring.Component):
     src1 for TENSOR_TENSOR and SELECT, for TENSOR_SCALAR with ``sel0`` or ``sel1``, for
     TENSOR_REDUCE with ``sel0``. Unused fields are ignored.
 
-    Timing: the first element of an instruction is read ``2 + frame.read_latency`` cycles after
-    it was taken; one element per lane per cycle while memory and the writer keep up;
-    ``done`` follows the last write by 0 cycles (the cycle after its grant).
-    ``instruction_overhead_cycles`` in ``docs/vector.md`` is measured.
+    Timing: one element per lane per cycle while the memories grant every access (TENSOR_TENSOR
+    _SCAN: one per ``2 + fu.latency + 1`` cycles); ``done`` is offered in the cycle after the
+    last write's grant (after the last output beat's status for a rejected destination). An
+    n-element instruction takes n + 20 cycles from ``instr`` taken to ``done`` on the presets
+    (measured, ``bench/bench_vector_scalar.py``; docs/vector.md §4); instructions do not
+    overlap.
 
     Parameters
     ----------
