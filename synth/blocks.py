@@ -178,6 +178,16 @@ def _build_ap_writer(cfg, variant):
     return APWriter(cfg, "sbuf")
 
 
+def _build_vector_engine(cfg, variant):
+    from rtl.vector.engine import VectorEngine
+    return VectorEngine(cfg)
+
+
+def _build_vector_alu(cfg, variant):
+    from rtl.vector.alu import LaneALU
+    return LaneALU(cfg)
+
+
 def _build_tensor_sbuf(cfg, variant):
     from rtl.emit import Design
     from rtl.tensor.engine import leaf_modules, leaf_pragmas
@@ -233,6 +243,7 @@ _DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma")
 #: the amaranth.sim unit tests and the formal check first, then the cocotb sparse tests.
 _SPARSE = ("tests/test_tensor_sparse_units.py", "tests/test_tensor_sparse.py::test_tensor_sparse")
 _MEM = "tests/test_mem_"
+_VECTOR = ("tests/test_vector_units.py",)
 
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
@@ -336,6 +347,15 @@ BLOCKS = (
                       "accumulators, control",
           sources=("rtl/scalar/engine.py",),
           tests=("tests/test_act_engine.py", "tests/test_act_function.py")),
+    Block(name="vector_engine", module="rtl.vector.engine", build=_build_vector_engine,
+          pnr=False, sweep=False, default=False,
+          description="vector engine: decode + lanes frame (4 AP readers, 2 writers, widen/convert "
+                      "per lane) + 2 ALUs per lane + reduce partials",
+          sources=("rtl/vector/engine.py", "rtl/vector/frame.py", "rtl/vector/fu.py",
+                   "rtl/vector/alu.py", "rtl/vector/isa.py"), tests=_VECTOR),
+    Block(name="vector_alu", module="rtl.vector.alu", build=_build_vector_alu,
+          description="one vector lane ALU stage: FP32 FMA (add/sub/mul) + compare/minmax/bitwise",
+          sources=("rtl/vector/alu.py",), tests=_VECTOR),
 )
 
 

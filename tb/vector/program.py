@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Vector-engine stimulus: random legal instructions (every opcode, ALU op, enabled format,
+SBUF/PSUM, random APs with negative and zero steps and partial partition ranges, SR), the
+directed bad instructions of every status, and memory contents mixing random bytes with
+ordinary floats. Expected results always come from :mod:`golden.vector`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+import golden.vector as gv
+from golden.ap import AP, PSUM, SBUF, check, extent
+from tb.ap.program import random_partitions
+
+__all__ = ["random_memories", "random_instr", "bad_instrs", "zones"]
+
+
+def zones(cfg):
+    """Disjoint byte ranges per role so that no instruction reads what it writes:
+    ``{(memory, role): (lo, hi)}``, role in ``src0``, ``src1``, ``dst``."""
+    S = cfg.sbuf_bytes_per_partition
+    B = cfg.psum_bank_bytes
+    nb = cfg.psum_banks
+    return {(SBUF, "src0"): (0, S // 4), (SBUF, "src1"): (S // 4, S // 2),
+            (SBUF, "dst"): (S // 2, S),
+            (PSUM, "src0"): (0, B), (PSUM, "src1"): (B, 2 * B),
+            (PSUM, "dst"): (2 * B, nb * B)}
+
+
+def random_memories(rng, cfg):
+    """``(sbuf, psum)`` byte arrays: random bytes with most 32-bit words replaced by float32
+    values of moderate range (so arithmetic sees cancellation and ordinary rounding)."""
+    P = cfg.partitions
+    out = []
+    for n in (cfg.sbuf_bytes_per_partition, cfg.psum_bytes_per_partition):
+        b = rng.integers(0, 256, (P, n), np.uint8)
+        w = b.view("<u4")
+        f = (rng.standard_normal(w.shape) * np.exp2(rng.integers(-8, 9, w.shape))).astype(
+            np.float32)
+        pick = rng.random(w.shape) < 0.7
+        w[pick] = f.view(np.uint32)[pick]
+        out.append(b)
+    return tuple(out)
+
+
+def _fit_ap(rng, cfg, memory, role, w, nums, start, count):
+    """An AP of shape ``nums`` in the zone of ``(memory, role)``, random steps, or None."""
+    lo_z, hi_z = zones(cfg)[memory, role]
+    for _ in range(50):
+        dims = []
+        for n in nums:
+            r = rng.random()
+            s = int(rng.integers(-4, 5)) if r < 0.8 else int(rng.integers(-20, 21))
+            dims.append((s, n))
+        ap0 = AP(memory=memory, elem_bytes=w, dims=tuple(dims), start_partition=start,
+                 num_partitions=count)
+        lo0, hi0 = extent(ap0)
+        first, final = lo_z - lo0, hi_z - 1 - hi0
+        if memory == PSUM:            # the offset's bank holds the whole range
+            B = cfg.psum_bank_bytes
+            bank = int(rng.integers(lo_z // B, hi_z // B))
+            first, final = max(first, bank * B - lo0, bank * B), min(final, bank * B + B - 1 - hi0,
+                                                                      bank * B + B - w)
+        first = -(-first // w) * w
+        if first > final:
+            continue
+        off = int(rng.integers(first // w, final // w + 1)) * w
+        ap = dataclasses.replace(ap0, offset=off)
+        if check(cfg, ap) is None:
+            return ap
+    return None
+
+
+def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
+    """A random legal instruction (``golden.vector.check`` gives 0)."""
+    fmts = gv.vector_formats(cfg)
+    for _ in range(100):
+        op = int(rng.choice(opcodes or list(gv.OPCODES)))
+        nd = int(rng.integers(1, cfg.ap_dims + 1))
+        nums, total = [], 1
+        for _k in range(nd):
+            n = int(rng.integers(1, max(1, max_elems // total) + 1))
+            nums.append(n)
+            total *= n
+        start, count = random_partitions(rng, cfg.partitions)
+        dt = {r: int(rng.choice(fmts)) for r in ("src0", "src1", "dst")}
+        kw = dict(opcode=op, sr=int(sr and rng.random() < 0.3),
+                  op0=int(rng.integers(0, 16)), op1=int(rng.integers(0, 16)),
+                  rev0=int(rng.integers(0, 2)), rev1=int(rng.integers(0, 2)),
+                  sel0=int(rng.integers(0, 2)), sel1=int(rng.integers(0, 2)),
+                  imm0=_imm(rng), imm1=_imm(rng), dst_dtype=dt["dst"], src0_dtype=dt["src0"],
+                  src1_dtype=dt["src1"])
+        if op == gv.OP_TENSOR_REDUCE:
+            kw["op1"] = int(rng.choice(gv.REDUCE_OPS))
+        if op == gv.OP_MAX8:
+            kw["op1"] = int(rng.integers(0, 2))
+        aps = {}
+        for role in ("src0", "src1", "dst"):
+            mem = int(rng.choice([SBUF, PSUM]))
+            shape = nums
+            if role == "dst" and op in (gv.OP_TENSOR_REDUCE, gv.OP_MAX8):
+                shape = [1] if op == gv.OP_TENSOR_REDUCE else [gv.MAX8_K]
+            if role == "src1" and rng.random() < 0.3:
+                ap = _fit_ap(rng, cfg, mem, role, gv.elem_bytes_of(cfg, dt[role]), shape,
+                             start, count)
+                if ap is not None:            # a per-partition scalar: zero steps
+                    ap = dataclasses.replace(ap, dims=tuple((0, n) for _, n in ap.dims))
+            else:
+                ap = _fit_ap(rng, cfg, mem, role, gv.elem_bytes_of(cfg, dt[role]), shape,
+                             start, count)
+            aps[role] = ap
+        if any(a is None for a in aps.values()):
+            continue
+        ins = gv.VecInstr(dst=aps["dst"], src0=aps["src0"], src1=aps["src1"], **kw)
+        if gv.check(cfg, ins) == 0:
+            return ins
+    raise RuntimeError("random_instr: no legal instruction in 100 draws")
+
+
+def _imm(rng):
+    r = rng.random()
+    if r < 0.15:
+        return int(rng.choice([0, 0x80000000, 0x3F800000, 0x7F800000, 0x7FC00000, 1]))
+    return int(np.float32(rng.standard_normal() * 4).view(np.uint32))
+
+
+def bad_instrs(rng, cfg):
+    """``[(name, instr, code)]``: one or more bad instructions per status the engine reports,
+    each built from a legal tensor_tensor on SBUF/PSUM."""
+    base = None
+    while base is None or base.dst.count < 2:
+        base = random_instr(rng, cfg, opcodes=[gv.OP_TENSOR_TENSOR], sr=False)
+    rep = dataclasses.replace
+
+    def ap_with(ap, **kw):
+        return rep(ap, **kw)
+    P = cfg.partitions
+    out = [
+        ("opcode 0x2F", rep(base, opcode=0x2F), gv.E_OPCODE),
+        ("opcode 0x10 (tensor)", rep(base, opcode=0x10), gv.E_OPCODE),
+        ("reduce op multiply", rep(base, opcode=gv.OP_TENSOR_REDUCE, op1=gv.ALU_MUL),
+         gv.E_OPCODE),
+        ("max8 op1 2", rep(base, opcode=gv.OP_MAX8, op1=2), gv.E_OPCODE),
+        ("src0 dtype fp4", rep(base, src0_dtype=8), gv.E_FORMAT),
+        ("src1 dtype e8m0", rep(base, src1_dtype=9), gv.E_FORMAT),
+        ("dst dtype 13", rep(base, dst_dtype=13), gv.E_FORMAT),
+        ("src1 num differs", rep(base, src1=ap_with(base.src1, dims=base.src1.dims[:-1] + (
+            (base.src1.dims[-1][0], base.src1.dims[-1][1] + 1),))), gv.E_SHAPE),
+        ("dst partitions differ", rep(base, dst=ap_with(
+            base.dst, num_partitions=base.dst.num_partitions % P + 1)), gv.E_SHAPE),
+        ("reduce dst of two", rep(base, opcode=gv.OP_TENSOR_REDUCE, op1=gv.ALU_ADD),
+         gv.E_SHAPE),
+        ("max8 dst not 8", rep(base, opcode=gv.OP_MAX8, op1=0,
+                               dst=ap_with(base.dst, dims=((1, 7),))), gv.E_SHAPE),
+        ("src0 memory 0", rep(base, src0=ap_with(base.src0, memory=0)), 0x0F),
+        ("src1 memory 3", rep(base, src1=ap_with(base.src1, memory=3)), 0x0F),
+        ("dst out of range", rep(base, dst=ap_with(base.dst, memory=SBUF,
+                                                   offset=cfg.sbuf_bytes_per_partition)), 0x04),
+        ("src1 misaligned", rep(base, src1_dtype=0, src1=ap_with(base.src1, offset=base.src1.offset | 1)),
+         0x0E),
+    ]
+    if P > 1:
+        bad_part = [ap_with(a, start_partition=P - 1, num_partitions=2) for a in
+                    (base.src0, base.src1, base.dst)]
+        out.append(("partitions beyond P", rep(base, src0=bad_part[0], src1=bad_part[1],
+                                               dst=bad_part[2]), 0x03))
+    for name, ins, code in out:
+        got = gv.check(cfg, ins)
+        assert got == code, f"bad_instrs {name}: golden says {got:#x}, not {code:#x}"
+    return out

@@ -1,0 +1,211 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Vector engine (``rtl/vector/``) in Amaranth's simulator on the small preset, joined to a
+real SBUF and PSUM (``tb/vector/rig.py``): random programs of every opcode, ALU op and enabled
+format over random APs (negative and zero steps, partial partition ranges, SBUF and PSUM,
+per-partition scalars, stochastic rounding), with instruction gaps, ``done`` back-pressure and
+bank-stealing hogs; every error status. Statuses and both memories afterwards are compared bit
+for bit with ``golden/vector.py`` run over the same program."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import golden.vector as gv
+from golden.prng import XorWowLanes
+from rtl.config import get_preset
+from rtl.vector.engine import VectorEngine
+from rtl.vector.isa import OPCODES, dtype_table, instr_layout
+from tb.amsim import SimBench
+from tb.vector.program import bad_instrs, random_instr, random_memories
+from tb.vector.rig import VecRig, apply_write, program_job
+
+SMALL = get_preset("small")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return SimBench(VecRig(SMALL))
+
+
+def golden_run(cfg, instrs, sbuf, psum):
+    mem = gv.VecMemory(cfg, sbuf=sbuf, psum=psum)
+    prng = XorWowLanes(cfg.sr_seed, cfg.partitions)
+    return [gv.run(cfg, i, mem, prng) for i in instrs], mem
+
+
+def run_and_compare(bench, instrs, rng, seed, **kw):
+    """Run ``instrs``; after every instruction, the memories with the RTL's writes so far
+    applied equal golden's (so a result overwritten later is still checked); the statuses and
+    the final memory dumps equal golden's."""
+    sbuf, psum = random_memories(rng, SMALL)
+    job, out = program_job(bench.dut, instrs, sbuf=sbuf, psum=psum, rng=rng, **kw)
+    bench.run(job)
+    mem = gv.VecMemory(SMALL, sbuf=sbuf, psum=psum)
+    prng = XorWowLanes(SMALL.sr_seed, SMALL.partitions)
+    rs, rp = sbuf.copy(), psum.copy()
+    want = []
+    for k, ins in enumerate(instrs):
+        want.append(gv.run(SMALL, ins, mem, prng))
+        for w in out["writes"][k]:
+            apply_write(rs, rp, w)
+        for name, got, exp in (("SBUF", rs, mem.sbuf), ("PSUM", rp, mem.psum)):
+            diff = np.argwhere(got != exp)
+            assert diff.size == 0, (
+                f"seed {seed}: after instruction {k} ({gv.OPCODES.get(ins.opcode)}, status "
+                f"{want[k]:#x}) {len(diff)} {name} bytes differ, first (partition, byte) "
+                f"{diff[0].tolist()}: {got[tuple(diff[0])]:#x} vs {exp[tuple(diff[0])]:#x}; "
+                f"{ins}")
+        if want[k] != 0:
+            assert not out["writes"][k], f"seed {seed}: failing instruction {k} wrote"
+    assert out["status"] == want, f"seed {seed}: statuses {out['status']} vs {want}"
+    for name, got, exp in (("SBUF", out["sbuf"], mem.sbuf), ("PSUM", out["psum"], mem.psum)):
+        diff = np.argwhere(got != exp)
+        if diff.size:
+            p, a = diff[0]
+            culprit = [k for k, i in enumerate(instrs)
+                       if want[k] == 0 and i.dst.memory == (1 if name == "SBUF" else 2)]
+            raise AssertionError(f"seed {seed}: {len(diff)} {name} bytes differ, first "
+                                 f"partition {p} byte {a}: {got[p, a]:#x} vs {exp[p, a]:#x}; "
+                                 f"instructions writing {name}: {culprit}")
+    return out
+
+
+@pytest.mark.parametrize("opcode", sorted(gv.OPCODES))
+def test_each_opcode_random_aps_formats(bench, opcode, seed):
+    rng = np.random.default_rng([seed, 20, opcode])
+    # a scan runs one element per 9 cycles: shorter patterns
+    n = 10 if opcode == gv.OP_TENSOR_TENSOR_SCAN else 20
+    instrs = [random_instr(rng, SMALL, opcodes=[opcode], max_elems=n) for _ in range(6)]
+    run_and_compare(bench, instrs, rng, seed)
+
+
+def test_mixed_program_with_gaps_back_pressure_and_hogs(bench, seed):
+    rng = np.random.default_rng([seed, 21])
+    instrs = [random_instr(rng, SMALL) for _ in range(14)]
+    run_and_compare(bench, instrs, rng, seed, p_gap=0.3, p_ready=0.5, p_hog=0.3)
+
+
+def test_every_alu_op_in_both_stages(bench, seed):
+    """Every ALU op alone in stage 0 (random operands, swapped or not, immediate or src1) and
+    alone in stage 1 with src1 = src0 (equal operands: the comparisons' equal case, x - x,
+    max/min of equals); chains of random ops are in the other tests."""
+    rng = np.random.default_rng([seed, 22])
+    instrs = []
+    for k in range(16):
+        i = random_instr(rng, SMALL, max_elems=8, opcodes=[gv.OP_TENSOR_SCALAR], sr=False)
+        d = i.__dict__
+        instrs.append(gv.VecInstr(**{**d, "op0": k, "op1": gv.ALU_BYPASS}))
+        instrs.append(gv.VecInstr(**{**d, "op0": gv.ALU_BYPASS, "rev0": 0, "op1": k, "sel1": 1,
+                                     "src1": i.src0, "src1_dtype": i.src0_dtype}))
+    run_and_compare(bench, instrs, rng, seed)
+
+
+def test_every_format_as_source_and_destination(bench, seed):
+    rng = np.random.default_rng([seed, 23])
+    instrs = []
+    for d in gv.vector_formats(SMALL):
+        for role in ("src0", "dst"):
+            i = random_instr(rng, SMALL, opcodes=[gv.OP_TENSOR_COPY], sr=False)
+            for _ in range(50):
+                if getattr(i, f"{role}_dtype") == d:
+                    break
+                i = random_instr(rng, SMALL, opcodes=[gv.OP_TENSOR_COPY])
+            instrs.append(i)
+    got = {(i.src0_dtype, i.dst_dtype) for i in instrs}
+    assert {s for s, _ in got} >= set(gv.vector_formats(SMALL)) - {99}
+    run_and_compare(bench, instrs, rng, seed)
+
+
+def test_every_error_status_writes_nothing_and_engine_continues(bench, seed):
+    rng = np.random.default_rng([seed, 24])
+    bad = bad_instrs(rng, SMALL)
+    codes = {c for _, _, c in bad}
+    assert codes == {gv.E_OPCODE, gv.E_FORMAT, gv.E_SHAPE, 0x03, 0x04, 0x0E, 0x0F}
+    instrs = []
+    for _, ins, _ in bad:
+        instrs += [ins, random_instr(rng, SMALL, max_elems=6)]
+    out = run_and_compare(bench, instrs, rng, seed, p_ready=0.7)
+    assert out["status"][0::2] == [c for _, _, c in bad]
+
+
+def test_reduce_long_rows_all_ops(bench, seed):
+    """Reductions over more elements than partials, with a pre-op, every reduce op."""
+    rng = np.random.default_rng([seed, 25])
+    instrs = []
+    for op1 in gv.REDUCE_OPS:
+        for _ in range(2):
+            i = random_instr(rng, SMALL, max_elems=40, opcodes=[gv.OP_TENSOR_REDUCE])
+            instrs.append(gv.VecInstr(**{**i.__dict__, "op1": op1}))
+    run_and_compare(bench, instrs, rng, seed, p_hog=0.2)
+
+
+def test_signature_and_layouts():
+    sig = VectorEngine.Signature(SMALL)
+    assert sig.ways == SMALL.mul_stages + SMALL.add_stages + 1 == gv.reduce_ways(SMALL)
+    lay = instr_layout(SMALL)
+    assert lay.size == sig.instr_layout.size
+    assert set(dtype_table(SMALL)) == set(gv.vector_formats(SMALL))
+    assert set(OPCODES) == set(gv.OPCODES)
+    bf = get_preset("bf16_only")
+    assert set(dtype_table(bf)) == set(gv.vector_formats(bf)) == {0, 2}
+    with pytest.raises(TypeError):
+        VectorEngine.Signature("small")
+
+
+def test_iota_index_conversion_exact(seed):
+    """The IOTA index converter (unsigned 24-bit -> FP32) against numpy for 0, powers of two,
+    their neighbours, the maximum and random values."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+
+    from rtl.vector.fu import u24_to_fp32
+    m = Module()
+    n = Signal(24)
+    out = u24_to_fp32(m, n, "t")
+    rng = np.random.default_rng([seed, 26])
+    vals = {0, (1 << 24) - 1} | {v for k in range(24) for v in ((1 << k) - 1, 1 << k,
+                                                               (1 << k) + 1)}
+    vals |= set(int(v) for v in rng.integers(0, 1 << 24, 300))
+    vals = sorted(v for v in vals if v < 1 << 24)
+    res = {}
+
+    async def tb(ctx):
+        for v in vals:
+            ctx.set(n, v)
+            res[v] = ctx.get(out)
+    sim = Simulator(m)
+    sim.add_testbench(tb)
+    sim.run()
+    for v in vals:
+        assert res[v] == int(np.float32(v).view(np.uint32)), (v, hex(res[v]))
+
+
+@pytest.mark.parametrize("stages", [
+    (0, 1),
+    pytest.param((0, 0), marks=pytest.mark.full),
+])
+def test_other_alu_latencies_reduce_and_elementwise(stages, seed):
+    """Shorter FMA pipelines change the reduction's partial count (K = latency + 1: 2, and 1
+    with no combine step at all); reductions and elementwise ops stay bit-exact with golden."""
+    cfg = SMALL.replace(mul_stages=stages[0], add_stages=stages[1])
+    b = SimBench(VecRig(cfg))
+    assert b.dut.dut.signature.ways == gv.reduce_ways(cfg) == sum(stages) + 1
+    rng = np.random.default_rng([seed, 27])
+    instrs = [random_instr(rng, cfg, max_elems=30, opcodes=[gv.OP_TENSOR_REDUCE])
+              for _ in range(3)]
+    instrs += [random_instr(rng, cfg, max_elems=12,
+                            opcodes=[gv.OP_TENSOR_TENSOR, gv.OP_TENSOR_SCALAR])
+               for _ in range(3)]
+    sbuf, psum = random_memories(rng, cfg)
+    job, out = program_job(b.dut, instrs, sbuf=sbuf, psum=psum, rng=rng, p_ready=0.7)
+    b.run(job)
+    mem = gv.VecMemory(cfg, sbuf=sbuf, psum=psum)
+    prng = XorWowLanes(cfg.sr_seed, cfg.partitions)
+    rs, rp = sbuf.copy(), psum.copy()
+    for k, ins in enumerate(instrs):
+        assert out["status"][k] == gv.run(cfg, ins, mem, prng), (seed, k)
+        for w in out["writes"][k]:
+            apply_write(rs, rp, w)
+        assert np.array_equal(rs, mem.sbuf) and np.array_equal(rp, mem.psum), \
+            f"seed {seed}: instruction {k} ({gv.OPCODES[ins.opcode]}) differs: {ins}"
