@@ -151,6 +151,7 @@ def simulate(raws, *, sems=None, bad_reads=(), host=(), seed=0, q_size=None, q_t
             out["irq"] += ctx.get(dut.irq_done)
             sem_q = ctx.get(dut.sem_rd)
             busy = ctx.get(dut.busy)
+            out.setdefault("busy", []).append(busy)
             quiet = quiet + 1 if not busy and not pending_done and not bursts else 0
             await ctx.tick()
             if quiet > 3 and all(t < cyc for t, _, _ in host):
@@ -158,6 +159,10 @@ def simulate(raws, *, sems=None, bad_reads=(), host=(), seed=0, q_size=None, q_t
         else:
             raise AssertionError(f"seed {seed}: the sequencer did not go idle in "
                                  f"{max_cycles} cycles")
+        # busy is one unbroken run from the first fetch to the end: a one-cycle drop would be a
+        # false idle interrupt in the core
+        b = "".join(str(int(x)) for x in out["busy"]).strip("0")
+        assert "0" not in b, f"seed {seed}: busy dropped mid-program"
         out["err"] = ((ctx.get(dut.err_code), ctx.get(dut.err_pc), ctx.get(dut.err_info))
                       if ctx.get(dut.err) else None)
         out["halted"] = bool(ctx.get(dut.halted))

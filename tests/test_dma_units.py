@@ -209,6 +209,16 @@ def test_semaphore_file(seed):
         model = [0] * N
         pend = [None] * (S + 1)
         waits = [0] * (S + 1)
+        # the clearing sweep after reset: nothing is taken, reads are 0
+        for s in range(N):
+            ctx.set(dut.add.valid, 1)
+            ctx.set(dut.add.payload.sem, s)
+            ctx.set(dut.add.payload.value, 1)
+            ctx.set(dut.rd_sem, s)
+            assert not ctx.get(dut.add.ready) and not ctx.get(dut.set.ready)
+            await ctx.tick()
+            assert ctx.get(dut.rd_data) == 0
+        ctx.set(dut.add.valid, 0)
         for _ in range(700):
             for k, src in enumerate(srcs):
                 if pend[k] is None and rng.random() < 0.5:

@@ -29,7 +29,10 @@ class SemaphoreFile(wiring.Component):
     ``2 * (sources + 1)`` cycles. An increment that would pass ``2**semaphore_bits - 1``, or a
     decrement below 0, leaves the counter unchanged, sets ``err`` (sticky until ``err_clear``),
     ``err_code`` = E_SEM and ``err_sem`` = its index. ``readers`` read ports ``wait_sem[r]`` /
-    ``wait_data[r]`` (one per sequencer) behave like the host's ``rd_sem`` / ``rd_data``. The host reads with ``rd_sem`` (``rd_data`` the next cycle,
+    ``wait_data[r]`` (one per sequencer) behave like the host's ``rd_sem`` / ``rd_data``.
+
+    After a reset (the core's soft reset included) the file clears its ``semaphores`` counters,
+    one per cycle; meanwhile nothing is taken (``ready`` low) and every read returns 0. The host reads with ``rd_sem`` (``rd_data`` the next cycle,
     ``rd_latency`` = 1; it sees every write completed before the cycle ``rd_sem`` was
     presented) and sets with ``set`` (``{sem, value}``; ``set.ready`` is low only in the write
     cycle of an increment). A set and an increment of the same semaphore taken in the same
@@ -97,10 +100,19 @@ class SemaphoreFile(wiring.Component):
         wp = mem.write_port()
         rmw = mem.read_port(transparent_for=(wp,))
         host = mem.read_port(transparent_for=(wp,))
-        m.d.comb += [host.addr.eq(self.rd_sem[:ib]), self.rd_data.eq(host.data)]
+        # after every reset (the core's soft reset too) the counters are cleared, one per
+        # cycle: no increment, add or set is taken and every read returns 0 meanwhile
+        clr = Signal(range(N + 1))
+        clearing = Signal()
+        clearing_q = Signal(init=1)
+        m.d.comb += clearing.eq(clr != N)
+        m.d.sync += clearing_q.eq(clearing)
+        m.d.comb += [host.addr.eq(self.rd_sem[:ib]),
+                     self.rd_data.eq(Mux(clearing_q, 0, host.data))]
         for r in range(self.readers):
             rp = mem.read_port(transparent_for=(wp,))
-            m.d.comb += [rp.addr.eq(self.wait_sem[r][:ib]), self.wait_data[r].eq(rp.data)]
+            m.d.comb += [rp.addr.eq(self.wait_sem[r][:ib]),
+                         self.wait_data[r].eq(Mux(clearing_q, 0, rp.data))]
 
         # stage A: pick a source (round-robin) and read its semaphore
         rr = Signal(range(S) if S > 1 else 1)
@@ -116,7 +128,7 @@ class SemaphoreFile(wiring.Component):
             m.d.comb += idx.eq(Mux(rr + k >= S, (rr + k - S).as_unsigned(), rr + k))
             with m.If(valids.bit_select(idx, 1)):
                 m.d.comb += [pick.eq(idx), found.eq(1)]
-        take = found & ~stage_b
+        take = found & ~stage_b & ~clearing
         for k, src in enumerate(srcs):
             with m.If(take & (pick == k)):
                 p = src.payload
@@ -139,6 +151,9 @@ class SemaphoreFile(wiring.Component):
                     m.d.sync += [err.eq(1), code.eq(E_SEM), esem.eq(b_sem)]
             with m.Else():
                 m.d.comb += [wp.addr.eq(b_sem[:ib]), wp.data.eq(total[:B]), wp.en.eq(1)]
+        with m.Elif(clearing):
+            m.d.comb += [wp.addr.eq(clr), wp.data.eq(0), wp.en.eq(1)]
+            m.d.sync += clr.eq(clr + 1)
         with m.Else():
             m.d.comb += self.set.ready.eq(1)
             with m.If(self.set.valid):

@@ -334,6 +334,9 @@ class Sequencer(wiring.Component):
             m.d.sync += [halt_issued.eq(0), halt_state.eq(1)]
 
         # halted (or stopped) with instructions still queued or fetched is not busy
-        m.d.comb += self.busy.eq(((head != self.q_tail) & self.run | ibuf.r_rdy) & ~blocked
-                                 | ar_busy | (pending != 0) | infl.r_rdy | posting)
+        # FIFO levels, not r_rdy: an entry crossing a buffered FIFO's output register must
+        # not look like an empty sequencer for that cycle (a false idle edge)
+        m.d.comb += self.busy.eq(((head != self.q_tail) & self.run | (ibuf.level != 0))
+                                 & ~blocked | ar_busy | (pending != 0) | (infl.level != 0)
+                                 | posting)
         return m
