@@ -228,6 +228,16 @@ def _build_scalar_engine(cfg, variant):
     return ScalarEngine(cfg)
 
 
+def _build_rowmux(cfg, variant):
+    from rtl.mem.rowmux import RowPortMux
+    return RowPortMux(cfg, "psum", 3)
+
+
+def _build_vector_decode(cfg, variant):
+    from rtl.core.engine_decode import VectorDecoder
+    return VectorDecoder(cfg)
+
+
 def _build_engine(cfg, variant):
     from rtl.tensor.engine import build_tensor_engine
     return build_tensor_engine(cfg)     # Design: engine + leaf modules converted once
@@ -332,6 +342,13 @@ BLOCKS = (
     Block(name="tensor_decode", module="rtl.core.tensor_decode", build=_build_tensor_decode,
           sweep=False, description="tensor-engine instruction decoder (ISA -> fed commands)",
           sources=("rtl/core/tensor_decode.py",),
+          tests=("tests/test_core_decode.py", "tests/test_core.py")),
+    Block(name="rowmux", module="rtl.mem.rowmux", build=_build_rowmux, sweep=False,
+          description="three row-port requesters on one PSUM port (the vector engine's)",
+          sources=("rtl/mem/rowmux.py",), tests=("tests/test_mem_rowmux.py",)),
+    Block(name="vector_decode", module="rtl.core.engine_decode", build=_build_vector_decode,
+          sweep=False, description="vector/scalar instruction decoders (ISA -> engine fields)",
+          sources=("rtl/core/engine_decode.py",),
           tests=("tests/test_core_decode.py", "tests/test_core.py")),
     Block(name="sync_engine", module="rtl.core.sync_engine", build=_build_sync_engine,
           sweep=False, description="sync engine: dma_start (descriptor reads -> DMA queues)",
