@@ -197,6 +197,12 @@ def schedule(pe, beats, tail=None):
                       "first": int(bool(mv.get("first", 0)) and j == 0)}
             steps[t]["mv"] = mv
             t += 1
+            for g in range(b.get("gaps", {}).get(j, 0) if j < P - 1 else 0):
+                # an idle cycle between two parts: valid low, other fields garbage
+                steps[t]["mv"] = {**mv, "valid": 0, "first": 1, "part": (j + g + 2) % 4,
+                                  "last": 1, "code": (mv.get("code", 0) * 7 + 1) & 0xFFFFFFFF}
+                steps.append({})
+                t += 1
         if "ld" in b:
             steps[t - 1]["ld"] = b["ld"]
         if "c" in b:
@@ -508,6 +514,7 @@ def test_pe_fp32_four_parts(seed, mul_stages, passes):
     fused MAC of the whole FP32 product (one rounding), its addend used ``mul_latency`` cycles
     after the last part. Operands with every significand bit set make each of the four partial
     products matter; a TF32 x FP32 pair and a BF16 beat between FP32 columns (one beat) too.
+    Idle cycles (valid low, garbage fields) between the parts of some columns change nothing.
     ``fp32_passes = 1`` (native): the same columns, one beat each."""
     from rtl.tensor.pe import PE
     cfg = SMALL.replace(formats=("bf16", "tf32", "fp32"), mx_formats=(), mul_stages=mul_stages,
@@ -531,8 +538,10 @@ def test_pe_fp32_four_parts(seed, mul_stages, passes):
         else:
             beats.append({"mv": {}, "ld": ld})
         c = int(rand_fp32(rng, 1)[0])
+        gaps = {int(j): int(rng.integers(1, 3)) for j in rng.choice(3, 2)} if len(beats) % 3 \
+            else {}
         beats.append({"mv": {"valid": 1, "active": 1, "first": 1, "fmt": tl.fmt_index(fx),
-                             "code": x}, "c": c, "parts": n_parts(tl, fw, fx)})
+                             "code": x}, "c": c, "parts": n_parts(tl, fw, fx), "gaps": gaps})
         want.append(int(fma_fp32(np.array([c], np.uint32), np.array([w]), cfg.fmt(fw),
                                  np.array([x]), cfg.fmt(fx))[0]))
     steps = schedule(pe, beats)

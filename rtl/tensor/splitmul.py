@@ -45,8 +45,8 @@ class SplitMultiplier(Pipeline):
     -------
     i : In(stream.Signature(in_layout, always_ready=True))
         ``ExactMultiplier`` input fields plus ``part`` (2 bits) and ``last`` (1 bit). The parts
-        of one product must arrive on consecutive cycles (the sum is held in the pipeline
-        register, which loads every cycle).
+        of one product arrive in order, on consecutive *valid* beats (idle cycles between them
+        are allowed: the running sum loads only on valid beats).
     o : Out(stream.Signature(out_layout, always_ready=True))
         The ``ExactMultiplier`` output layout; valid for ``last`` beats only.
 
@@ -115,14 +115,19 @@ class SplitMultiplier(Pipeline):
         ]
         rest = n - 1 if n >= 2 else n
         out_valid = valid & x["last"]
+        # the running sum loads on valid beats only: idle cycles between the parts of a
+        # product (a source that drops valid) leave it alone
         if rest == 0:
             acc = Signal(W, name="acc", reset_less=True)
-            m.d.sync += acc.eq(total)
+            with m.If(valid):
+                m.d.sync += acc.eq(total)
         else:
             # the first register after the multiply is the running sum
             r = Signal(self.out_layout, name="mul0_p", reset_less=True)
             v = Signal(name="mul0_valid")
-            m.d.sync += [r.eq(p), v.eq(out_valid)]
+            with m.If(valid):
+                m.d.sync += r.eq(p)
+            m.d.sync += v.eq(out_valid)
             acc = r.sig
             out_valid, p = v, r
             for k in range(1, rest):
