@@ -71,4 +71,10 @@ def run(cfg, seed=1, scenarios=None):
                 m[f"rate_vs_bf16_{name[4:]}"] = (
                     (r[name]["macs"] / r[name]["window_cycles"])
                     / (r["b2b_bf16"]["macs"] / r["b2b_bf16"]["window_cycles"]))
+                # steady state: the windows without the one-off first load, dispatch and
+                # fill/drain (M + 1 + L, the cycle formula's constant), same MACs
+                fixed = cycle_formula(cfg, M=M, N=0)
+                m[f"rate_vs_bf16_{name[4:]}_steady"] = (
+                    (r[name]["macs"] / (r[name]["window_cycles"] - fixed))
+                    / (r["b2b_bf16"]["macs"] / (r["b2b_bf16"]["window_cycles"] - fixed)))
     return m
