@@ -31,8 +31,8 @@ def run(cfg, seed=1, scenarios=None, *, rates=True):
     if rates and cfg.name != "small":
         from rtl.config import get_preset
         small = run_gemms(get_preset("small"), seed, None)
-        for k in ("sim_cycles_per_second", "verilator_build_seconds_this_run",
-                  "verilator_build_cold"):
+        for k in ("sim_cycles_per_second", "sim_cycles_per_cpu_second",
+                  "verilator_build_seconds_this_run", "verilator_build_cold"):
             m[f"{k}_small"] = small[k]
     m.update(pe_area(cfg))
     m["bench_wall_seconds"] = time.monotonic() - t0

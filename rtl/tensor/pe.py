@@ -112,10 +112,15 @@ class PE(wiring.Component):
             check_config(cfg, "PE")
             tl = TensorLayouts(cfg)
             self.mv_layout, self.ld_layout, self.ps_layout = pe_layouts(cfg)
-            mul_cls = SplitMultiplier if tl.fp32_split else ExactMultiplier
-            self.mul = mul_cls.Signature(cfg, formats_a=tl.pe_formats, formats_b=tl.pe_formats)
+            if tl.fp32_split:
+                self.mul = SplitMultiplier.Signature(cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats,
+                                                     scaled=bool(cfg.mx_formats))
+            else:
+                self.mul = ExactMultiplier.Signature(cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats)
             term = self.mul.out_layout
-            if cfg.mx_formats:
+            if cfg.mx_formats and not tl.fp32_split:
                 ew = term["exp"].shape.width + 2    # + (ws + xs - 254) in [-254, 256]
                 ew = max(ew, 11)
                 term = exact_layout(term["sig"].width, signed(ew))
@@ -154,9 +159,12 @@ class PE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         tl = self.tl
-        mul_cls = SplitMultiplier if tl.fp32_split else ExactMultiplier
-        m.submodules.mul = mul = mul_cls(self.cfg, formats_a=tl.pe_formats,
-                                         formats_b=tl.pe_formats)
+        if tl.fp32_split:
+            m.submodules.mul = mul = SplitMultiplier(self.cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats, scaled=self.mx)
+        else:
+            m.submodules.mul = mul = ExactMultiplier(self.cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats)
         m.submodules.fadd = fadd = FusedAdd(self.cfg, term_layout=self.term_layout)
         mv, ld = self.mv_i, self.ld_i
         wl = data.StructLayout({"code": tl.code_width, "fmt": tl.fmt_shape,
@@ -201,7 +209,17 @@ class PE(wiring.Component):
         m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
         # term (with the MX scale applied to its exponent), delayed operands aligned to mul.o
         term = Signal(self.term_layout)
-        if self.mx:
+        if self.mx and tl.fp32_split:
+            # the split multiplier applies the scale in its first stage (off the adder's path)
+            use_mx = Signal()
+            m.d.comb += use_mx.eq(mv.mx & ~forced)
+            m.d.comb += [
+                mul.i.payload.adj.eq(Mux(use_mx, Cat(w.scale + mv.scale, Const(0, 1))
+                                         .as_signed() - 254, 0)),
+                mul.i.payload.adj_nan.eq(use_mx & ((w.scale == 0xFF) | (mv.scale == 0xFF))),
+                term.eq(mul.o.payload),
+            ]
+        elif self.mx:
             use_mx = Signal()
             m.d.comb += use_mx.eq(mv.mx & ~forced)
             sc = Signal(data.StructLayout({"on": 1, "ws": 8, "xs": 8}))

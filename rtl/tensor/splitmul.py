@@ -4,13 +4,13 @@ product from its four hi/lo partial products over four consecutive cycles."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Mux, Const
+from amaranth.hdl import Module, Signal, Mux, Const, signed
 from amaranth.lib import data
 
 from rtl.config import check_config
 from rtl.fp.multiplier import ExactMultiplier
 from rtl.fp.pipe import stage
-from rtl.fp.unpack import Unpack
+from rtl.fp.unpack import Unpack, exact_layout
 from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["SplitMultiplier", "SPLIT_BITS", "PART_ORDER"]
@@ -40,6 +40,10 @@ class SplitMultiplier(Pipeline):
     cfg : CoreConfig
         ``mul_stages`` (the latency).
     formats_a, formats_b : tuple of FPFormat or str, keyword-only
+    scaled : bool, keyword-only
+        Add the inputs ``adj`` (signed 10 bits, the MX scale exponent ``ws + xs - 254``) to the
+        product's exponent and make it NaN when ``adj_nan`` (a 0xFF scale), inside the first
+        pipeline stage; the output exponent is 2 bits wider (at least 11).
 
     Members
     -------
@@ -58,7 +62,7 @@ class SplitMultiplier(Pipeline):
     class Signature(PipelineSignature):
         """Layouts and latency of a :class:`SplitMultiplier`."""
 
-        def __init__(self, cfg, *, formats_a=None, formats_b=None):
+        def __init__(self, cfg, *, formats_a=None, formats_b=None, scaled=False):
             check_config(cfg, "SplitMultiplier")
             ex = ExactMultiplier.Signature(cfg, formats_a=formats_a, formats_b=formats_b)
             self.formats_a, self.formats_b = ex.formats_a, ex.formats_b
@@ -66,12 +70,20 @@ class SplitMultiplier(Pipeline):
             for arg, fs in (("formats_a", ex.formats_a), ("formats_b", ex.formats_b)):
                 if max(f.man_bits for f in fs) + 1 > 2 * SPLIT_BITS:
                     raise ValueError(f"{arg} significands must fit {2 * SPLIT_BITS} bits")
-            in_layout = data.StructLayout({**{n: f.shape for n, f in ex.in_layout},
-                                           "part": 2, "last": 1})
-            super().__init__(in_layout, ex.out_layout, latency=cfg.mul_stages)
+            fields = {**{n: f.shape for n, f in ex.in_layout}, "part": 2, "last": 1}
+            out_layout = ex.out_layout
+            self.scaled = bool(scaled)
+            if self.scaled:
+                # MX: + (ws + xs - 254) in [-254, 256] on the exponent, NaN for a 0xFF scale
+                fields.update({"adj": signed(10), "adj_nan": 1})
+                ew = max(ex.out_layout["exp"].shape.width + 2, 11)
+                out_layout = exact_layout(ex.sig_width, signed(ew))
+            super().__init__(data.StructLayout(fields), out_layout, latency=cfg.mul_stages)
 
-    def __init__(self, cfg, *, formats_a=None, formats_b=None):
-        super().__init__(self.Signature(cfg, formats_a=formats_a, formats_b=formats_b))
+    def __init__(self, cfg, *, formats_a=None, formats_b=None, scaled=False):
+        super().__init__(self.Signature(cfg, formats_a=formats_a, formats_b=formats_b,
+                                        scaled=scaled))
+        self.scaled = self.signature.scaled
         self.cfg = cfg
         self.formats_a, self.formats_b = self.signature.formats_a, self.signature.formats_b
         self.sig_width = self.signature.sig_width
@@ -84,8 +96,10 @@ class SplitMultiplier(Pipeline):
         m.d.comb += [ua.code.eq(i.a), ua.fmt.eq(i.fmt_a),
                      ub.code.eq(i.b), ub.fmt.eq(i.fmt_b)]
         n = self.latency
-        valid, x = stage(m, n >= 2, self.i.valid,
-                         {"a": ua.o, "b": ub.o, "part": i.part, "last": i.last}, name="dec")
+        fields = {"a": ua.o, "b": ub.o, "part": i.part, "last": i.last}
+        if self.scaled:
+            fields.update({"adj": i.adj, "adj_nan": i.adj_nan})
+        valid, x = stage(m, n >= 2, self.i.valid, fields, name="dec")
         a, b, part = x["a"], x["b"], x["part"]
         H = SPLIT_BITS
 
@@ -104,11 +118,17 @@ class SplitMultiplier(Pipeline):
         p = Signal(self.out_layout)
         total = Signal(W)
         nan = a.is_nan | b.is_nan | (a.is_zero & b.is_inf) | (a.is_inf & b.is_zero)
+        exp = a.exp + b.exp
+        if self.scaled:
+            # the MX scaling is applied here, before the pipeline register, so it is not on
+            # the path into the fused adder's alignment
+            nan = nan | x["adj_nan"]
+            exp = exp + x["adj"]
         inf = ~nan & (a.is_inf | b.is_inf)
         m.d.comb += [
             p.sign.eq(a.sign ^ b.sign),
             p.sig.eq(total),
-            p.exp.eq(a.exp + b.exp),
+            p.exp.eq(exp),
             p.is_nan.eq(nan),
             p.is_inf.eq(inf),
             p.is_zero.eq(~nan & ~inf & (a.is_zero | b.is_zero)),

@@ -48,6 +48,8 @@ def run(cfg, seed=1, scenarios=None):
         m["cycles_single_tile_bf16"] = r["single_bf16"]["window_cycles"]
     cps = [v["sim_cycles_per_second"] for v in r.values()]
     m["sim_cycles_per_second"] = max(cps) if cps else 0.0
+    cpu = [v.get("sim_cycles_per_cpu_second", 0.0) for v in r.values()]
+    m["sim_cycles_per_cpu_second"] = max(cpu) if cpu else 0.0
     # what this run's build took: a cold build (verilator + gcc of the whole model) when
     # ``verilator_build_cold`` is 1, else the cached no-op (a fraction of a second)
     m["verilator_build_seconds_this_run"] = build
