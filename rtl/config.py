@@ -250,9 +250,9 @@ class CoreConfig:
     sr_seed : int
         Reset seed of the stochastic-rounding PRNG (XORWOW), 1..2**32-1.
     mul_stages, add_stages : int
-        Pipeline registers in the FP multiplier (0..4) and in the FP32 adder (0..5; 5 cuts
-        the fused adder between its leading-zero count and its normalizing shift) (latency in
-        cycles).
+        Pipeline registers in the FP multiplier (0..4) and in the FP32 adder (0..6; 5 cuts
+        the fused adder between its leading-zero count and its normalizing shift, 6 also
+        between its exponent difference and its alignment shift) (latency in cycles).
     fp32_passes : int
         Array passes of an FP32 moving column: 1 = native (an exact 24 x 24 multiplier in every
         PE, FP32 at the BF16 rate) or 4 = split (a 12 x 12 multiplier per PE forms the four
@@ -358,7 +358,7 @@ class CoreConfig:
         cfp8_format(self.cfp8_exp_bits, self.cfp8_bias)   # validates both fields
         _check_int(c, "sr_seed", self.sr_seed, 1, (1 << 32) - 1)
         _check_int(c, "mul_stages", self.mul_stages, 0, 4)
-        _check_int(c, "add_stages", self.add_stages, 0, 5)
+        _check_int(c, "add_stages", self.add_stages, 0, 6)
         _check_int(c, "fp32_passes", self.fp32_passes, 1, 4)
         if self.fp32_passes not in (1, 4):
             raise ValueError(f"{c} field 'fp32_passes' must be 1 or 4, not {self.fp32_passes!r}")

@@ -475,7 +475,8 @@ def test_pe_enable_low_freezes_everything(pe_bench, seed):
             assert got[t][4:] == got[t - 1][4:], f"seed={seed}: a bus moved while en was low"
 
 
-@pytest.mark.parametrize("mul_stages,add_stages", [(1, 2), (0, 0), (2, 1), (0, 3), (2, 5)])
+@pytest.mark.parametrize("mul_stages,add_stages", [(1, 2), (0, 0), (2, 1), (0, 3), (2, 5),
+                                                        (2, 6)])
 def test_pe_latency(seed, mul_stages, add_stages):
     """``latency = mul_stages + add_stages`` cycles from ``mv_i`` to ``ps_o``, ``mul_latency``
     from ``mv_i`` to the cycle ``ps_i`` is used, ``row_skew = add_stages`` from ``ps_i`` to
@@ -508,7 +509,7 @@ def test_pe_latency(seed, mul_stages, add_stages):
 
 
 @pytest.mark.parametrize("mul_stages,passes,add_stages", [(0, 4, 1), (1, 4, 1), (2, 4, 5),
-                                                          (1, 1, 1)])
+                                                          (2, 4, 6), (1, 1, 1)])
 def test_pe_fp32_four_parts(seed, mul_stages, passes, add_stages):
     """``fp32_passes = 4``: an FP32 column is four beats (parts 0..3 on consecutive cycles);
     ``ps_o`` is valid once, ``latency`` cycles after the last part, and equals the golden
