@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "build" / "synth" / "pe_settings.json"
 
 #: (fp32_passes, mul_stages, add_stages): native and split at the presets' depths, then the
-#: split PE at deeper pipelines.
-SETTINGS = ((1, 1, 2), (4, 1, 2), (4, 1, 3), (4, 2, 4))
+#: split PE at deeper pipelines (docs/tensor-engine.md, "PE area and Fmax per setting").
+SETTINGS = ((1, 1, 2), (4, 1, 2), (4, 2, 4), (4, 2, 5), (4, 2, 6))
 
 _KEYS = ("um2_sky130", "transistors", "cells", "flip_flops", "fmax_mhz")
 
