@@ -5,16 +5,22 @@ Utilization = useful MACs / (rows x cols x cycles), cycles from the first input 
 (stationary or moving) to the last PSUM write. Scenarios: one BF16 tile (K = rows, M = cols,
 N = one PSUM bank), 8 back-to-back BF16 tiles (each with its own LoadStationary, overlapped), and
 the same for FP8 / FP32 / MX when the config has them. Every result is also checked bit for bit.
+``rate_vs_bf16_{fp8,fp32,mx}``: MACs per cycle of those scenarios over BF16's (FP32 is 0.25 with
+``fp32_passes = 4``). PE area and Fmax per setting come from ``python -m synth.pe_settings``
+when it was run for the preset (``pe_area``).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from tb.tensor.gemm import run as run_gemms
 
 NAME = "tensor_engine"
+#: Written by ``python -m synth.pe_settings`` (bench does not import synth).
+PE_SETTINGS = Path(__file__).resolve().parent.parent / "build" / "synth" / "pe_settings.json"
 
 
 def run(cfg, seed=1, scenarios=None, *, rates=True):
@@ -25,10 +31,35 @@ def run(cfg, seed=1, scenarios=None, *, rates=True):
     if rates and cfg.name != "small":
         from rtl.config import get_preset
         small = run_gemms(get_preset("small"), seed, None)
-        for k in ("sim_cycles_per_second", "verilator_build_seconds"):
+        for k in ("sim_cycles_per_second", "sim_cycles_per_cpu_second",
+                  "verilator_build_seconds_this_run", "verilator_build_cold"):
             m[f"{k}_small"] = small[k]
+    m.update(pe_area(cfg))
     m["bench_wall_seconds"] = time.monotonic() - t0
     return m
+
+
+def pe_area(cfg):
+    """The PE's sky130 area and ECP5 Fmax per setting, from ``python -m synth.pe_settings``
+    (``build/synth/pe_settings.json``) when it was run for this preset: ``pe_um2_p{passes}_m{mul
+    stages}_a{add stages}`` and ``pe_fmax_mhz_...``; ``pe_um2_per_fp8_mac_per_cycle`` for the
+    preset's own setting (one FP8 MAC per PE per cycle)."""
+    if not PE_SETTINGS.exists():
+        return {}
+    d = json.loads(PE_SETTINGS.read_text())
+    if d.get("preset") != cfg.name:
+        return {}
+    out = {}
+    for r in d["settings"]:
+        tag = f"p{r['fp32_passes']}_m{r['mul_stages']}_a{r['add_stages']}"
+        out[f"pe_um2_{tag}"] = r["um2_sky130"]
+        if r.get("fmax_mhz") is not None:
+            out[f"pe_fmax_mhz_{tag}"] = r["fmax_mhz"]
+        if (r["fp32_passes"], r["mul_stages"], r["add_stages"]) == (
+                cfg.fp32_passes, cfg.mul_stages, cfg.add_stages):
+            out["pe_um2"] = r["um2_sky130"]
+            out["pe_um2_per_fp8_mac_per_cycle"] = r["um2_sky130"]
+    return out
 
 
 if __name__ == "__main__":

@@ -166,9 +166,11 @@ def formats_table(cfg=None):
 # --- presets-table (docs/architecture.md §1) ------------------------------------------------
 
 def pe_significand_width(cfg):
-    """Widest significand (implicit bit included) the PE multiplier handles: FP32 is native."""
+    """Significand bits (implicit bit included) of one PE multiplier operand: the widest of the
+    enabled formats, or 12 with ``fp32_passes = 4`` (FP32 split into 12-bit halves, §6.4)."""
     fmts = list(cfg.dense_formats) + list(cfg.mx_element_formats.values())
-    return max(1 + f.man_bits for f in fmts)
+    w = max(1 + f.man_bits for f in fmts)
+    return min(w, 12) if cfg.fp32_passes == 4 else w
 
 
 def _frac(x):
@@ -210,7 +212,7 @@ def _preset_rows():
          lambda c: _frac(Fraction(c.pe_rows, c.mx_block))),
         ("4:16 sparse logical K per fold", "4 · R", lambda c: str(4 * c.pe_rows)),
         ("PE significand width [invented]",
-         "widest significand of the enabled formats (FP32 native, §6.4)",
+         "widest significand of the enabled formats; 12 with `fp32_passes` = 4 (§6.4)",
          lambda c: str(pe_significand_width(c))),
         ("PE MAC latency L", "`mul_stages + add_stages`", lambda c: str(c.mul_stages + c.add_stages)),
         ("moving-skew registers", "L · R(R−1)/2 lanes",
@@ -242,8 +244,13 @@ def cycles_table():
         raise ValueError("the presets differ in L or A; give the table a column for each")
     L, A = lat.pop()
     e16, e8 = SBUF_WORD_BITS // 16, SBUF_WORD_BITS // 8
+    passes = {c.fp32_passes for c in cfgs}
+    if len(passes) != 1:
+        raise ValueError("the presets differ in fp32_passes; give the table a column for each")
+    P = passes.pop()
     head = ["preset", "SCALE-Sim (N max)", "ours, L=1 e=1 A=0", "ours cold BF16",
-            "steady BF16 / FP8", "steady FP32 (native, e = 1)", "steady BF16 at N = C"]
+            "steady BF16 / FP8", f"steady FP32 (e = 1, {P} pass{'es' if P > 1 else ''})",
+            "steady BF16 at N = C"]
     rows = []
     for c in cfgs:
         R, C, N = c.pe_rows, c.pe_cols, c.psum_bank_fp32
@@ -251,7 +258,7 @@ def cycles_table():
         rows.append([c.name, str(2 * R + C + N - 2), str(C + N + R + C - 2),
                      str(_ceil_div(C, e16) + N + L * R + C - 2 + A),
                      str(bf16) if bf16 == fp8 else f"{bf16} / {fp8}",
-                     str(max(N, C + 1, A)), str(max(C, _ceil_div(C, e16) + 1, A))])
+                     str(max(P * N, C + 1, A)), str(max(C, _ceil_div(C, e16) + 1, A))])
     return (f"Values computed from the presets with L = {L}, A = {A}, N = `psum_bank_fp32`, "
             f"e = {e16} for BF16, {e8} for FP8, 1 for FP32:\n\n" + _markdown(head, rows))
 
@@ -282,6 +289,8 @@ def params_table():
         ("`sr_seed`", "stochastic-rounding PRNG seed", lambda c: f"0x{c.sr_seed:08X}"),
         ("`mul_stages`, `add_stages`", "FP pipeline registers",
          lambda c: f"{c.mul_stages}, {c.add_stages}"),
+        ("`fp32_passes`", "array passes of an FP32 column (1 = native 24 × 24 multiplier, "
+         "4 = 12 × 12 split, ¼ rate)", lambda c: str(c.fp32_passes)),
         ("`ap_dims`", "free dimensions of an access pattern (≤ 4)", lambda c: str(c.ap_dims)),
         ("`sparse_patterns`", "N:M sparsity patterns (None = all that fit; `()` = none)",
          lambda c: "all " + str(len(c.sparsity)) if c.sparse_patterns is None

@@ -263,7 +263,15 @@ class CoreConfig:
     sr_seed : int
         Reset seed of the stochastic-rounding PRNG (XORWOW), 1..2**32-1.
     mul_stages, add_stages : int
-        Pipeline registers in the FP multiplier and in the FP32 adder (latency in cycles).
+        Pipeline registers in the FP multiplier (0..4) and in the FP32 adder (0..6; 5 cuts
+        the fused adder between its leading-zero count and its normalizing shift, 6 also
+        between its exponent difference and its alignment shift) (latency in cycles).
+    fp32_passes : int
+        Array passes of an FP32 moving column: 1 = native (an exact 24 x 24 multiplier in every
+        PE, FP32 at the BF16 rate) or 4 = split (a 12 x 12 multiplier per PE forms the four
+        partial products of the hi/lo operand halves exactly over 4 cycles and the fused adder
+        rounds their exact sum once: FP32 at 1/4 rate, bit-identical results; TF32 and every
+        narrower format stay at one pass). Trainium runs FP32 at 1/4 rate.
     ap_dims : int
         Free dimensions an access-pattern unit walks, 1..4 (``AP_MAX_DIMS``, the encoding's 4
         slots; fewer saves counters, and a descriptor using more is rejected with E_AP_FORM).
@@ -321,6 +329,7 @@ class CoreConfig:
     sr_seed: int = 0x2545F491
     mul_stages: int = 1
     add_stages: int = 2
+    fp32_passes: int = 4
     ap_dims: int = AP_MAX_DIMS
     sbuf_banks: int = 4
     axi_data_bits: int = 128
@@ -378,7 +387,10 @@ class CoreConfig:
         cfp8_format(self.cfp8_exp_bits, self.cfp8_bias)   # validates both fields
         _check_int(c, "sr_seed", self.sr_seed, 1, (1 << 32) - 1)
         _check_int(c, "mul_stages", self.mul_stages, 0, 4)
-        _check_int(c, "add_stages", self.add_stages, 0, 4)
+        _check_int(c, "add_stages", self.add_stages, 0, 6)
+        _check_int(c, "fp32_passes", self.fp32_passes, 1, 4)
+        if self.fp32_passes not in (1, 4):
+            raise ValueError(f"{c} field 'fp32_passes' must be 1 or 4, not {self.fp32_passes!r}")
         _check_int(c, "ap_dims", self.ap_dims, 1, AP_MAX_DIMS)
         _check_int(c, "axi_data_bits", self.axi_data_bits, 32, 1024)
         if not _is_pow2(self.axi_data_bits):

@@ -278,7 +278,8 @@ BLOCKS = (
           sources=("rtl/fp/widen.py",), tests=(_CONV + "test_widen_all_formats",)),
     Block(name="tensor_pe", module="rtl.tensor.pe", build=_build_pe,
           description="tensor-engine PE: weight-stationary FMA of every enabled format (+MX)",
-          sources=("rtl/tensor/pe.py", "rtl/tensor/sparse.py"), tests=_SPARSE + _TENSOR),
+          sources=("rtl/tensor/pe.py", "rtl/tensor/sparse.py", "rtl/tensor/splitmul.py"),
+          tests=_SPARSE + _TENSOR),
     # The array's Fmax is its PE's (every path is PE-local or a single skew register); the
     # array itself is too big for the ECP5 parts at 16 x 16 and is not placed and routed.
     Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,

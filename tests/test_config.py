@@ -39,7 +39,10 @@ def test_config_is_frozen():
     ("cfp8_exp_bits", 6, r"'cfp8_exp_bits' must be in \[3, 5\], not 6"),
     ("cfp8_bias", 200, r"'cfp8_bias' must be in \[-121, 146\] for 3 exponent bits, not 200"),
     ("sr_seed", 0, r"'sr_seed' must be in \[1, 4294967295\], not 0"),
-    ("add_stages", 9, r"'add_stages' must be in \[0, 4\], not 9"),
+    ("add_stages", 9, r"'add_stages' must be in \[0, 6\], not 9"),
+    ("fp32_passes", 2, r"'fp32_passes' must be 1 or 4, not 2"),
+    ("fp32_passes", 0, r"'fp32_passes' must be in \[1, 4\], not 0"),
+    ("fp32_passes", 8, r"'fp32_passes' must be in \[1, 4\], not 8"),
     ("ap_dims", 0, r"'ap_dims' must be in \[1, 4\], not 0"),
     ("ap_dims", 5, r"'ap_dims' must be in \[1, 4\], not 5"),
     ("sbuf_banks", 3, r"'sbuf_banks' must be a power of two in \[1, 16\]"),
@@ -75,7 +78,8 @@ def test_access_pattern_fields():
 
 
 @pytest.mark.parametrize("field, value", [("pe_cols", 4.0), ("sr_seed", True),
-                                          ("formats", ["bf16"]), ("ap_dims", 4.0)])
+                                          ("formats", ["bf16"]), ("ap_dims", 4.0),
+                                          ("fp32_passes", 4.0)])
 def test_wrong_types_raise_type_error(field, value):
     with pytest.raises(TypeError, match=f"'{field}'"):
         PRESETS["default"].replace(**{field: value})

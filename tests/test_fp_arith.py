@@ -96,7 +96,8 @@ def simulate(design, words, gaps):
     return out
 
 
-@pytest.mark.parametrize("mul_stages,add_stages", [(0, 0), (0, 1), (2, 3), (4, 4)])
+@pytest.mark.parametrize("mul_stages,add_stages", [(0, 0), (0, 1), (2, 3), (4, 4), (1, 5),
+                                                     (0, 6)])
 def test_fma_pipeline_depths(cfg, seed, mul_stages, add_stages):
     """Every pipeline depth gives the golden results with ``latency`` = mul + add stages and
     keeps order through valid gaps (the Verilator tests cover the preset's depth)."""

@@ -52,6 +52,21 @@ def const_int(layout, value):
     return layout.const(value).as_value().value
 
 
+def mv_beat(layout, d):
+    """A moving-bus dict for ``layout``: with the FP32 four-pass fields (``part``, ``last``)
+    in the layout, a beat that names neither is a one-part column (``last = 1``)."""
+    names = {n for n, _ in layout}
+    if "last" in names and d and "last" not in d:
+        d = {**d, "part": 0, "last": 1}
+    return d
+
+
+def n_parts(tl, *fmts):
+    """Beats per moving column of a pair: 4 for a pair with FP32 when ``fp32_passes = 4``
+    (docs/tensor-engine.md, "FP32 in four passes"), else 1."""
+    return 4 if tl.fp32_split and "fp32" in fmts else 1
+
+
 # --- configs --------------------------------------------------------------------------------------
 
 SMALL = get_preset("small")
@@ -135,7 +150,9 @@ class PEDriver:
             ctx.set(pe.col, self.col)
             for st in steps:
                 ctx.set(pe.en, st.get("en", 1))
-                ctx.set(Value.cast(pe.mv_i), const_int(pe.mv_layout, st["mv"]) if "mv" in st
+                ctx.set(Value.cast(pe.mv_i), const_int(pe.mv_layout,
+                                                       mv_beat(pe.mv_layout, st["mv"]))
+                        if "mv" in st
                         else st.get("mv_bits", idle_mv))
                 ctx.set(Value.cast(pe.ld_i), const_int(pe.ld_layout, st["ld"]) if "ld" in st
                         else st.get("ld_bits", idle_ld))
@@ -162,17 +179,35 @@ def run_pe(bench, steps, col=0):
 
 def schedule(pe, beats, tail=None):
     """Steps for ``beats`` (dicts: ``mv``, optional ``ld`` sent in the same cycle, ``c`` the
-    FP32 addend): beat i enters at cycle i; its addend is presented ``mul_latency`` cycles
-    later (the documented pairing of ``ps_i`` with ``mv_i``)."""
+    FP32 addend, ``parts`` the beats of the column, default 1): beat i enters in the cycles
+    after beat i - 1's; its addend is presented ``mul_latency`` cycles after its last part
+    (the documented pairing of ``ps_i`` with ``mv_i``). A column of 4 parts repeats ``mv`` with
+    ``part`` 0..3 (``first`` on part 0 only, ``last`` on part 3) and sends ``ld`` with part 3."""
     Lm = pe.mul_latency
-    n = len(beats) + pe.latency + 2 if tail is None else len(beats) + tail
+    total = sum(b.get("parts", 1) for b in beats)
+    n = total + pe.latency + 2 if tail is None else total + tail
     steps = [dict() for _ in range(n)]
-    for i, b in enumerate(beats):
-        steps[i]["mv"] = b["mv"]
+    t = 0
+    for b in beats:
+        P = b.get("parts", 1)
+        for j in range(P):
+            mv = b["mv"]
+            if P > 1:
+                mv = {**mv, "part": j, "last": int(j == P - 1),
+                      "first": int(bool(mv.get("first", 0)) and j == 0)}
+            steps[t]["mv"] = mv
+            t += 1
+            for g in range(b.get("gaps", {}).get(j, 0) if j < P - 1 else 0):
+                # an idle cycle between two parts: valid low, other fields garbage
+                steps[t]["mv"] = {**mv, "valid": 0, "first": 1, "part": (j + g + 2) % 4,
+                                  "last": 1, "code": (mv.get("code", 0) * 7 + 1) & 0xFFFFFFFF}
+                steps.append({})
+                t += 1
         if "ld" in b:
-            steps[i]["ld"] = b["ld"]
+            steps[t - 1]["ld"] = b["ld"]
         if "c" in b:
-            steps[i + Lm]["ps"] = {"valid": 1, "value": int(b["c"]), "flag": int(b.get("f", 0))}
+            steps[t - 1 + Lm]["ps"] = {"valid": 1, "value": int(b["c"]),
+                                       "flag": int(b.get("f", 0))}
     return steps
 
 
@@ -207,7 +242,8 @@ def test_pe_dense_fma_random(pe_bench, seed):
         used = np.zeros(n, dtype=np.uint32)
         for i in range(n):
             b = {"mv": {"valid": 1, "active": 1, "first": int(first[i]),
-                        "fmt": tl.fmt_index(fx), "code": int(x[i])}, "c": c[i]}
+                        "fmt": tl.fmt_index(fx), "code": int(x[i])}, "c": c[i],
+                 "parts": n_parts(tl, fw, fx)}
             # the weight for a ``first`` beat is loaded into the shadow one cycle earlier
             if first[i]:
                 if beats:
@@ -285,7 +321,8 @@ def test_pe_inactive_row_passes_sum(pe_bench, seed):
     for i, ci in enumerate(c):
         beats.append({"mv": {"valid": 1, "active": 0, "first": int(i == 0),
                              "fmt": tl.fmt_index("fp32"), "code": nan_inf[i % 5],
-                             "mx": i % 2, "scale": 0xFF}, "c": ci})
+                             "mx": i % 2, "scale": 0xFF}, "c": ci,
+                      "parts": n_parts(tl, "fp32") if i % 3 else 1})
     want = fma_fp32_f64(c, np.full(len(c), -0.0))
     assert (want == c).all(), "golden: the chain's values pass + (-0) unchanged"
     got = np.array([v for v, _ in results(run_pe(pe_bench, schedule(pe, beats)))],
@@ -350,7 +387,8 @@ def test_pe_load_latched_only_by_matching_col(pe_bench):
     for t in range(len(lds)):
         assert trace[t + 1][5] == const_int(pe.ld_layout, lds[t]), f"ld_o at cycle {t + 1}"
     mv_t = len(lds)
-    assert trace[mv_t + 1][4] == const_int(pe.mv_layout, mv), "mv_o is mv_i one cycle later"
+    assert trace[mv_t + 1][4] == const_int(pe.mv_layout, mv_beat(pe.mv_layout, mv)), \
+        "mv_o is mv_i one cycle later"
 
 
 def test_pe_transpose_hit_and_pass_through(pe_bench, seed):
@@ -437,7 +475,8 @@ def test_pe_enable_low_freezes_everything(pe_bench, seed):
             assert got[t][4:] == got[t - 1][4:], f"seed={seed}: a bus moved while en was low"
 
 
-@pytest.mark.parametrize("mul_stages,add_stages", [(1, 2), (0, 0), (2, 1), (0, 3)])
+@pytest.mark.parametrize("mul_stages,add_stages", [(1, 2), (0, 0), (2, 1), (0, 3), (2, 5),
+                                                        (2, 6)])
 def test_pe_latency(seed, mul_stages, add_stages):
     """``latency = mul_stages + add_stages`` cycles from ``mv_i`` to ``ps_o``, ``mul_latency``
     from ``mv_i`` to the cycle ``ps_i`` is used, ``row_skew = add_stages`` from ``ps_i`` to
@@ -458,7 +497,8 @@ def test_pe_latency(seed, mul_stages, add_stages):
     n = t0 + pe.latency + 4
     steps = [{"ps": {"valid": 1, "value": 0x7FC00000}} for _ in range(n)]   # NaN elsewhere
     steps[0]["ld"] = {"valid": 1, "col": 0, "fmt": bf, "code": w}
-    steps[t0]["mv"] = {"valid": 1, "active": 1, "first": 1, "fmt": bf, "code": x}
+    steps[t0]["mv"] = mv_beat(pe.mv_layout, {"valid": 1, "active": 1, "first": 1, "fmt": bf,
+                                             "code": x})
     steps[t0 + pe.mul_latency]["ps"] = {"valid": 1, "value": c}
     out = []
     bench.run(PEDriver(pe).job(steps, out))
@@ -466,6 +506,54 @@ def test_pe_latency(seed, mul_stages, add_stages):
     assert hits == [t0 + pe.latency], f"ps_o valid at {hits}, want {[t0 + pe.latency]}"
     assert out[t0 + pe.latency][2] == want, (f"value {out[t0 + pe.latency][2]:#x} != {want:#x}: "
                                              f"ps_i not used {pe.mul_latency} cycles after mv_i")
+
+
+@pytest.mark.parametrize("mul_stages,passes,add_stages", [(0, 4, 1), (1, 4, 1), (2, 4, 5),
+                                                          (2, 4, 6), (1, 1, 1)])
+def test_pe_fp32_four_parts(seed, mul_stages, passes, add_stages):
+    """``fp32_passes = 4``: an FP32 column is four beats (parts 0..3 on consecutive cycles);
+    ``ps_o`` is valid once, ``latency`` cycles after the last part, and equals the golden
+    fused MAC of the whole FP32 product (one rounding), its addend used ``mul_latency`` cycles
+    after the last part. Operands with every significand bit set make each of the four partial
+    products matter; a TF32 x FP32 pair and a BF16 beat between FP32 columns (one beat) too.
+    Idle cycles (valid low, garbage fields) between the parts of some columns change nothing.
+    ``fp32_passes = 1`` (native): the same columns, one beat each."""
+    from rtl.tensor.pe import PE
+    cfg = SMALL.replace(formats=("bf16", "tf32", "fp32"), mx_formats=(), mul_stages=mul_stages,
+                        add_stages=add_stages, fp32_passes=passes)
+    pe = PE(cfg)
+    tl = TensorLayouts(cfg)
+    assert tl.fp32_split == (passes == 4) and pe.mul_latency == mul_stages
+    bench = Bench(pe)
+    rng = np.random.default_rng([seed, 6])
+    F = cfg.fmt("fp32")
+    cols = [("fp32", 0x3FFFFFFF, "fp32", 0x3FFFFFFF), ("fp32", 0x3F800FFF, "fp32", 0x3FFFF000),
+            ("tf32", 0x3FFFE000 >> 13, "fp32", 0x3F801001), ("bf16", 0x4040, "bf16", 0x3FC0)]
+    for _ in range(12):
+        a, b = rand_codes(rng, F, (2,), p_wild=0.3)
+        cols.append(("fp32", int(a), "fp32", int(b)))
+    beats, want = [], []
+    for fw, w, fx, x in cols:
+        ld = {"valid": 1, "col": 0, "fmt": tl.fmt_index(fw), "code": w}
+        if beats:
+            beats[-1]["ld"] = ld
+        else:
+            beats.append({"mv": {}, "ld": ld})
+        c = int(rand_fp32(rng, 1)[0])
+        gaps = {int(j): int(rng.integers(1, 3)) for j in rng.choice(3, 2)} if len(beats) % 3 \
+            else {}
+        beats.append({"mv": {"valid": 1, "active": 1, "first": 1, "fmt": tl.fmt_index(fx),
+                             "code": x}, "c": c, "parts": n_parts(tl, fw, fx), "gaps": gaps})
+        want.append(int(fma_fp32(np.array([c], np.uint32), np.array([w]), cfg.fmt(fw),
+                                 np.array([x]), cfg.fmt(fx))[0]))
+    steps = schedule(pe, beats)
+    last = [t for t, st in enumerate(steps)
+            if st.get("mv", {}).get("valid") and st["mv"].get("last", 1)]
+    trace = run_pe(bench, steps)
+    hits = [t for t, o in enumerate(trace) if o[1]]
+    assert hits == [t + pe.latency for t in last], f"ps_o valid at {hits}"
+    got = [trace[t][2] for t in hits]
+    assert got == want, f"seed={seed}: got {hexs(got)} want {hexs(want)}"
 
 
 # ==================================================================================================
@@ -505,9 +593,9 @@ def test_row_buses_and_columns(row_bench, seed):
                                          "code": int(w[j])})
     t0 = C
     for n in range(N):
-        mv[t0 + n] = const_int(pe.mv_layout, {"valid": 1, "active": 1, "first": int(n == 0),
-                                             "fmt": tl.fmt_index("fp8_e4m3"),
-                                             "code": int(x[n])})
+        mv[t0 + n] = const_int(pe.mv_layout, mv_beat(pe.mv_layout, {
+            "valid": 1, "active": 1, "first": int(n == 0), "fmt": tl.fmt_index("fp8_e4m3"),
+            "code": int(x[n])}))
         for c in range(C):
             ps[t0 + n + c + Lm][c] = {"valid": 1, "value": int(cin[n, c])}
     psl = row.ps_i.shape()
@@ -575,22 +663,29 @@ class ArrayProgram:
         K, N = x.shape
         full = rand_codes(self.rng, self.cfg.fmt(fmt), (R, N), p_wild=1.0)
         full[:K] = x
+        P = n_parts(self.tl, fs, fmt)
         for n in range(N):
-            self._at(t + n)["mv"] = [{"valid": 1, "first": int(n == 0), "active": int(k < K),
-                                      "fmt": self.tl.fmt_index(fmt), "code": int(full[k, n])}
-                                     for k in range(R)]
+            for j in range(P):
+                st = self._at(t + n * P + j)
+                st["mv"] = [mv_beat(self.arr.mv_layout, {
+                    "valid": 1, "first": int(n == 0 and j == 0), "active": int(k < K),
+                    "fmt": self.tl.fmt_index(fmt), "code": int(full[k, n]),
+                    **({"part": j, "last": int(j == P - 1)} if P > 1 else {})})
+                    for k in range(R)]
+                st["col"] = j == P - 1
         want = golden_matmul(s[:K], fs, x, fmt, self.cfg)
         M = s.shape[1]
         self.expect += [(M, [int(v) for v in want[:, n]]) for n in range(N)]
-        return t + N
+        return t + N * P
 
     def transpose(self, t, K):
         R = self.cfg.pe_rows
         s, fs = self.s
         for n in range(K):
-            self._at(t + n)["mv"] = [{"valid": 1, "first": int(n == 0), "tp": 1,
-                                      "active": int(k < K), "hit": int(n == k)}
-                                     for k in range(R)]
+            self._at(t + n)["mv"] = [mv_beat(self.arr.mv_layout, {
+                "valid": 1, "first": int(n == 0), "tp": 1, "active": int(k < K),
+                "hit": int(n == k)}) for k in range(R)]
+            self._at(t + n)["col"] = True
         want = golden_transpose(s[:K], fs, self.cfg)
         M = s.shape[1]
         self.expect += [(M, [int(v) for v in want[:, n]]) for n in range(K)]
@@ -608,14 +703,16 @@ class ArrayProgram:
         plan = []
         for st in self.steps + [{}] * tail:
             while self.rng.random() < stall_p:
-                plan.append((0, garbage(self.rng, mvl.size), garbage(self.rng, ldl.size)))
+                plan.append((0, garbage(self.rng, mvl.size), garbage(self.rng, ldl.size),
+                             False))
             plan.append((1, const_int(mvl, st["mv"]) if "mv" in st else idle_mv,
-                         const_int(ldl, st["ld"]) if "ld" in st else idle_ld))
+                         const_int(ldl, st["ld"]) if "ld" in st else idle_ld,
+                         st.get("col", False)))
         outs, t_in, t_out = [], [], []
 
         async def job(ctx):
             k = 0
-            for en, mv, ld in plan:
+            for en, mv, ld, col in plan:
                 ctx.set(arr.en, en)
                 ctx.set(Value.cast(arr.mv_in), mv)
                 ctx.set(Value.cast(arr.ld_in), ld)
@@ -623,7 +720,7 @@ class ArrayProgram:
                     if ctx.get(arr.out.valid):
                         t_out.append(k)
                         outs.append([ctx.get(arr.out.value[c]) for c in range(self.cfg.pe_cols)])
-                    if mv != idle_mv and mv & 1:
+                    if col:          # the last (or only) beat of a moving column
                         t_in.append(k)
                     k += 1
                 await ctx.tick()

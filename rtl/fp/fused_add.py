@@ -14,9 +14,12 @@ __all__ = ["FusedAdd", "lzc"]
 FP32_QNAN = 0x7FC00000
 FP32_INF = 0x7F800000
 
-#: Cut points of the pipeline registers for ``add_stages`` = 0..4.
+#: Cut points of the pipeline registers for ``add_stages`` = 0..6 (5 also cuts between the
+#: leading-zero count and the normalizing shift, 6 also between the exponent difference and
+#: the alignment shift).
 _CUTS = {0: (), 1: ("out",), 2: ("add", "out"), 3: ("align", "add", "out"),
-         4: ("align", "add", "norm", "out")}
+         4: ("align", "add", "norm", "out"), 5: ("align", "add", "lzc", "norm", "out"),
+         6: ("diff", "align", "add", "lzc", "norm", "out")}
 
 
 def lzc(m, value, *, name="lzc"):
@@ -55,7 +58,7 @@ class FusedAdd(Pipeline):
     Parameters
     ----------
     cfg : CoreConfig
-        Supplies ``add_stages`` (the latency, 0..4 pipeline registers).
+        Supplies ``add_stages`` (the latency, 0..6 pipeline registers).
     term_layout : StructLayout, keyword-only
         :func:`rtl.fp.unpack.exact_layout` of the term (e.g. ``ExactMultiplier.out_layout``).
 
@@ -68,8 +71,9 @@ class FusedAdd(Pipeline):
         ``latency``.
 
     Latency ``cfg.add_stages``; one input per cycle, no back-pressure. Registers sit after the
-    add (2 stages), after the alignment (3) and after the normalizing shift (4), and always at
-    the output.
+    add (2 stages), after the alignment (3), after the normalizing shift (4), between the
+    leading-zero count and that shift (5), between the exponent difference and the alignment
+    shift (6), and always at the output.
     """
 
     G = 26
@@ -132,16 +136,23 @@ class FusedAdd(Pipeline):
             m.d.comb += dc.eq(d)
         base = Signal(signed(ew))   # exponent of window position 0
         m.d.comb += base.eq(Mux(d < 0, c.exp - P_MAX, p.exp - G))
+
+        valid, y = stage(m, "diff" in cuts, self.i.valid,
+                         {"c_sig": c.sig, "dc": dc, "p_sig": p.sig, "c_sign": c.sign,
+                          "p_sign": p.sign, "base": base, "special": special,
+                          "is_special": is_special},
+                         name="diff")
         full = Signal(P_MAX + 48)
-        m.d.comb += full.eq((c.sig << (P_MAX + 24)) >> dc)
+        m.d.comb += full.eq((y["c_sig"] << (P_MAX + 24)) >> y["dc"])
         c_al = Signal(T - 1)
         m.d.comb += c_al.eq(full[24:] | full[:24].any())
         p_al = Signal(G + W)
-        m.d.comb += p_al.eq(p.sig << G)
+        m.d.comb += p_al.eq(y["p_sig"] << G)
+        special, is_special, base = y["special"], y["is_special"], y["base"]
 
-        valid, x = stage(m, "align" in cuts, self.i.valid,
-                         {"c_al": c_al, "p_al": p_al, "c_sign": c.sign, "p_sign": p.sign,
-                          "base": base, "special": special, "is_special": is_special},
+        valid, x = stage(m, "align" in cuts, valid,
+                         {"c_al": c_al, "p_al": p_al, "c_sign": y["c_sign"],
+                          "p_sign": y["p_sign"], "base": base, "special": special, "is_special": is_special},
                          name="align")
 
         # --- sign-magnitude add ------------------------------------------------------------
@@ -173,14 +184,19 @@ class FusedAdd(Pipeline):
         # -149 - P_MAX; otherwise base >= -149 - (W + 2) - G; both give s >= T - 24 - P_MAX = 1.
         s = Signal(range(T + 1))
         m.d.comb += s.eq(Mux(normal, lz, x["base"] + (T - 24 + 149)))
-        nrm = Signal(T)
-        m.d.comb += nrm.eq(mag << s)
         eb = Signal(signed(ew))
         m.d.comb += eb.eq(Mux(normal, e_msb + 127, 1))
 
+        valid, x = stage(m, "lzc" in cuts, valid,
+                         {"mag": mag, "s": s, "eb": eb, "sign": x["sign"], "zero": mag == 0,
+                          "special": x["special"], "is_special": x["is_special"]},
+                         name="lzc")
+        nrm = Signal(T)
+        m.d.comb += nrm.eq(x["mag"] << x["s"])
+
         valid, x = stage(m, "norm" in cuts, valid,
-                         {"nrm": nrm, "eb": eb, "sign": x["sign"],
-                          "zero": mag == 0, "special": x["special"],
+                         {"nrm": nrm, "eb": x["eb"], "sign": x["sign"],
+                          "zero": x["zero"], "special": x["special"],
                           "is_special": x["is_special"]},
                          name="norm")
 

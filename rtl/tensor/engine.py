@@ -48,6 +48,11 @@ class TensorEngine(wiring.Component):
       physical rows (a multiple of n, at most the load's ``k``) over ``k * m / n`` logical K
       elements, beat n carrying ``m / n`` packed elements per lane (moving format ``fmt`` of
       at most ``32 * n / m`` bits), in the time of a dense matmul over ``k`` rows.
+      With ``cfg.fp32_passes == 4`` a matmul with an FP32 operand (moving ``fmt`` or the
+      weights' format) issues each moving beat four times into the array (parts 0..3; ``mv``
+      is ready only on the last part), so it takes ``4 n`` cycles: FP32 at 1/4 rate, the
+      results bit-identical (one rounding per PE step). TF32 x TF32 and every narrower pair
+      issue each beat once.
     * ``OP_TRANSPOSE``: the loaded weights T[K, M] (any format) are written as raw bits,
       zero-extended: PSUM[bank][m][n] = T[n, m] for n < K (``k`` field). The identity moving
       tile is generated internally (no ``mv`` beats).
@@ -84,7 +89,8 @@ class TensorEngine(wiring.Component):
     busy : Out(1)
         Any command, beat or write still in progress.
     mv_fire : Out(1)
-        A moving (or identity) beat enters the array this cycle (benchmarks).
+        A moving (or identity) beat enters the array this cycle (benchmarks); an FP32
+        four-pass column fires it on each of its four parts.
     psum_we : Out(1)
         A PSUM write lands this cycle (benchmarks).
     cmd_reject : Out(1)
@@ -207,6 +213,8 @@ class TensorEngine(wiring.Component):
         mv_sp = Signal()                    # sparse beats: lanes -> group bus
         mv_pat = Signal(range(max(2, len(tl.patterns))))
         mv_wsel = Signal(range(max(2, len(tl.sparse_widths))))
+        mv_multi = Signal()                 # FP32 four-pass matmul: each column is 4 parts
+        mv_part = Signal(2)
 
         rd_busy = Signal()
         rd_left = Signal(range(B + 1))
@@ -217,10 +225,13 @@ class TensorEngine(wiring.Component):
 
         # ---------------------------------------------------------- moving issue
         src_valid = mv_tp | self.mv.valid
-        issue = Signal()
+        issue = Signal()        # a beat (one part of a four-pass column) enters the array
+        col_done = Signal()     # ... and it is the column's last part
+        last_part = ~mv_multi | (mv_part == 3)
         m.d.comb += [
             issue.eq(en & mv_busy & src_valid),
-            self.mv.ready.eq(en & mv_busy & ~mv_tp),
+            col_done.eq(issue & last_part),
+            self.mv.ready.eq(en & mv_busy & ~mv_tp & last_part),
             self.mv_fire.eq(issue),
         ]
         mv_reg = Signal(arr.mv_in.shape())
@@ -235,9 +246,11 @@ class TensorEngine(wiring.Component):
                 if tl.sparse:
                     code = Mux(mv_sp, group_bus(tl, lanes, k, mv_pat, mv_wsel), code)
                     m.d.sync += [lane.sp.eq(mv_sp), lane.wsel.eq(mv_wsel)]
+                if tl.fp32_split:
+                    m.d.sync += [lane.part.eq(mv_part), lane.last.eq(last_part)]
                 m.d.sync += [
                     lane.valid.eq(issue),
-                    lane.first.eq(mv_swap & (mv_n == 0)),
+                    lane.first.eq(mv_swap & (mv_n == 0) & (mv_part == 0)),
                     lane.tp.eq(mv_tp),
                     lane.active.eq(k < mv_k),
                     lane.hit.eq(mv_n == k),
@@ -247,12 +260,14 @@ class TensorEngine(wiring.Component):
                 if tl.mx:
                     m.d.sync += [lane.mx.eq(mv_mx),
                                  lane.scale.eq(mvp.scales[k // cfg.mx_block])]
-        with m.If(issue):
+        with m.If(issue & mv_multi):
+            m.d.sync += mv_part.eq(mv_part + 1)
+        with m.If(col_done):
             m.d.sync += [mv_n.eq(mv_n + 1), mv_left.eq(mv_left - 1)]
             with m.If(mv_left == 1):
                 m.d.sync += mv_busy.eq(0)
-        swap_pending = mv_busy & mv_swap & (mv_n == 0)
-        with m.If(issue & mv_swap & (mv_n == 0)):
+        swap_pending = mv_busy & mv_swap & (mv_n == 0) & (mv_part == 0)
+        with m.If(issue & mv_swap & (mv_n == 0) & (mv_part == 0)):
             m.d.sync += cd.eq(self.swap_guard)
         with m.Elif(en & (cd != 0)):
             m.d.sync += cd.eq(cd - 1)
@@ -296,7 +311,7 @@ class TensorEngine(wiring.Component):
 
         # ---------------------------------------------------------- in-flight beats
         acc_beat = arr.out.valid & psu.i.ready
-        m.d.sync += inflight.eq(inflight + issue - acc_beat)
+        m.d.sync += inflight.eq(inflight + col_done - acc_beat)
 
         # ---------------------------------------------------------- read-out
         res_v = Signal()
@@ -401,7 +416,7 @@ class TensorEngine(wiring.Component):
         can_load = ~ld_busy & ~swap_pending & (cd == 0)
         # the next matmul may be dispatched in the cycle its predecessor issues its last beat,
         # so back-to-back matmuls issue one beat per cycle with no gap
-        last_beat = issue & (mv_left == 1)
+        last_beat = col_done & (mv_left == 1)
         can_mm = ((~mv_busy | last_beat) & ~ld_busy & ops.w_rdy
                   & ~(rd_busy & (rd_bank == c.bank)))
         can_read = ~mv_busy & ~rd_busy & (inflight == 0) & ~psu.busy
@@ -455,7 +470,10 @@ class TensorEngine(wiring.Component):
                                  mv_k.eq(c.k), mv_fmt.eq(c.fmt), mv_tp.eq(is_tp),
                                  mv_mx.eq(c.mx & ~is_tp), mv_swap.eq(shadow_new),
                                  mv_bank.eq(c.bank), shadow_new.eq(0),
-                                 cur_m.eq(s_m), cur_fmt.eq(s_fmt)]
+                                 cur_m.eq(s_m), cur_fmt.eq(s_fmt), mv_part.eq(0)]
+                    if tl.fp32_split:
+                        fi = tl.fp32_index
+                        m.d.sync += mv_multi.eq(~is_tp & ~c.mx & ((c.fmt == fi) | (s_fmt == fi)))
                     if tl.sparse:
                         m.d.sync += [cur_sp.eq(s_sp), cur_k.eq(s_k), cur_bad.eq(s_bad),
                                      mv_sp.eq((c_sp != 0) & ~is_tp), mv_pat.eq(c_sp - 1),

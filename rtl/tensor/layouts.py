@@ -79,6 +79,12 @@ class TensorLayouts:
         Bits of a beat lane: :attr:`code_width`, at least 32 with sparsity (a packed lane).
     lanes_out : ArrayLayout
         A result beat: ``pe_cols`` FP32 words (lane m = PSUM partition m).
+    fp32_index : int or None
+        Index of fp32 in :attr:`pe_formats` (None when it is not enabled).
+    fp32_split : bool
+        FP32 runs in four passes (``cfg.fp32_passes == 4`` and fp32 enabled): a matmul or load
+        with an FP32 operand issues each moving column four times (parts 0..3, see
+        :class:`rtl.tensor.splitmul.SplitMultiplier`); every other pair issues it once.
     """
 
     def __init__(self, cfg: CoreConfig):
@@ -128,6 +134,11 @@ class TensorLayouts:
         self.bus_width = max((self.patterns[i][1] * w for i, w in self.sparse_combos),
                              default=0)
         self.lanes_out = data.ArrayLayout(32, cfg.pe_cols)
+        # FP32 in four passes (``cfg.fp32_passes == 4``): the PE multiplier is 12 x 12 and a
+        # moving column with an FP32 operand is issued as four consecutive parts
+        names = [f.name for f in self.pe_formats]
+        self.fp32_index = names.index("fp32") if "fp32" in names else None
+        self.fp32_split = cfg.fp32_passes == 4 and self.fp32_index is not None
         self.psum_depth = cfg.psum_banks * cfg.psum_bank_fp32
 
     # --- format helpers -------------------------------------------------------------------

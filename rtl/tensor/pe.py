@@ -15,6 +15,7 @@ from rtl.fp.unpack import exact_layout
 from rtl.pipeline import signature_attr
 from rtl.tensor.layouts import TensorLayouts
 from rtl.tensor.sparse import tag_select
+from rtl.tensor.splitmul import SplitMultiplier
 
 __all__ = ["PE", "pe_layouts", "FP32_EXP_MASK"]
 
@@ -35,6 +36,8 @@ def pe_layouts(cfg: CoreConfig):
     if tl.sparse:
         mv.update({"sp": 1, "wsel": range(max(2, len(tl.sparse_widths)))})
         ld.update({"tag": tl.tag_bits})
+    if tl.fp32_split:
+        mv.update({"part": 2, "last": 1})
     ps = {"valid": 1, "flag": 1, "value": 32}
     return data.StructLayout(mv), data.StructLayout(ld), data.StructLayout(ps)
 
@@ -62,6 +65,13 @@ class PE(wiring.Component):
       selects the element its weight meets, at the element width ``wsel``
       (:func:`~rtl.tensor.sparse.tag_select`); otherwise as dense. The tag is loaded with the
       weight (``ld.tag``) and swapped with it.
+    * FP32 in four passes (``cfg.fp32_passes == 4``, :attr:`TensorLayouts.fp32_split`): the
+      multiplier is a :class:`~rtl.tensor.splitmul.SplitMultiplier` (12 x 12). A moving column
+      with an FP32 operand arrives as four consecutive beats, ``part`` 0..3 (``first`` on part
+      0 only), whose exact partial products are summed; only the ``last`` beat (part 3) goes to
+      the fused adder, so the step is still ``RNE_fp32(ps_i + w * x)`` with one rounding, and
+      ``ps_o.valid`` rises once per column. Other pairs are one beat (``part = 0``,
+      ``last = 1``).
     * transpose (``tp = 1``): product forced to ``-0`` as well; the row whose ``hit`` is set
       replaces the addend by its weight code, zero-extended to 32 bits and *encoded* so that the
       adder cannot alter it: an FP32-NaN-shaped pattern (exponent field all ones) travels with
@@ -102,10 +112,15 @@ class PE(wiring.Component):
             check_config(cfg, "PE")
             tl = TensorLayouts(cfg)
             self.mv_layout, self.ld_layout, self.ps_layout = pe_layouts(cfg)
-            self.mul = ExactMultiplier.Signature(cfg, formats_a=tl.pe_formats,
-                                                 formats_b=tl.pe_formats)
+            if tl.fp32_split:
+                self.mul = SplitMultiplier.Signature(cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats,
+                                                     scaled=bool(cfg.mx_formats))
+            else:
+                self.mul = ExactMultiplier.Signature(cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats)
             term = self.mul.out_layout
-            if cfg.mx_formats:
+            if cfg.mx_formats and not tl.fp32_split:
                 ew = term["exp"].shape.width + 2    # + (ws + xs - 254) in [-254, 256]
                 ew = max(ew, 11)
                 term = exact_layout(term["sig"].width, signed(ew))
@@ -144,8 +159,12 @@ class PE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         tl = self.tl
-        m.submodules.mul = mul = ExactMultiplier(self.cfg, formats_a=tl.pe_formats,
-                                                 formats_b=tl.pe_formats)
+        if tl.fp32_split:
+            m.submodules.mul = mul = SplitMultiplier(self.cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats, scaled=self.mx)
+        else:
+            m.submodules.mul = mul = ExactMultiplier(self.cfg, formats_a=tl.pe_formats,
+                                                     formats_b=tl.pe_formats)
         m.submodules.fadd = fadd = FusedAdd(self.cfg, term_layout=self.term_layout)
         mv, ld = self.mv_i, self.ld_i
         wl = data.StructLayout({"code": tl.code_width, "fmt": tl.fmt_shape,
@@ -179,6 +198,8 @@ class PE(wiring.Component):
             mul.i.payload.b.eq(Mux(forced, 0, x_code)),
             mul.i.payload.fmt_b.eq(Mux(forced, 0, mv.fmt)),
         ]
+        if tl.fp32_split:
+            m.d.comb += [mul.i.payload.part.eq(mv.part), mul.i.payload.last.eq(mv.last)]
         # transpose hit: this PE's weight code, zero-extended and encoded, replaces the addend
         hit = mv.tp & mv.hit & mv.active
         raw = Signal(32)
@@ -188,7 +209,17 @@ class PE(wiring.Component):
         m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
         # term (with the MX scale applied to its exponent), delayed operands aligned to mul.o
         term = Signal(self.term_layout)
-        if self.mx:
+        if self.mx and tl.fp32_split:
+            # the split multiplier applies the scale in its first stage (off the adder's path)
+            use_mx = Signal()
+            m.d.comb += use_mx.eq(mv.mx & ~forced)
+            m.d.comb += [
+                mul.i.payload.adj.eq(Mux(use_mx, Cat(w.scale + mv.scale, Const(0, 1))
+                                         .as_signed() - 254, 0)),
+                mul.i.payload.adj_nan.eq(use_mx & ((w.scale == 0xFF) | (mv.scale == 0xFF))),
+                term.eq(mul.o.payload),
+            ]
+        elif self.mx:
             use_mx = Signal()
             m.d.comb += use_mx.eq(mv.mx & ~forced)
             sc = Signal(data.StructLayout({"on": 1, "ws": 8, "xs": 8}))

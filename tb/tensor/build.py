@@ -31,13 +31,14 @@ def depths_for(cfg, tiles=8):
                 res=cfg.psum_bank_fp32)
 
 
-def cycle_formula(cfg, *, M, N, tiles=1):
+def cycle_formula(cfg, *, M, N, tiles=1, parts=1):
     """Predicted cycles from the first stationary beat to the last PSUM write for ``tiles``
-    back-to-back full tiles (loads overlapped): ``M + 1 + tiles * N + L`` with
+    back-to-back full tiles (loads overlapped): ``M + 1 + tiles * parts * N + L`` with
     ``L = TensorEngine latency = 1 + (R-1)*La + (Lm+La) + (C-1) + (1+La)``: the first load
-    (M beats), one dispatch cycle, the moving beats (consecutive matmuls issue without a gap),
-    and the fill/drain latency of the last beat."""
-    return M + 1 + tiles * N + TensorEngine.Signature(cfg).latency
+    (M beats), one dispatch cycle, the moving beats (``parts`` array beats per moving column:
+    4 for FP32 with ``fp32_passes = 4``, else 1; consecutive matmuls issue without a gap), and
+    the fill/drain latency of the last beat."""
+    return M + 1 + tiles * parts * N + TensorEngine.Signature(cfg).latency
 
 
 def tensor_sim(cfg, depths=None, name=None) -> SimBuild:

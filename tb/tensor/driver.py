@@ -57,13 +57,14 @@ class EngineDriver(TB):
         limit = timeout_cycles or (20 * (len(prog.mv) + len(prog.st) + n_exp)
                                    + 200 * (len(prog.cmds) + 10) + 10000)
         # await done in chunks of simulated time (no per-cycle Python), bounded
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.process_time()
         try:
             await self.wait_high(dut.done, cycles=limit, what="tensor program (done)")
         except AssertionError as e:
             raise AssertionError(f"{e} (commands taken: {int(dut.cmd_idx.value)}/"
                                  f"{len(prog.cmds)})") from None
         run_seconds = time.monotonic() - t0
+        cpu_seconds = time.process_time() - c0
         mem = dut.res_mem
         C = self.cfg.pe_cols
         n_res = int(dut.n_res.value)
@@ -71,7 +72,7 @@ class EngineDriver(TB):
         for i in range(n_res):
             w = int(mem[i].value)
             beats.append([(w >> (32 * c)) & 0xFFFFFFFF for c in range(C)])
-        out = {"beats": beats, "run_seconds": run_seconds}
+        out = {"beats": beats, "run_seconds": run_seconds, "cpu_seconds": cpu_seconds}
         for s in ("cycles", "t_first_in", "t_first_mv", "t_last_write", "mv_beats", "err",
                   "err_code"):
             out[s] = int(getattr(dut, s).value)

@@ -74,6 +74,11 @@ async def bench(dut):
             "utilization": prog.macs / (R * C * window),
             "total_cycles": out["cycles"], "wall_seconds": wall,
             "sim_cycles_per_second": out["cycles"] / wall if wall > 0 else 0.0,
+            # CPU time of the simulator process (model + cocotb): steadier than wall time on a
+            # shared machine
+            "cpu_seconds": out["cpu_seconds"],
+            "sim_cycles_per_cpu_second": (out["cycles"] / out["cpu_seconds"]
+                                          if out["cpu_seconds"] > 0 else 0.0),
         }
         dut._log.info(f"{name}: {res[name]}")
     with open(p["out"], "w") as fh:

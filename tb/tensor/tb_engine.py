@@ -112,6 +112,58 @@ async def accumulate_chain_backpressure(dut):
 
 
 @cocotb.test()
+async def fp32_passes_mixed(dut):
+    """FP32 in four passes (``cfg.fp32_passes == 4``) mixed with one-pass pairs: FP32, TF32 x
+    FP32, TF32, BF16, FP8 and MX matmuls (full-size and ragged, specials mixed in) back to back
+    and accumulating into one PSUM bank, with and without random stalls, bit for bit; and the
+    exact cycle count of back-to-back full FP32 tiles with no stalls: ``M + 1 + tiles * 4N +
+    L`` (``tb.tensor.build.cycle_formula`` with 4 parts per column; 1 part when native)."""
+    from tb.tensor.build import cycle_formula
+    cfg, p, seed, rng, drv = _setup(dut, 9)
+    if "fp32" not in cfg.formats:
+        return
+    R, C = cfg.pe_rows, cfg.pe_cols
+    nmax = min(cfg.psum_bank_fp32, 12)
+    modes = [("fp32", "fp32"), ("bf16", "bf16"), ("fp32", "fp32"), ("tf32", "fp32"),
+             ("fp32", "tf32"), ("tf32", "tf32"), ("fp8_e4m3", "fp8_e5m2"), ("fp32", "fp32")]
+    modes = [(a, b) for a, b in modes if a in cfg.formats and b in cfg.formats]
+    for bubbles in (False, True):
+        prog = Program(cfg, rng)
+        N = int(rng.integers(1, nmax + 1))
+        for i, (fs, fx) in enumerate(modes):
+            K = R if i % 2 else int(rng.integers(1, R + 1))
+            M = C if i % 3 else int(rng.integers(1, C + 1))
+            pw = 0.05 if i % 4 == 3 else 0.0
+            prog.load(rand_codes(rng, cfg.fmt(fs), (K, M), pw), fs)
+            prog.matmul(rand_codes(rng, cfg.fmt(fx), (K, N), pw), fx, bank=0, acc=i > 0)
+            if i == 2 and rng.random() < 0.5:     # the same FP32 weights again (no load)
+                prog.matmul(rand_codes(rng, cfg.fmt(fx), (K, N), 0.0), fx, bank=0, acc=True)
+            if i == 4 and cfg.mx_formats:
+                mx = cfg.mx_formats[0]
+                el = cfg.mx_element_formats[mx]
+                nb = -(-K // cfg.mx_block)
+                prog.load(rand_codes(rng, el, (K, C), 0.0), el.name,
+                          scales=rng.integers(120, 134, (nb, C)))
+                prog.matmul_mx(rand_codes(rng, el, (K, N), 0.0),
+                               rng.integers(120, 134, (nb, N)), mx, bank=0, acc=True,
+                               s_mx_fmt=mx)
+        prog.read(0, N)
+        await _run_check(drv, prog, seed, f"fp32_passes_mixed bubbles={bubbles}", bubbles)
+    # timing: back-to-back full FP32 tiles
+    tiles, N = 3, min(cfg.psum_bank_fp32, 4 * R + 8)
+    prog = Program(cfg, rng)
+    f = cfg.fmt("fp32")
+    for i in range(tiles):
+        prog.load(rand_codes(rng, f, (R, C), 0.0), "fp32")
+        prog.matmul(rand_codes(rng, f, (R, N), 0.0), "fp32", bank=i % cfg.psum_banks)
+    prog.read((tiles - 1) % cfg.psum_banks, N)
+    out = await _run_check(drv, prog, seed, "fp32_passes_mixed timing", False)
+    window = out["t_last_write"] - out["t_first_in"] + 1
+    want = cycle_formula(cfg, M=C, N=N, tiles=tiles, parts=cfg.fp32_passes)
+    assert window == want, f"seed={seed}: {tiles} FP32 tiles took {window} cycles, want {want}"
+
+
+@cocotb.test()
 async def transpose_bit_exact(dut):
     """Transpose of every PE format, codes uniformly random (NaN/Inf payloads, -0, subnormals)."""
     cfg, p, seed, rng, drv = _setup(dut, 4)

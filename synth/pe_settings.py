@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``python -m synth.pe_settings``: the tensor PE's area and ECP5 Fmax per setting.
+
+Synthesizes the PE (``synth.blocks`` ``tensor_pe``) of the preset chosen with ``CONFIG`` for
+each setting of ``fp32_passes`` (1 = native 24 x 24 multiplier, 4 = 12 x 12 split) and of the
+pipeline depths ``mul_stages`` / ``add_stages``, through the cached flow of :mod:`synth.flow`
+(sky130 area, then ECP5 place and route for Fmax), one job at a time, and writes
+``build/synth/pe_settings.json``: ``{"preset", "settings": [{"fp32_passes", "mul_stages",
+"add_stages", "latency", "row_skew", "um2_sky130", "transistors", "cells", "flip_flops",
+"fmax_mhz"}, ...]}``. ``--settings P:M:A,...`` picks the settings (default :data:`SETTINGS`);
+``--no-fmax`` skips place and route.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rtl.config import preset_from_env
+from rtl.tensor.pe import PE
+
+from .blocks import get_block
+from .flow import Job, run_jobs
+
+__all__ = ["OUT", "SETTINGS", "measure", "main"]
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "build" / "synth" / "pe_settings.json"
+
+#: (fp32_passes, mul_stages, add_stages): native and split at the presets' depths, then the
+#: split PE at deeper pipelines (docs/tensor-engine.md, "PE area and Fmax per setting").
+SETTINGS = ((1, 1, 2), (4, 1, 2), (4, 2, 4), (4, 2, 5), (4, 2, 6))
+
+_KEYS = ("um2_sky130", "transistors", "cells", "flip_flops", "fmax_mhz")
+
+
+def measure(cfg, settings=SETTINGS, fmax=True, progress=print):
+    """One dict of figures per ``(fp32_passes, mul_stages, add_stages)`` of ``settings``."""
+    pe = get_block("tensor_pe")
+    cfgs = [cfg.replace(name=f"{cfg.name}_p{p}m{m}a{a}", fp32_passes=p, mul_stages=m,
+                        add_stages=a) for p, m, a in settings]
+    res = run_jobs([Job(pe, None, c, fmax=fmax) for c in cfgs], ROOT / "build" / "synth",
+                   processes=1, progress=progress)
+    out = []
+    for (p, m, a), c, r in zip(settings, cfgs, res):
+        if r.get("error"):
+            raise RuntimeError(f"synthesis of {r['row']} ({c.name}) failed: {r['error']}")
+        sig = PE.Signature(c)
+        out.append({"fp32_passes": p, "mul_stages": m, "add_stages": a,
+                    "latency": sig.latency, "row_skew": sig.row_skew,
+                    **{k: r.get(k) for k in _KEYS}})
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m synth.pe_settings",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--settings", default=None, help="P:M:A,... (fp32_passes, mul_stages, "
+                                                     "add_stages)")
+    ap.add_argument("--no-fmax", dest="fmax", action="store_false")
+    ap.add_argument("--out", default=str(OUT))
+    a = ap.parse_args(argv)
+    settings = SETTINGS if a.settings is None else tuple(
+        tuple(int(x) for x in s.split(":")) for s in a.settings.split(","))
+    cfg = preset_from_env()
+    rows = measure(cfg, settings, fmax=a.fmax)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prev = json.loads(out.read_text()) if out.exists() else {}
+    keep = [r for r in prev.get("settings", []) if prev.get("preset") == cfg.name and not any(
+        (r["fp32_passes"], r["mul_stages"], r["add_stages"]) == s for s in settings)]
+    out.write_text(json.dumps({"preset": cfg.name, "settings": keep + rows}, indent=2) + "\n")
+    for r in rows:
+        f = r["fmax_mhz"]
+        print(f"[synth] PE {cfg.name} passes={r['fp32_passes']} mul={r['mul_stages']} "
+              f"add={r['add_stages']}: {r['um2_sky130']:,.0f} um2, "
+              f"fmax {'n/a' if f is None else f'{f:.1f} MHz'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
