@@ -1,16 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``make bench BENCH=memory``: the memory system's figures (amaranth.sim, every result checked
-bit for bit against golden).
+"""``make bench BENCH=memory``: the memory system's figures, every result checked bit for bit
+against golden.
 
-* ``tensor_util_with_dma``: 8 back-to-back BF16 tiles (K = rows, M = cols, N = one PSUM bank,
-  each with its own LoadStationary) on the tensor engine fed from SBUF (stationary operands in
-  bank 0, moving ones in bank 1, random access patterns) while a synthetic DMA writes one full
-  SBUF word per cycle into bank 3 through a partition port. Utilization = MACs / (rows x cols x
-  cycles from the first operand beat accepted to the last PSUM write), the tensor bench's
-  definition. Goal >= 0.97 on the default preset.
-* the same scenario on the small preset with the DMA on a different bank and on the moving
-  operand's bank (the arbiter's cost when they collide: the tensor ports yield one cycle after
-  ``yield_after`` cycles of DMA waiting);
+* ``tensor_util_with_dma`` (Verilator, ``tb/mem/dma_fed.py``, the preset of the run): 8
+  back-to-back BF16 tiles (K = rows, M = cols, N = one PSUM bank, each with its own
+  LoadStationary) on the tensor engine fed from SBUF (stationary operands in bank 0, moving
+  ones in bank 1, random access patterns) while the real DMA engine moves DRAM (cocotbext-axi
+  ``AxiRam``, no pauses) into bank 3 of every partition at full rate. Utilization = MACs / (rows
+  x cols x cycles from the first operand beat accepted to the last PSUM write), the tensor
+  bench's definition. Goal >= 0.97 on the default preset. Next to it: the same tiles alone
+  (``tensor_util_alone``) and with a synthetic writer that writes one SBUF word every cycle
+  (``tensor_util_with_synthetic_writer``); the DMA's SBUF words per cycle inside the window.
+* ``small_amsim_*`` (amaranth.sim, small preset): the synthetic writer on a different bank and
+  on the moving operand's bank (the arbiter's cost when they collide: the tensor ports yield
+  one cycle after ``yield_after`` cycles of DMA waiting);
 * the SBUF arbiter's measured longest waits under saturating same-bank traffic (small preset,
   5 ports) next to the documented bounds; the latencies of SBUF, PSUM row ports and the AP
   reader.
@@ -30,25 +33,30 @@ def run(cfg, seed=1):
     from rtl.mem.sbuf import SBUF, YIELD_AFTER
     from rtl.tensor.psum import PsumUnit
     from tb.amsim import SimBench
+    from tb.mem.dma_fed import run_bench
     from tb.mem.scenarios import tensor_with_dma
     from tb.mem.traffic import run_traffic
 
     t0 = time.monotonic()
     m = {}
-    r = tensor_with_dma(cfg, seed, wr_bank=3)
-    m["tensor_util_with_dma"] = r["utilization"]
-    m["tensor_window_cycles_with_dma"] = r["window"]
-    m["dma_words_written"] = r["dma_words"]
-    m["dma_stall_cycles"] = r["dma_stalls"]
-    m["dma_words_per_cycle"] = r["dma_words"] / r["cycles"]
-    m["sim_build_seconds"] = r["build_seconds"]
-    m["sim_cycles_per_second"] = r["cycles"] / r["wall_seconds"]
+    v = run_bench(cfg, seed)
+    m["tensor_util_with_dma"] = v["dma"]["utilization"]
+    m["tensor_window_cycles_with_dma"] = v["dma"]["window_cycles"]
+    m["dma_words_per_cycle_in_window"] = v["dma"]["dma_words_per_cycle_in_window"]
+    m["dma_sbuf_stall_cycles"] = v["dma"]["dma_stall_cycles"]
+    m["tensor_util_alone"] = v["alone"]["utilization"]
+    m["tensor_window_cycles_alone"] = v["alone"]["window_cycles"]
+    m["tensor_util_with_synthetic_writer"] = v["synthetic"]["utilization"]
+    m["synthetic_writer_words_per_cycle"] = v["synthetic"]["writer_words_per_cycle"]
+    m["synthetic_writer_stall_cycles"] = v["synthetic"]["writer_stall_cycles"]
+    m["verilator_build_seconds"] = v["verilator_build_seconds"]
+    m["sim_cycles_per_second"] = v["synthetic"]["sim_cycles_per_second"]
 
     small = get_preset("small")
     for name, bank in (("other_bank", 3), ("same_bank", 1)):
         s = tensor_with_dma(small, seed, wr_bank=bank)
-        m[f"small_tensor_util_dma_{name}"] = s["utilization"]
-        m[f"small_dma_stall_fraction_{name}"] = s["dma_stalls"] / max(1, s["cycles"])
+        m[f"small_amsim_tensor_util_synthetic_{name}"] = s["utilization"]
+        m[f"small_amsim_writer_stall_fraction_{name}"] = s["dma_stalls"] / max(1, s["cycles"])
 
     ports = dict(row_ports=("tensor_st", "tensor_mv", "vector"), part_ports=("dma0", "dma1"),
                  priority=("tensor_st", "tensor_mv"), yield_after=YIELD_AFTER)

@@ -24,10 +24,10 @@ from rtl.config import CoreConfig
 __all__ = [
     "DRAM", "SBUF", "RING", "OP_COPY", "OP_ADD", "OP_MAX", "OP_MIN", "OP_NAMES", "RND_RNE",
     "RND_SR", "DTYPES", "DTYPE_CODES", "ELEM_BYTES", "DESC_BYTES", "DIMS", "E_OK", "E_SEM",
-    "E_AXI", "E_DESC", "E_AP_RANGE", "E_AP_ALIGN", "ERROR_NAMES", "F_RESERVED", "F_OP",
-    "F_SPACE", "F_DTYPE", "F_NUM", "F_DIM0", "F_SEM", "F_ELEMWISE", "F_ADDR_ALIGN",
-    "F_STRIDE_ALIGN", "F_LANE", "F_RANGE", "F_RRESP", "F_BRESP", "Descriptor", "info_word",
-    "check", "extent", "elementwise", "Memory", "run",
+    "E_TIMEOUT", "E_AXI", "E_DESC", "E_AP_RANGE", "E_AP_ALIGN", "ERROR_NAMES", "F_RESERVED",
+    "F_OP", "F_SPACE", "F_DTYPE", "F_NUM", "F_DIM0", "F_SEM", "F_ELEMWISE", "F_ADDR_ALIGN",
+    "F_STRIDE_ALIGN", "F_LANE", "F_RANGE", "F_RRESP", "F_BRESP", "F_TIMEOUT", "Descriptor",
+    "info_word", "check", "extent", "elementwise", "Memory", "run",
 ]
 
 #: Address spaces (2 bits each).
@@ -49,12 +49,15 @@ DIMS = 4
 
 #: Error codes (architecture §11.2).
 E_OK, E_AP_RANGE, E_SEM, E_AXI, E_DESC, E_AP_ALIGN = 0x00, 0x04, 0x08, 0x0A, 0x0D, 0x0E
-ERROR_NAMES = {E_OK: "OK", E_AP_RANGE: "E_AP_RANGE", E_SEM: "E_SEM", E_AXI: "E_AXI",
-               E_DESC: "E_DESC", E_AP_ALIGN: "E_AP_ALIGN"}
+#: Raised by the engine's AXI watchdog only (a run-time condition; :func:`check` never
+#: returns it).
+E_TIMEOUT = 0x09
+ERROR_NAMES = {E_OK: "OK", E_AP_RANGE: "E_AP_RANGE", E_SEM: "E_SEM", E_TIMEOUT: "E_TIMEOUT",
+               E_AXI: "E_AXI", E_DESC: "E_DESC", E_AP_ALIGN: "E_AP_ALIGN"}
 
 #: ``info`` field ids (bits [7:0] of the error detail, docs/dma.md §3).
 (F_RESERVED, F_OP, F_SPACE, F_DTYPE, F_NUM, F_DIM0, F_SEM, F_ELEMWISE, F_ADDR_ALIGN,
- F_STRIDE_ALIGN, F_LANE, F_RANGE, F_RRESP, F_BRESP) = range(1, 15)
+ F_STRIDE_ALIGN, F_LANE, F_RANGE, F_RRESP, F_BRESP, F_TIMEOUT) = range(1, 16)
 
 _U16, _U64 = (1 << 16) - 1, (1 << 64) - 1
 _I32_LO, _I32_HI = -(1 << 31), (1 << 31) - 1

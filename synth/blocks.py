@@ -248,7 +248,8 @@ _CONV = "tests/test_fp_convert.py::"
 #: Fast amaranth.sim unit tests first: ``make mutate`` runs pytest with ``-x`` in this order, so
 #: most mutants are killed in seconds before a Verilator build is needed.
 _TENSOR = ("tests/test_tensor_units.py", "tests/test_tensor_engine.py::test_tensor_engine")
-_DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma")
+_DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma",
+        "tests/test_mem_dma_fed.py::test_dma_sbuf_with_tensor")
 #: The sparsity decoder (group bus, tag mux) and the sparse paths of the PE and the engine:
 #: the amaranth.sim unit tests and the formal check first, then the cocotb sparse tests.
 _SPARSE = ("tests/test_tensor_sparse_units.py", "tests/test_tensor_sparse.py::test_tensor_sparse")
@@ -313,7 +314,8 @@ BLOCKS = (
           description="SBUF: banks (memory bits) + per-bank arbiters of 7 row ports and the DMA "
                       "partition ports",
           sources=("rtl/mem/sbuf.py", "rtl/mem/arbiter.py"),
-          tests=(_MEM + "sbuf.py", _MEM + "ap_ports.py")),
+          tests=(_MEM + "sbuf.py", _MEM + "ap_ports.py",
+                 _MEM + "dma_fed.py::test_dma_sbuf_with_tensor")),
     Block(name="psum", module="rtl.tensor.psum", build=_build_psum, pnr=False, sweep=False,
           description="PSUM banks (memory bits) + accumulate adders + vector/scalar row ports",
           sources=("rtl/tensor/psum.py",),

@@ -16,7 +16,8 @@ from rtl.config import CoreConfig, check_config
 from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["DIM_LAYOUT", "DESC_LAYOUT", "DESC_BITS", "DIMS", "SPACE_DRAM", "SPACE_SBUF",
-           "OP_COPY", "E_OK", "E_AP_RANGE", "E_SEM", "E_AXI", "E_DESC", "E_AP_ALIGN",
+           "OP_COPY", "E_OK", "E_AP_RANGE", "E_SEM", "E_TIMEOUT", "E_AXI", "E_DESC",
+           "E_AP_ALIGN", "F_TIMEOUT",
            "F_RESERVED", "F_OP", "F_SPACE", "F_DTYPE", "F_NUM", "F_DIM0", "F_SEM", "F_ELEMWISE",
            "F_ADDR_ALIGN", "F_STRIDE_ALIGN", "F_LANE", "F_RANGE", "F_RRESP", "F_BRESP",
            "DescriptorCheck", "esize_log2"]
@@ -35,9 +36,11 @@ SPACE_DRAM, SPACE_SBUF = 0, 1
 OP_COPY = 0
 #: Error codes (architecture §11.2).
 E_OK, E_AP_RANGE, E_SEM, E_AXI, E_DESC, E_AP_ALIGN = 0x00, 0x04, 0x08, 0x0A, 0x0D, 0x0E
+#: The AXI watchdog (docs/dma.md §3): no response for ``DMAEngine.timeout`` cycles.
+E_TIMEOUT = 0x09
 #: Error detail field ids (``info[7:0]``; ``info[8]`` side, ``[11:10]`` dim, ``[13:12]`` resp).
 (F_RESERVED, F_OP, F_SPACE, F_DTYPE, F_NUM, F_DIM0, F_SEM, F_ELEMWISE, F_ADDR_ALIGN,
- F_STRIDE_ALIGN, F_LANE, F_RANGE, F_RRESP, F_BRESP) = range(1, 15)
+ F_STRIDE_ALIGN, F_LANE, F_RANGE, F_RRESP, F_BRESP, F_TIMEOUT) = range(1, 16)
 
 #: Cycles from a descriptor on ``i`` to its verdict on ``o``: 1 the spans and the form flags,
 #: 2 the extents, the comparisons and the code.

@@ -11,23 +11,30 @@ enables at the row ends), with up to ``dma_outstanding`` AXI reads and writes in
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
 from rtl.dma.axi import BURST_INCR, AXI4Signature
-from rtl.dma.descriptor import (DESC_LAYOUT, E_AXI, F_BRESP, F_RRESP, SPACE_DRAM,
-                                DescriptorCheck, esize_log2)
+from rtl.dma.descriptor import (DESC_LAYOUT, E_AXI, E_TIMEOUT, F_BRESP, F_RRESP, F_TIMEOUT,
+                                SPACE_DRAM, DescriptorCheck, esize_log2)
 from rtl.dma.walker import SegmentWalker, seg_layout
 from rtl.mem.port import PartPort
 
-__all__ = ["DMAEngine", "QUEUE_DEPTH", "DATA_DEPTH"]
+__all__ = ["DMAEngine", "QUEUE_DEPTH", "DATA_DEPTH", "TIMEOUT_CYCLES", "TIMEOUT_LATER"]
 
 #: Descriptors each queue holds.
 QUEUE_DEPTH = 2
 #: Words of the FIFO between the source and the destination side.
 DATA_DEPTH = 16
+#: Default of the AXI watchdog (``DMAEngine(timeout=...)``, the reset value of the future
+#: ``DMA_TIMEOUT`` register, issue 14): cycles the engine waits on the AXI slave with nothing
+#: moving before it gives the descriptor up with E_TIMEOUT (docs/dma.md §3).
+TIMEOUT_CYCLES = 4096
+#: ``info`` bit of an E_TIMEOUT given to a DRAM descriptor refused because the bus timed out
+#: earlier (the first timeout's detail has it clear).
+TIMEOUT_LATER = 1 << 9
 
 
 class _Expander(wiring.Component):
@@ -77,6 +84,10 @@ class DMAEngine(wiring.Component):
         ``dma_queues`` (queues, AXI IDs), ``dma_outstanding`` (AXI bursts in flight per
         direction), ``axi_data_bits`` / ``axi_addr_bits`` (the master; the SBUF word is as
         wide), ``partitions`` / ``sbuf_bytes_per_partition`` (the SBUF), ``semaphores``.
+    timeout : int
+        The AXI watchdog (default :data:`TIMEOUT_CYCLES`, in [16, 2**24]): a descriptor whose
+        AXI traffic sees no handshake for ``timeout`` cycles stops its queue with E_TIMEOUT
+        (0x09); the engine then stops using the bus until reset (docs/dma.md §3).
 
     Members
     -------
@@ -129,9 +140,15 @@ class DMAEngine(wiring.Component):
                 "completed": Out(data.ArrayLayout(16, Q)), "busy": Out(1), "idle": Out(1),
             })
 
-    def __init__(self, cfg: CoreConfig):
+    def __init__(self, cfg: CoreConfig, *, timeout=TIMEOUT_CYCLES):
+        if isinstance(timeout, bool) or not isinstance(timeout, int):
+            raise TypeError(f"DMAEngine timeout must be an int, not {timeout!r}")
+        if not 16 <= timeout <= 1 << 24:
+            raise ValueError(f"DMAEngine timeout must be in [16, {1 << 24}], not {timeout!r}")
         super().__init__(self.Signature(cfg))
         self.cfg = cfg
+        #: Watchdog limit (cycles waiting on the AXI slave with nothing moving).
+        self.timeout = timeout
 
     def elaborate(self, platform):
         m = Module()
@@ -178,8 +195,16 @@ class DMAEngine(wiring.Component):
         nd = Signal(DESC_LAYOUT, name="next_desc")       # checked, waiting for the back
         nq = Signal(range(Q) if Q > 1 else 1, name="next_queue")
         # the walkers latch their side of `nd` when the back takes it
-        src_w = m.submodules.src_walk = SegmentWalker(cfg)
-        dst_w = m.submodules.dst_walk = SegmentWalker(cfg)
+        # `flush` (after a watchdog timeout) empties the datapath: walkers, word expanders,
+        # FIFOs and counters back to their reset state
+        flush = Signal()
+        axi_dead = Signal()             # the bus timed out: no AXI access until reset
+
+        def flushed(sub):
+            return ResetInserter(flush)(sub)
+        src_w, dst_w = SegmentWalker(cfg), SegmentWalker(cfg)
+        m.submodules.src_walk = flushed(src_w)
+        m.submodules.dst_walk = flushed(dst_w)
         es = Signal(2)
         m.d.comb += es.eq(esize_log2(nd.src_dtype))
         for side, (wk, base, sp) in enumerate(((src_w, nd.src, nd.src_space),
@@ -194,7 +219,8 @@ class DMAEngine(wiring.Component):
         dst_dram = d.dst_space == SPACE_DRAM
 
         # --- data FIFO between the sides -------------------------------------------------------
-        dq = m.submodules.data = fifo.SyncFIFOBuffered(width=8 * W, depth=DATA_DEPTH)
+        dq = fifo.SyncFIFOBuffered(width=8 * W, depth=DATA_DEPTH)
+        m.submodules.data = flushed(dq)
 
         # --- source: AXI reads ---------------------------------------------------------------
         rd_out = Signal(range(OUT + 1))
@@ -205,14 +231,19 @@ class DMAEngine(wiring.Component):
         m.d.comb += [axi.arid.eq(cq), axi.araddr.eq(src_w.seg.payload.word << lw),
                      axi.arlen.eq(src_w.seg.payload.count - 1), axi.arsize.eq(asig.size),
                      axi.arburst.eq(BURST_INCR),
-                     axi.arvalid.eq(src_w.seg.valid & src_dram & (rd_out < OUT)),
+                     axi.arvalid.eq(src_w.seg.valid & src_dram & (rd_out < OUT) & ~axi_dead),
                      ar_fire.eq(axi.arvalid & axi.arready)]
-        m.d.comb += [axi.rready.eq(dq.w_rdy),
+        # a dead bus: late R beats and B responses are taken and dropped
+        m.d.comb += [axi.rready.eq(dq.w_rdy | axi_dead),
                      r_last.eq(axi.rvalid & axi.rready & axi.rlast)]
-        m.d.sync += rd_out.eq(rd_out + ar_fire - r_last)
+        with m.If(axi_dead):
+            m.d.sync += rd_out.eq(0)
+        with m.Else():
+            m.d.sync += rd_out.eq(rd_out + ar_fire - r_last)
 
         # --- source: SBUF reads ---------------------------------------------------------------
-        sx = m.submodules.src_words = _Expander(cfg, seg_layout(cfg))
+        sx = _Expander(cfg, seg_layout(cfg))
+        m.submodules.src_words = flushed(sx)
         m.d.comb += [sx.seg.valid.eq(src_w.seg.valid & ~src_dram),
                      sx.seg.payload.eq(src_w.seg.payload),
                      src_w.seg.ready.eq(Mux(src_dram, ar_fire, sx.seg.ready))]
@@ -222,33 +253,42 @@ class DMAEngine(wiring.Component):
         credit = (inflight + dq.level) < DATA_DEPTH
 
         # data into the FIFO
-        m.d.comb += [dq.w_en.eq(Mux(src_dram, axi.rvalid & axi.rready, rsp)),
+        m.d.comb += [dq.w_en.eq(Mux(src_dram, axi.rvalid & axi.rready & ~axi_dead, rsp)
+                                & ~flush),
                      dq.w_data.eq(Mux(src_dram, axi.rdata, self.sbuf.rsp.payload))]
         m.d.sync += inflight.eq(inflight + rd_req - rsp)
 
         # --- destination: AXI writes -------------------------------------------------------------
         wr_out = Signal(range(OUT + 1))
-        ws = m.submodules.wsegs = fifo.SyncFIFOBuffered(width=seg_layout(cfg).size, depth=OUT)
+        ws = fifo.SyncFIFOBuffered(width=seg_layout(cfg).size, depth=OUT)
+        m.submodules.wsegs = flushed(ws)
         aw_fire = Signal()
         b_fire = Signal()
         m.d.comb += [axi.awid.eq(cq), axi.awaddr.eq(dst_w.seg.payload.word << lw),
                      axi.awlen.eq(dst_w.seg.payload.count - 1), axi.awsize.eq(asig.size),
                      axi.awburst.eq(BURST_INCR),
-                     axi.awvalid.eq(dst_w.seg.valid & dst_dram & (wr_out < OUT) & ws.w_rdy),
+                     axi.awvalid.eq(dst_w.seg.valid & dst_dram & (wr_out < OUT) & ws.w_rdy
+                                    & ~axi_dead),
                      aw_fire.eq(axi.awvalid & axi.awready),
                      ws.w_en.eq(aw_fire), ws.w_data.eq(dst_w.seg.payload)]
-        wx = m.submodules.w_words = _Expander(cfg, seg_layout(cfg))
+        wx = _Expander(cfg, seg_layout(cfg))
+        m.submodules.w_words = flushed(wx)
         m.d.comb += [wx.seg.valid.eq(ws.r_rdy), wx.seg.payload.eq(ws.r_data),
                      ws.r_en.eq(wx.seg.ready)]
         w_fire = Signal()
-        m.d.comb += [axi.wvalid.eq(wx.valid & dq.r_rdy & dst_dram), axi.wdata.eq(dq.r_data),
+        m.d.comb += [axi.wvalid.eq(wx.valid & dq.r_rdy & dst_dram & ~axi_dead),
+                     axi.wdata.eq(dq.r_data),
                      axi.wstrb.eq(wx.be), axi.wlast.eq(wx.seg_end),
                      w_fire.eq(axi.wvalid & axi.wready), wx.take.eq(w_fire)]
         m.d.comb += [axi.bready.eq(1), b_fire.eq(axi.bvalid)]
-        m.d.sync += wr_out.eq(wr_out + aw_fire - b_fire)
+        with m.If(axi_dead):
+            m.d.sync += wr_out.eq(0)
+        with m.Else():
+            m.d.sync += wr_out.eq(wr_out + aw_fire - b_fire)
 
         # --- destination: SBUF writes --------------------------------------------------------
-        dx = m.submodules.dst_words = _Expander(cfg, seg_layout(cfg))
+        dx = _Expander(cfg, seg_layout(cfg))
+        m.submodules.dst_words = flushed(dx)
         m.d.comb += [dx.seg.valid.eq(dst_w.seg.valid & ~dst_dram),
                      dx.seg.payload.eq(dst_w.seg.payload),
                      dst_w.seg.ready.eq(Mux(dst_dram, aw_fire, dx.seg.ready))]
@@ -261,25 +301,48 @@ class DMAEngine(wiring.Component):
         held_w = Signal()               # ... and it was the write
         sel_w = Mux(held, held_w, want_w)
         word = Mux(sel_w, dx.word, sx.word)
-        m.d.comb += [req.valid.eq(Mux(held, 1, want_w | want_r)),
+        m.d.comb += [req.valid.eq(Mux(held, 1, want_w | want_r) & ~flush),
                      req.payload.part.eq(word[lwpp:]),
                      req.payload.addr.eq(word[:lwpp] << lw),
                      req.payload.we.eq(sel_w), req.payload.be.eq(dx.be),
                      req.payload.wdata.eq(dq.r_data)]
         fire = req.valid & req.ready
+        # (a flush withdraws a request not yet taken: the descriptor is abandoned)
         m.d.sync += [held.eq(req.valid & ~req.ready), held_w.eq(sel_w)]
         m.d.comb += [dx.take.eq(fire & sel_w), sx.take.eq(fire & ~sel_w),
                      rd_req.eq(fire & ~sel_w)]
         m.d.comb += dq.r_en.eq(Mux(dst_dram, w_fire, fire & sel_w))
 
         # --- AXI errors while the descriptor runs -----------------------------------------------
-        with m.If(axi.rvalid & axi.rready & (axi.rresp[1]) & ~axi_err):
+        with m.If(axi_dead):
+            pass
+        with m.Elif(axi.rvalid & axi.rready & (axi.rresp[1]) & ~axi_err):
             m.d.sync += [axi_err.eq(1), axi_err_info.eq(F_RRESP | (axi.rresp << 12))]
         with m.Elif(axi.bvalid & axi.bresp[1] & ~axi_err):
             m.d.sync += [axi_err.eq(1), axi_err_info.eq(F_BRESP | (1 << 8) | (axi.bresp << 12))]
 
+        # --- the AXI watchdog -------------------------------------------------------------------
+        # counts the cycles in which the engine waits on the slave (an address or W beat
+        # offered and not taken, a read burst in flight with room for its data, a write burst
+        # waiting for its response) while nothing at all moves (no AXI handshake, no SBUF
+        # access); any movement restarts it
+        wd = Signal(range(self.timeout + 1))
+        wait_r = axi.arvalid | ((rd_out != 0) & axi.rready)
+        wait_w = axi.awvalid | axi.wvalid | (wr_out != 0)
+        moved = (ar_fire | aw_fire | w_fire | (axi.rvalid & axi.rready) | b_fire | fire)
+        wd_hit = Signal()
+        wd_info = Signal(32)
+        m.d.comb += [wd_hit.eq((wd == self.timeout - 1) & (wait_r | wait_w) & ~moved),
+                     wd_info.eq(F_TIMEOUT | (Mux(wait_r, 0, 1) << 8))]
+        run_state = Signal()
+        with m.If(run_state & (wait_r | wait_w) & ~moved & ~axi_dead):
+            m.d.sync += wd.eq(wd + 1)
+        with m.Else():
+            m.d.sync += wd.eq(0)
+
         # --- the sequencer -------------------------------------------------------------------
         src_idle = ~src_w.busy & ~sx.valid & (rd_out == 0) & (inflight == 0)
+        uses_dram = (nd.src_space == SPACE_DRAM) | (nd.dst_space == SPACE_DRAM)
         dst_idle = (~dst_w.busy & ~dx.valid & ~wx.valid & ~ws.r_rdy & (wr_out == 0)
                     & ~dq.r_rdy)
         m.d.comb += [self.sem.payload.sem.eq(d.sem), self.sem.payload.inc.eq(d.inc)]
@@ -338,13 +401,24 @@ class DMAEngine(wiring.Component):
                 m.d.comb += back_idle.eq(1)
                 with m.If(have_next):
                     m.d.sync += have_next.eq(0)
-                    with m.If(~stopped.bit_select(nq, 1)):
+                    with m.If(stopped.bit_select(nq, 1)):
+                        pass
+                    with m.Elif(axi_dead & uses_dram):
+                        # the bus timed out before: a DRAM descriptor cannot run
+                        stop(nq, E_TIMEOUT, F_TIMEOUT | TIMEOUT_LATER)
+                    with m.Else():
                         m.d.sync += [d.eq(nd), cq.eq(nq), axi_err.eq(0)]
                         m.d.comb += [src_w.start.eq(1), dst_w.start.eq(1)]
                         m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(src_idle & dst_idle):
+                m.d.comb += [self.busy.eq(1), run_state.eq(1)]
+                with m.If(wd_hit):
+                    # the slave stopped answering: give the descriptor up, stop its queue,
+                    # abandon the bus (AXI cannot cancel bursts) and empty the datapath
+                    stop(cq, E_TIMEOUT, wd_info)
+                    m.d.sync += axi_dead.eq(1)
+                    m.next = "FLUSH"
+                with m.Elif(src_idle & dst_idle):
                     with m.If(axi_err):
                         stop(cq, E_AXI, axi_err_info)
                         m.next = "IDLE"
@@ -353,6 +427,12 @@ class DMAEngine(wiring.Component):
                     with m.Else():
                         finish()
                         m.next = "IDLE"
+            with m.State("FLUSH"):
+                # one cycle of datapath reset, then wait for SBUF reads still in flight (their
+                # data is dropped)
+                m.d.comb += [self.busy.eq(1), flush.eq(1)]
+                with m.If(inflight == 0):
+                    m.next = "IDLE"
             with m.State("POST"):
                 m.d.comb += [self.busy.eq(1), self.sem.valid.eq(1)]
                 with m.If(self.sem.ready):
