@@ -11,8 +11,10 @@ def config() -> CoreConfig:
     """The :class:`CoreConfig` the design under test was built from."""
     d = dict(json.loads(os.environ["NC_CONFIG"]))
     d.pop("derived", None)
-    for k in ("formats", "mx_formats"):
-        d[k] = tuple(d[k])
+    # JSON has no tuples: every list field of the config is a tuple (sparse_patterns may be None)
+    for k, v in d.items():
+        if isinstance(v, list):
+            d[k] = tuple(v)
     return CoreConfig(**d)
 
 

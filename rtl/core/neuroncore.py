@@ -13,25 +13,30 @@ from rtl import isa
 from rtl.config import CoreConfig, check_config
 from rtl.core.axi_mux import AXI4Mux
 from rtl.core.csr import CSR, AXI4LiteSignature
+from rtl.core.engine_decode import VectorDecoder
 from rtl.core.semaphores import SemaphoreFile
 from rtl.core.sequencer import Sequencer
 from rtl.core.sync_engine import SyncEngine
 from rtl.core.tensor_decode import TensorDecoder
 from rtl.dma.engine import DMAEngine
+from rtl.mem.rowmux import RowPortMux
 from rtl.mem.sbuf import SBUF
 from rtl.tensor.sbuf_fed import SbufTensorEngine
+from rtl.vector.engine import VectorEngine
 
 __all__ = ["NeuronCore", "ENGINES_BUILT"]
 
 #: Engines with a sequencer in this core (the others' queue registers read as idle).
-ENGINES_BUILT = ("pe", "sp")
+ENGINES_BUILT = ("pe", "dve", "sp")
 
 
 class NeuronCore(wiring.Component):
     """One NeuronCore.
 
     The tensor engine (fed from SBUF, PSUM inside it) runs the ``pe`` queue through its
-    decoder. The sync engine runs the ``sp`` queue, whose ``dma_start`` instructions feed the
+    decoder. The vector engine runs the ``dve`` queue (SBUF row ports ``vector_r0``,
+    ``vector_r1``, ``vector_w``; its three PSUM ports share the PSUM's ``vector`` port through a
+    :class:`~rtl.mem.rowmux.RowPortMux`). The sync engine runs the ``sp`` queue, whose ``dma_start`` instructions feed the
     DMA engines (``cfg.dma_engines``, each on an SBUF partition port). Every sequencer, the
     sync engine and every DMA engine share one AXI4 master through :class:`AXI4Mux`
     (manager order: the sequencers of :data:`ENGINES_BUILT`, the sync engine, the DMA
@@ -93,8 +98,12 @@ class NeuronCore(wiring.Component):
         dmas = [DMAEngine(cfg) for _ in range(n_dma)]
         for i, d in enumerate(dmas):
             m.submodules[f"dma{i}"] = soft(d)
+        vec = VectorEngine(cfg)
+        m.submodules.vector = soft(vec)
+        vdec = VectorDecoder(cfg)
+        m.submodules.vector_decode = soft(vdec)
         sbuf = m.submodules.sbuf = SBUF(
-            cfg, row_ports=("tensor_st", "tensor_mv"),
+            cfg, row_ports=("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w"),
             part_ports=tuple(f"dma{i}" for i in range(n_dma)),
             priority=("tensor_st", "tensor_mv"))
         mux = m.submodules.axi_mux = AXI4Mux(cfg, sig.managers)
@@ -135,6 +144,19 @@ class NeuronCore(wiring.Component):
         m.d.comb += [dec.eng_busy.eq(fed.busy), dec.eng_err.eq(fed.err),
                      dec.eng_err_code.eq(fed.err_code), dec.eng_ap_err.eq(fed.ap_err),
                      dec.eng_ap_err_code.eq(fed.ap_err_code), fed.res.ready.eq(1)]
+
+        # ---- vector engine -----------------------------------------------------------------
+        wiring.connect(m, seqs["dve"].issue, vdec.issue)
+        wiring.connect(m, vdec.done, seqs["dve"].done)
+        wiring.connect(m, vdec.instr, vec.instr)
+        wiring.connect(m, vec.done, vdec.eng_done)
+        wiring.connect(m, vec.sbuf_rd0, sbuf.vector_r0)
+        wiring.connect(m, vec.sbuf_rd1, sbuf.vector_r1)
+        wiring.connect(m, vec.sbuf_wr, sbuf.vector_w)
+        pmux = m.submodules.vector_psum = RowPortMux(cfg, "psum", 3)
+        for k, port in enumerate((vec.psum_rd0, vec.psum_rd1, vec.psum_wr)):
+            wiring.connect(m, port, pmux.up[k])
+        wiring.connect(m, pmux.down, fed.psum_vector)
 
         # ---- sync engine and DMA -----------------------------------------------------------
         wiring.connect(m, seqs["sp"].issue, sync.issue)

@@ -8,7 +8,16 @@ from rtl.emit import Design
 from rtl.tensor.engine import leaf_modules, leaf_pragmas
 from tb.runner import SimBuild
 
-__all__ = ["core_design", "core_sim"]
+__all__ = ["core_design", "core_sim", "integration_cfg"]
+
+
+def integration_cfg(cfg):
+    """``cfg`` narrowed for the whole-core tests: BF16 the only tensor input format, no MX, no
+    sparsity. The core test checks how the blocks are joined (queues, semaphores, DMA, engines,
+    errors); every format, MX and sparsity are verified block by block. The narrower PE, vector
+    lanes and converters cut the Verilator build several-fold."""
+    return cfg.replace(name=f"{cfg.name}_core", formats=("bf16",), mx_formats=(),
+                       sparse_patterns=())
 
 
 def core_design(cfg):
@@ -16,6 +25,12 @@ def core_design(cfg):
     return Design(top=NeuronCore(cfg), modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
 
 
+#: The core's C++ is compiled without optimization: its build (megabytes of generated C++)
+#: dominates a test that simulates a few thousand cycles.
+CORE_BUILD_ARGS = ("-CFLAGS", "-O0")
+
+
 def core_sim(cfg, *, waves=False) -> SimBuild:
     """A (cached) Verilator build of the core."""
-    return SimBuild(core_design(cfg), unit="core", cfg=cfg, waves=waves)
+    return SimBuild(core_design(cfg), unit="core", cfg=cfg, waves=waves,
+                    build_args=CORE_BUILD_ARGS)

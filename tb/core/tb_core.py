@@ -10,12 +10,15 @@ good program (recovery)."""
 from __future__ import annotations
 
 import cocotb
+import numpy as np
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
+from golden.tensor import matmul
 from rtl import isa
-from rtl.core.csr import ERR_SRC_DMA, IRQ_ERROR, IRQ_IDLE, Q_BLOCK, Q_REGS, Q_STRIDE, REGS, SEM_BLOCK
+from rtl.core.csr import (ERR_SRC_DMA, IRQ_ERROR, IRQ_IDLE, Q_BLOCK, Q_REGS, Q_STRIDE, REGS,
+                          SEM_BLOCK)
 from rtl.core.neuroncore import ENGINES_BUILT
 from tb.base import TB
 from tb.core.program import DATA_BASE, DRAM_BYTES, QUEUE_BYTES, CoreProgram
@@ -53,6 +56,9 @@ class CoreTB(TB):
         await self.wr("DRAM_LIMIT_HI", 0)
         await self.wr("IRQ_STATUS", 0b111)
         await self.wr("IRQ_ENABLE", IRQ_ERROR | IRQ_IDLE)
+        # engines disabled while the queues are set up; one CTRL write starts them together
+        # (an engine started alone could finish before the next doorbell: a false idle)
+        await self.wr("CTRL", 0)
         mask = 0
         for e in ENGINES_BUILT:
             base = prog.queue_base(e)
@@ -60,10 +66,11 @@ class CoreTB(TB):
             await self.wr(self.qreg(e, "Q_BASE_HI"), 0)
             await self.wr(self.qreg(e, "Q_SIZE"), QUEUE_BYTES // isa.INSTR_BYTES)
             mask |= 1 << isa.ENGINES.index(e)
-        await self.wr("CTRL", mask << 8)
-        t0 = cocotb.utils.get_sim_time("ns")
         for e, (_, n) in qs.items():
             await self.wr(self.qreg(e, "Q_TAIL"), n)
+        await self.wr("IRQ_STATUS", 0b111)
+        t0 = cocotb.utils.get_sim_time("ns")
+        await self.wr("CTRL", mask << 8)
         await self.wait_high(self.dut.irq, cycles=MAX_CYCLES, what=what)
         cycles = int((cocotb.utils.get_sim_time("ns") - t0) // 10)
         await ClockCycles(self.dut.clk, 1)
@@ -80,20 +87,28 @@ class CoreTB(TB):
     async def soft_reset(self):
         ctrl = await self.rd("CTRL")
         await self.wr("CTRL", ctrl | 1)
-        await ClockCycles(self.dut.clk, 4)
+        # the semaphore file clears its counters, one per cycle
+        await ClockCycles(self.dut.clk, self.cfg.semaphores + 4)
 
     async def sem(self, i):
         return await self.rd(SEM_BLOCK + 4 * i)
 
 
+#: DRAM address of the result of :func:`matmul_program`.
+OUT_DRAM = DATA_BASE + 0x8000
+
+
 def matmul_program(cfg, *, bad=None):
     """W (K x M, bf16) and X (K x N, bf16) DMA'd from DRAM into SBUF by the sync engine (each
-    descriptor posts semaphore 0), then the tensor engine waits for sem 0 >= 2, loads W,
-    multiplies X into PSUM bank 1 and posts semaphore 1. ``bad`` injects one error."""
+    descriptor posts semaphore 0); the tensor engine waits for sem 0 >= 2, loads W,
+    multiplies X into PSUM bank 1 and posts semaphore 1; the vector engine waits for it, copies
+    the FP32 result from PSUM to SBUF and posts semaphore 2; the sync engine waits for that and
+    stores the result to DRAM at :data:`OUT_DRAM` (row m = N FP32 values), posting semaphore 3.
+    ``bad`` injects one error. Returns ``(program, W codes, X codes)``."""
     K, M, N = cfg.pe_rows, cfg.pe_cols, min(8, cfg.psum_bank_fp32)
     P = cfg.sbuf_bytes_per_partition
     w_dram, x_dram = DATA_BASE, DATA_BASE + 0x4000
-    w_sb, x_sb = 0, 0x400
+    w_sb, x_sb, out_sb = 0, 0x400, 0x800
     bf16 = DTYPE_CODES["bf16"]
     prog = CoreProgram()
     data = bytes((i * 37 + 11) & 0x3F for i in range(2 * K * max(M, N)))
@@ -104,7 +119,15 @@ def matmul_program(cfg, *, bad=None):
             src=src if bad != "dma_window" else DRAM_BYTES + src, dst=dst, src_space=SP_DRAM,
             dst_space=SP_SBUF, dims=((cols, 2, 2), (K, 2 * cols, P)),
             src_dtype=bf16, dst_dtype=bf16, post=True, sem=0, inc=1))
-    prog.queues["sp"] = f"dma_start engine=0 queue=0 count=2 desc_addr={prog.desc_addr(0)}\n"
+    prog.add_descriptor(Descriptor(
+        src=out_sb, dst=OUT_DRAM, src_space=SP_SBUF, dst_space=SP_DRAM,
+        dims=((N, 4, 4), (M, P, 4 * N)), src_dtype=0, dst_dtype=0, post=True, sem=3, inc=1))
+    prog.queues["sp"] = (f"dma_start engine=0 queue=0 count=2 desc_addr={prog.desc_addr(0)}\n"
+                         f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(2)} "
+                         f"wait=s2>=1\n")
+    prog.queues["dve"] = (f"tensor_copy ap0=sbuf.fp32[0:{M}]@0x{out_sb:x}{{1x{N}}} "
+                          f"ap1=psum.fp32[0:{M}]@0x{cfg.psum_bank_bytes:x}{{1x{N}}} "
+                          f"wait=s1>=1 post=s2+1\n")
     mm_psum = f"psum.fp32[0:{M}]@0x{cfg.psum_bank_bytes:x}{{1x{N}}}"
     if bad == "shape":
         mm_psum = f"psum.fp32[0:{M}]@0x{cfg.psum_bank_bytes:x}{{1x{N + 1}}}"
@@ -115,14 +138,25 @@ def matmul_program(cfg, *, bad=None):
           f"tensor_tensor ap0=sbuf.fp32[0:1]@0x0{{1x1}} wait={wait}\n")
     pe += f"multiply_moving ap0={mm_psum} ap1=sbuf.bf16[0:{K}]@0x{x_sb:x}{{1x{N}}} post=s1+1\n"
     prog.queues["pe"] = pe
-    return prog
+    if bad == "timeout":    # only the tensor engine waits forever: its timeout is the one kept
+        prog.queues["dve"] = ""
+        prog.queues["sp"] = prog.queues["sp"].splitlines()[0] + "\n"
+    w = np.frombuffer(prog.data[w_dram], dtype="<u2").reshape(K, M)
+    x = np.frombuffer(prog.data[x_dram], dtype="<u2").reshape(K, N)
+    return prog, w, x
 
 
 async def _good_run(tb, what):
-    prog = matmul_program(tb.cfg)
+    prog, w, x = matmul_program(tb.cfg)
     cycles, err = await tb.run_program(prog, what)
     assert err >> 31 == 0, tb.fail_text(what, f"unexpected error word {err:#x}")
-    assert await tb.sem(0) == 2 and await tb.sem(1) == 1, tb.fail_text(what, "semaphores")
+    sems = [await tb.sem(i) for i in range(4)]
+    assert sems == [2, 1, 1, 1], tb.fail_text(what, f"semaphores {sems}")
+    # the result in DRAM, bit for bit against the golden tensor engine
+    want = matmul(w, "bf16", x, "bf16", tb.cfg)
+    M, N = want.shape
+    got = np.frombuffer(tb.ram.read(OUT_DRAM, 4 * M * N), dtype="<u4").reshape(M, N)
+    tb.check_equal(what, got.ravel(), want.ravel(), lambda j: f"C[{j // N}, {j % N}]")
     st = await tb.rd("STATUS")
     assert st >> 9 & 1 and not st >> 8 & 1, tb.fail_text(what, f"STATUS {st:#x}")
     return cycles
@@ -130,8 +164,8 @@ async def _good_run(tb, what):
 
 @cocotb.test()
 async def core_dma_matmul(dut):
-    """The good program runs to idle with the expected semaphores, twice (after a soft
-    reset)."""
+    """The good program runs to idle with the expected semaphores and its result in DRAM bit
+    for bit equal to golden, twice (after a soft reset)."""
     tb = CoreTB(dut)
     await tb.reset()
     c1 = await _good_run(tb, "dma + matmul")
@@ -156,7 +190,7 @@ async def core_errors(dut):
         "dma_window": (0x0A, ERR_SRC_DMA, None),
     }
     for bad, (code, src, pc) in cases.items():
-        prog = matmul_program(tb.cfg, bad=bad)
+        prog, _, _ = matmul_program(tb.cfg, bad=bad)
         _, err = await tb.run_program(prog, f"error {bad}")
         assert err >> 31 == 1, tb.fail_text(bad, f"no error latched ({err:#x})")
         assert err & 0xFF == code and err >> 8 & 7 == src, tb.fail_text(
