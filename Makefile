@@ -48,9 +48,9 @@ test-full: $(STAMP)
 bench: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m bench $(if $(BENCH),--only $(BENCH))
 
-## make synth: area/timing report of every block for the chosen preset (build/synth/)
+## make synth [BLOCKS=all|name,...]: area/timing report of the default blocks (or those named) for the chosen preset (build/synth/)
 synth: $(STAMP)
-	CONFIG=$(SIM_CONFIG) $(PY) -m synth
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth $(if $(BLOCKS),--blocks $(BLOCKS))
 
 ## make synth-sweep: array-size and format-configuration sweep
 synth-sweep: $(STAMP)
