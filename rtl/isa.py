@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "INSTR_BYTES", "AP_BYTES", "IMM_BYTE", "F32Bits", "FIELD_KINDS", "Field", "HEADER", "AP_SLOTS", "AP_FIELDS",
     "FLAG_BITS", "CTL_BITS", "DTYPES", "DTYPE_CODES", "dtype_name", "dtype_code", "ENGINES",
-    "Op", "OPCODES", "OPS_BY_NAME", "OPS_BY_CODE",
+    "Op", "OPCODES", "OPS_BY_NAME", "OPS_BY_CODE", "header_bits", "ap_bits", "imm_bits",
     "E_OPCODE", "Instr", "APEnc", "encode", "decode", "check_reserved",
 ]
 
@@ -83,6 +83,12 @@ class Field:
             raise ValueError(f"Field kind must be 'u', 's', 'f32' or 'bits', not {self.kind!r}")
         if self.kind == "f32" and self.width != 32:
             raise ValueError(f"f32 field {self.name!r} must be 32 bits wide, not {self.width}")
+
+    def of(self, bits, base_bit=0):
+        """The field's slice of ``bits`` (anything sliceable bit by bit, e.g. an Amaranth value
+        holding an instruction or an AP), ``base_bit`` being where the field's parent starts."""
+        lo = base_bit + self.lsb
+        return bits[lo:lo + self.width]
 
     def get(self, word):
         v = (word >> self.lsb) & ((1 << self.width) - 1)
@@ -274,6 +280,25 @@ OPCODES = (
 )
 OPS_BY_NAME = {op.name: op for op in OPCODES}
 OPS_BY_CODE = {op.code: op for op in OPCODES}
+
+
+def header_bits(raw, name):
+    """Header field ``name`` (:data:`HEADER`) of an instruction's bits ``raw``."""
+    return _HEADER_BY_NAME[name].of(raw)
+
+
+def ap_bits(raw, slot, name):
+    """Field ``name`` (:data:`AP_FIELDS`) of AP ``slot`` (``"ap0"``..) of ``raw``."""
+    return _AP_BY_NAME[name].of(raw, 8 * AP_SLOTS[slot])
+
+
+def imm_bits(raw, op_name, name):
+    """Immediate ``name`` of opcode ``op_name`` of ``raw``."""
+    return OPS_BY_NAME[op_name].imm_fields[name].of(raw, 8 * IMM_BYTE)
+
+
+_HEADER_BY_NAME = {f.name: f for f in HEADER}
+_AP_BY_NAME = {f.name: f for f in AP_FIELDS}
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,6 @@ from rtl.core.tensor_decode import E_AP_FORM, decode_ap
 __all__ = ["VectorDecoder", "ScalarDecoder"]
 
 
-def _imm(raw, op_name, field):
-    f = isa.OPS_BY_NAME[op_name].imm_fields[field]
-    base = 8 * isa.IMM_BYTE
-    return raw[base + f.lsb:base + f.lsb + f.width]
-
-
-def _dtype(raw, slot):
-    f = next(f for f in isa.AP_FIELDS if f.name == "dtype")
-    base = 8 * isa.AP_SLOTS[slot]
-    return raw[base + f.lsb:base + f.lsb + f.width]
-
-
 class _Decoder(wiring.Component):
     """Common part: ``issue`` -> engine ``instr`` (mapped by :meth:`fill`), engine ``done`` ->
     sequencer ``done``. A decoder-level error (an AP using a dimension beyond ``cfg.ap_dims``:
@@ -103,14 +91,15 @@ class VectorDecoder(_Decoder):
         for slot, name in (("ap0", "dst"), ("ap1", "src0"), ("ap2", "src1")):
             _, _, _, form_ok = decode_ap(m, raw, slot, getattr(ins, name), cfg, f"v_{name}")
             forms.append(form_ok)
-            m.d.comb += getattr(ins, f"{name}_dtype").eq(_dtype(raw, slot))
+            m.d.comb += getattr(ins, f"{name}_dtype").eq(isa.ap_bits(raw, slot, "dtype"))
         op = "tensor_tensor"    # every vector opcode has the same immediates
-        ctl = _imm(raw, op, "ctl")
+        ctl = isa.imm_bits(raw, op, "ctl")
         m.d.comb += [
-            ins.opcode.eq(raw[:8]), ins.sr.eq(raw[8 + isa.FLAG_BITS["sr"]]),
-            ins.op0.eq(_imm(raw, op, "op0")[:4]), ins.op1.eq(_imm(raw, op, "op1")[:4]),
+            ins.opcode.eq(isa.header_bits(raw, "opcode")),
+            ins.sr.eq(isa.header_bits(raw, "flags")[isa.FLAG_BITS["sr"]]),
+            ins.op0.eq(isa.imm_bits(raw, op, "op0")[:4]), ins.op1.eq(isa.imm_bits(raw, op, "op1")[:4]),
             ins.rev0.eq(ctl[0]), ins.rev1.eq(ctl[1]), ins.sel0.eq(ctl[2]), ins.sel1.eq(ctl[3]),
-            ins.imm0.eq(_imm(raw, op, "imm0")), ins.imm1.eq(_imm(raw, op, "imm1")),
+            ins.imm0.eq(isa.imm_bits(raw, op, "imm0")), ins.imm1.eq(isa.imm_bits(raw, op, "imm1")),
         ]
         bad = Signal()
         m.d.comb += bad.eq(~Cat(*forms).all())
@@ -138,7 +127,7 @@ class ScalarDecoder(_Decoder):
     def fill(self, m, raw, ins):
         cfg = self.cfg
         op = "activation"
-        bias_ap, scale_ap = _imm(raw, op, "bias_ap")[0], _imm(raw, op, "scale_ap")[0]
+        bias_ap, scale_ap = isa.imm_bits(raw, op, "bias_ap")[0], isa.imm_bits(raw, op, "scale_ap")[0]
         forms = []
         for slot, name in (("ap0", "dst"), ("ap1", "src"), ("ap2", "bias_ap"),
                            ("ap2", "scale_ap")):
@@ -146,11 +135,12 @@ class ScalarDecoder(_Decoder):
             forms.append(form_ok)
             dt = {"dst": "dst_dtype", "src": "src_dtype", "bias_ap": "bias_dtype",
                   "scale_ap": "scale_dtype"}[name]
-            m.d.comb += getattr(ins, dt).eq(_dtype(raw, slot))
+            m.d.comb += getattr(ins, dt).eq(isa.ap_bits(raw, slot, "dtype"))
         m.d.comb += [
-            ins.opcode.eq(raw[:8]), ins.sr.eq(raw[8 + isa.FLAG_BITS["sr"]]),
-            ins.func.eq(_imm(raw, op, "func")), ins.reduce_cmd.eq(_imm(raw, op, "reduce_cmd")),
-            ins.scale.eq(_imm(raw, op, "scale")), ins.bias.eq(_imm(raw, op, "bias")),
+            ins.opcode.eq(isa.header_bits(raw, "opcode")),
+            ins.sr.eq(isa.header_bits(raw, "flags")[isa.FLAG_BITS["sr"]]),
+            ins.func.eq(isa.imm_bits(raw, op, "func")), ins.reduce_cmd.eq(isa.imm_bits(raw, op, "reduce_cmd")),
+            ins.scale.eq(isa.imm_bits(raw, op, "scale")), ins.bias.eq(isa.imm_bits(raw, op, "bias")),
             ins.bias_src.eq(bias_ap), ins.scale_src.eq(scale_ap),
         ]
         bad = Signal()

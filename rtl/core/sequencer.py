@@ -26,21 +26,16 @@ QUEUE_INDEX_BITS = 16
 _INSTR_BITS = 8 * isa.INSTR_BYTES
 
 
-def _field(raw, f, base_bit=0):
-    return raw[base_bit + f.lsb:base_bit + f.lsb + f.width]
-
-
 def opcode_check(m, raw, engine):
     """``(ok, local)``: ``ok`` high when ``raw`` (an ``INSTR_BYTES * 8``-bit value) is a
     well-formed instruction for ``engine`` (:func:`rtl.isa.check_reserved` in gates, from the
     same tables); ``local`` high for the opcodes every engine runs itself (``nop``, ``notify``,
     ``halt``)."""
-    H = {f.name: f for f in isa.HEADER}
     ok, local = Signal(name="op_ok"), Signal(name="op_local")
-    opcode, flags = _field(raw, H["opcode"]), _field(raw, H["flags"])
-    ctl = _field(raw, H["ctl"])
+    opcode, flags = isa.header_bits(raw, "opcode"), isa.header_bits(raw, "flags")
+    ctl = isa.header_bits(raw, "ctl")
     ctl_mask = sum(1 << b for b in isa.CTL_BITS.values())
-    header_ok = (_field(raw, H["reserved"]) == 0) & ((ctl & ~ctl_mask & 0xFF) == 0)
+    header_ok = (isa.header_bits(raw, "reserved") == 0) & ((ctl & ~ctl_mask & 0xFF) == 0)
     ap_res = next(f for f in isa.AP_FIELDS if f.name == "reserved")
     imm = raw[8 * isa.IMM_BYTE:]
     with m.Switch(opcode):
@@ -55,7 +50,7 @@ def opcode_check(m, raw, engine):
                 for slot, byte in isa.AP_SLOTS.items():
                     ap = raw[8 * byte:8 * (byte + isa.AP_BYTES)]
                     if slot in op.aps:
-                        conds.append(_field(ap, ap_res) == 0)
+                        conds.append(ap_res.of(ap) == 0)
                     else:
                         conds.append(ap == 0)
                 m.d.comb += [ok.eq(Cat(*conds).all()), local.eq(op.engine is None)]
@@ -169,7 +164,6 @@ class Sequencer(wiring.Component):
         Q = QUEUE_INDEX_BITS
         beat_bytes = cfg.axi_data_bits // 8
         axi = self.axi
-        H = {f.name: f for f in isa.HEADER}
 
         err = Signal()
         halt_state = Signal()       # a halt retired: no issue until run falls
@@ -236,12 +230,12 @@ class Sequencer(wiring.Component):
         idx = ibuf.r_data[_INSTR_BITS:_INSTR_BITS + Q]
         rerr = ibuf.r_data[-1]
         ok, local = opcode_check(m, raw, self.engine)
-        opcode = _field(raw, H["opcode"])
-        ctl = _field(raw, H["ctl"])
+        opcode = isa.header_bits(raw, "opcode")
+        ctl = isa.header_bits(raw, "ctl")
         wait_en = ctl[isa.CTL_BITS["wait_en"]]
         post_en = ctl[isa.CTL_BITS["post_en"]]
-        wait_sem = _field(raw, H["wait_sem"])
-        wait_val = _field(raw, H["wait_val"])
+        wait_sem = isa.header_bits(raw, "wait_sem")
+        wait_val = isa.header_bits(raw, "wait_val")
         m.d.comb += self.sem_rd.eq(wait_sem)
         primed = Signal()           # sem_data belongs to this instruction's wait_sem
         waited = Signal(32)
@@ -253,13 +247,12 @@ class Sequencer(wiring.Component):
         infl = m.submodules.infl = fifo.SyncFIFOBuffered(width=rec.size, depth=cfg.issue_depth)
         entry = Signal(rec)
         notify_op = isa.OPS_BY_NAME["notify"]
-        code_f = notify_op.imm_fields["code"]
         m.d.comb += [
             entry.post_en.eq(post_en),
-            entry.sem.eq(_field(raw, H["post_sem"])), entry.inc.eq(_field(raw, H["post_inc"])),
+            entry.sem.eq(isa.header_bits(raw, "post_sem")), entry.inc.eq(isa.header_bits(raw, "post_inc")),
             entry.irq.eq(ctl[isa.CTL_BITS["irq"]]), entry.local.eq(local),
             entry.notify.eq(opcode == notify_op.code),
-            entry.code.eq(_field(raw, code_f, 8 * isa.IMM_BYTE)), entry.index.eq(idx),
+            entry.code.eq(isa.imm_bits(raw, "notify", "code")), entry.index.eq(idx),
             infl.w_data.eq(entry),
             self.issue.payload.raw.eq(raw), self.issue.payload.index.eq(idx),
         ]

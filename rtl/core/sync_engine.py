@@ -69,15 +69,9 @@ class SyncEngine(wiring.Component):
         m = Module()
         cfg, sig, axi = self.cfg, self.signature, self.axi
         A = cfg.axi_addr_bits
-        imm_base = 8 * isa.IMM_BYTE
-        fields = isa.OPS_BY_NAME["dma_start"].imm_fields
         raw = self.issue.payload.raw
-
-        def imm(name):
-            f = fields[name]
-            return raw[imm_base + f.lsb:imm_base + f.lsb + f.width]
-
-        eng, queue, count, addr = imm("engine"), imm("queue"), imm("count"), imm("desc_addr")
+        eng, queue, count, addr = (isa.imm_bits(raw, "dma_start", n)
+                                   for n in ("engine", "queue", "count", "desc_addr"))
         end = Signal(A + 18)
         m.d.comb += end.eq(addr + count * _DESC_BYTES)
         bad_desc = ((addr % _DESC_BYTES != 0) | (eng >= cfg.dma_engines)

@@ -16,7 +16,7 @@ from rtl.config import (AP_NUM_BITS, AP_OFFSET_BITS, AP_PART_BITS, AP_STEP_BITS,
                         check_config)
 from rtl.pipeline import Pipeline, PipelineSignature
 
-__all__ = ["APGenerator", "MEM_SBUF", "MEM_PSUM", "E_OK", "E_AP_PART", "E_AP_RANGE",
+__all__ = ["APGenerator", "esize_of", "MEM_SBUF", "MEM_PSUM", "E_OK", "E_AP_PART", "E_AP_RANGE",
            "E_AP_ALIGN", "E_AP_FORM"]
 
 #: ``mem`` codes of the descriptor (docs/architecture.md §8.3; 0 and 3 are illegal).
@@ -28,6 +28,13 @@ E_OK, E_AP_PART, E_AP_RANGE, E_AP_ALIGN, E_AP_FORM = 0x00, 0x03, 0x04, 0x0E, 0x0
 #: 1 register the descriptor, 2 the spans ``step * (num - 1)`` and the form/partition/alignment
 #: flags, 3 the closed-form range, the error code and the walk's increments.
 _LATENCY = 3
+
+
+def esize_of(fmt):
+    """The AP ``esize`` (log2 of the element bytes) of a format with ``fmt.width`` bits: one
+    byte up to 8 bits, two up to 16, four above (a TF32 code sits in a 4-byte element)."""
+    w = fmt.width
+    return 0 if w <= 8 else 1 if w <= 16 else 2
 
 
 class APGenerator(Pipeline):

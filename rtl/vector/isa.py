@@ -8,7 +8,7 @@ from __future__ import annotations
 from amaranth.lib import data
 
 from rtl.config import CoreConfig, check_config
-from rtl.mem.ap import APGenerator
+from rtl.mem.ap import APGenerator, esize_of
 
 __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
@@ -53,8 +53,7 @@ def dtype_table(cfg: CoreConfig):
     for code, name in DTYPE_NAMES.items():
         if name not in enabled:
             continue
-        w = cfg.fmt(name).width
-        esize = 0 if w <= 8 else 1 if w <= 16 else 2
+        esize = esize_of(cfg.fmt(name))
         if name == "fp32":
             out[code] = (name, esize, None)
         else:
