@@ -160,6 +160,13 @@ def _build_sbuf(cfg, variant):
                 priority=("tensor_st", "tensor_mv"))
 
 
+def _build_bank_arbiter(cfg, variant):
+    from rtl.mem.arbiter import ArbiterUnit
+    from rtl.mem.sbuf import YIELD_AFTER
+    # a bank of _build_sbuf's SBUF: 2 priority row ports, 5 other row ports + the DMA ports
+    return ArbiterUnit(2, 5 + cfg.dma_engines, YIELD_AFTER)
+
+
 def _build_psum(cfg, variant):
     from rtl.emit import Design
     from rtl.fp.adder import FP32Adder
@@ -310,13 +317,20 @@ BLOCKS = (
           sweep=False, description="semaphore file (one increment source per DMA engine)",
           sources=("rtl/core/semaphores.py",),
           tests=("tests/test_dma_units.py::test_semaphore_file", "tests/test_dma.py::test_dma")),
+    Block(name="bank_arbiter", module="rtl.mem.arbiter", build=_build_bank_arbiter,
+          description="one SBUF bank's arbiter: 2 tensor ports first, the other 7 round-robin, "
+                      "yield counter",
+          sources=("rtl/mem/arbiter.py",),
+          tests=(_MEM + "sbuf.py", _MEM + "formal.py")),
     Block(name="sbuf", module="rtl.mem.sbuf", build=_build_sbuf, pnr=False, sweep=False,
+          default=False,
           description="SBUF: banks (memory bits) + per-bank arbiters of 7 row ports and the DMA "
                       "partition ports",
           sources=("rtl/mem/sbuf.py", "rtl/mem/arbiter.py"),
           tests=(_MEM + "sbuf.py", _MEM + "ap_ports.py",
                  _MEM + "dma_fed.py::test_dma_sbuf_with_tensor")),
     Block(name="psum", module="rtl.tensor.psum", build=_build_psum, pnr=False, sweep=False,
+          default=False,
           description="PSUM banks (memory bits) + accumulate adders + vector/scalar row ports",
           sources=("rtl/tensor/psum.py",),
           tests=(_MEM + "psum.py", "tests/test_tensor_units.py", _MEM + "ap_ports.py")),

@@ -9,9 +9,11 @@ the formal harness build exactly the same arbiter.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["first_one", "round_robin", "BankArbiter"]
+__all__ = ["first_one", "round_robin", "BankArbiter", "ArbiterUnit"]
 
 
 def first_one(bits):
@@ -95,3 +97,35 @@ class BankArbiter:
         with m.Else():
             m.d.sync += wait.eq(0)
         return hi_g, lo_g
+
+
+class ArbiterUnit(wiring.Component):
+    """:class:`BankArbiter` as a component of its own: the one-bank arbiter that ``make synth``
+    measures apart from the SBUF's data multiplexers.
+
+    Parameters
+    ----------
+    n_hi, n_lo, yield_after : int
+        As :class:`BankArbiter`.
+
+    Members
+    -------
+    hi_req : In(n_hi); lo_req : In(n_lo)
+        One request bit per requester.
+    hi_grant : Out(n_hi); lo_grant : Out(n_lo)
+        The grants of this cycle (combinational, latency 0).
+    """
+
+    def __init__(self, n_hi, n_lo, yield_after):
+        self.arbiter = BankArbiter(n_hi, n_lo, yield_after)
+        super().__init__({"hi_req": In(max(1, n_hi)), "lo_req": In(max(1, n_lo)),
+                          "hi_grant": Out(max(1, n_hi)), "lo_grant": Out(max(1, n_lo))})
+
+    def elaborate(self, platform):
+        m = Module()
+        a = self.arbiter
+        hi, lo = a.build(m, [self.hi_req[j] for j in range(a.n_hi)],
+                         [self.lo_req[j] for j in range(a.n_lo)])
+        m.d.comb += [self.hi_grant[j].eq(g) for j, g in enumerate(hi)]
+        m.d.comb += [self.lo_grant[j].eq(g) for j, g in enumerate(lo)]
+        return m
