@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The tensor decoder and the sync engine in amaranth.sim (small preset): every check of
 docs/isa.md §6 against statuses written here from the document, the command fields a good
-instruction produces, completion only after the engine went idle, and the sync engine's
+instruction produces, overlapped completion at dispatch (after idle for posts), and the sync engine's
 descriptor reads and queueing against a DRAM model."""
 
 import random
@@ -25,47 +25,73 @@ def _raw(text):
     return int.from_bytes(isa.encode(parse_instr(text)), "little")
 
 
-def run_decoder(texts, *, busy_cycles=5, err=None):
-    """Feed instructions; returns ``[(status, cmd or None)]``. The model engine is busy for
-    ``busy_cycles`` after each command and reports ``err`` (``(ap_err_code or None,
-    err_code or None)``) from then on."""
+def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, seed=0,
+                stats=None):
+    """Stream ``texts`` into the decoder (one per cycle as far as it takes them) over a model
+    engine; returns ``[(status, cmd or None)]`` in completion order.
+
+    The model takes a command when ``p_ready`` allows and its 4-deep queue has room,
+    dispatches the queue head ``disp_delay`` cycles after taking it (``eng_disp``), and stays
+    busy ``busy_cycles`` after each dispatch. ``err`` = ``(ap_code or None, engine code or
+    None)``: every dispatch is rejected with it (the reader's code, or the engine's, whose
+    ``err_code`` is sticky from the next cycle). Checked on every completion: it comes after
+    its own command's dispatch, in order, and an instruction with a post or an interrupt
+    completes only when the engine is idle."""
     dut = TensorDecoder(CFG)
+    rng = random.Random(seed)
     out = []
 
     async def bench(ctx):
-        busy_left = 0
-        for text in texts:
-            ctx.set(dut.issue.payload.raw, _raw(text))
-            ctx.set(dut.issue.valid, 1)
-            ctx.set(dut.done.ready, 1)
-            ctx.set(dut.cmd.ready, 1)
-            cmd = None
-            for _ in range(100):
-                if ctx.get(dut.cmd.valid):
-                    cmd = ctx.get(dut.cmd.payload)
-                    cmd = {"op": cmd.cmd.op, "fmt": cmd.cmd.fmt, "k": cmd.cmd.k,
-                           "m": cmd.cmd.m, "n": cmd.cmd.n, "bank": cmd.cmd.bank,
-                           "acc": cmd.cmd.acc, "ap_count": cmd.ap.count,
-                           "ap_offset": cmd.ap.offset, "ap_esize": cmd.ap.esize}
-                    busy_left = busy_cycles
-                    if err is not None:
-                        ctx.set(dut.eng_ap_err, err[0] is not None)
-                        ctx.set(dut.eng_ap_err_code, err[0] or 0)
-                        ctx.set(dut.eng_err, err[1] is not None)
-                        ctx.set(dut.eng_err_code, err[1] or 0)
-                took = ctx.get(dut.issue.ready)
-                ctx.set(dut.eng_busy, busy_left > 0)
-                if ctx.get(dut.done.valid):
-                    assert busy_left == 0, "completed while the engine was busy"
-                    out.append((ctx.get(dut.done.payload.status), cmd))
-                    await ctx.tick()
-                    break
-                busy_left = max(0, busy_left - 1)
-                await ctx.tick()
-                if took:
-                    ctx.set(dut.issue.valid, 0)
-            else:
-                raise AssertionError(f"no completion for {text!r}")
+        cmds, queue, dispatched = [], [], 0
+        busy_until, pending = -1, list(texts)
+        taken = []                              # (text, command index or None) in order
+        ctx.set(dut.done.ready, 1)
+        for now in range(200 + 40 * len(texts)):
+            if pending:
+                ctx.set(dut.issue.payload.raw, _raw(pending[0]))
+            ctx.set(dut.issue.valid, bool(pending))
+            ctx.set(dut.cmd.ready, len(queue) < 4 and rng.random() < p_ready)
+            disp = bool(queue) and now - queue[0] >= disp_delay
+            ctx.set(dut.eng_disp, disp)
+            ctx.set(dut.eng_disp_code, (err[0] or 0) if disp and err and err[0] else 0)
+            ctx.set(dut.eng_disp_reject, disp and bool(err) and err[1] is not None)
+            busy = bool(queue) or now <= busy_until
+            ctx.set(dut.eng_busy, busy)
+            if ctx.get(dut.done.valid):
+                status = ctx.get(dut.done.payload.status)
+                text, ci = taken[len(out)]
+                if ci is not None:
+                    assert ci < dispatched, f"{text!r} completed before its dispatch"
+                if status == 0 and ("post=" in text or " irq" in text):
+                    assert not busy, f"{text!r} posted while the engine was busy"
+                out.append((status, cmds[ci] if ci is not None else None))
+                if stats is not None:
+                    stats["while_busy"] = stats.get("while_busy", 0) + busy
+                    stats["cycles"] = now
+            if ctx.get(dut.cmd.valid) and ctx.get(dut.cmd.ready):
+                c = ctx.get(dut.cmd.payload)
+                cmds.append({"op": c.cmd.op, "fmt": c.cmd.fmt, "k": c.cmd.k, "m": c.cmd.m,
+                             "n": c.cmd.n, "bank": c.cmd.bank, "acc": c.cmd.acc,
+                             "ap_count": c.ap.count, "ap_offset": c.ap.offset,
+                             "ap_esize": c.ap.esize})
+                queue.append(now)
+            if ctx.get(dut.issue.valid) and ctx.get(dut.issue.ready):
+                fired = ctx.get(dut.cmd.valid) and ctx.get(dut.cmd.ready)
+                taken.append((pending.pop(0), len(cmds) - 1 if fired else None))
+            if disp:
+                queue.pop(0)
+                dispatched += 1
+                busy_until = now + busy_cycles
+            await ctx.tick()
+            if err is not None and dispatched:
+                ctx.set(dut.eng_ap_err, err[0] is not None)
+                ctx.set(dut.eng_ap_err_code, err[0] or 0)
+                ctx.set(dut.eng_err, err[1] is not None)
+                ctx.set(dut.eng_err_code, err[1] or 0)
+            if len(out) == len(texts):
+                return
+        raise AssertionError(f"{len(out)} of {len(texts)} instructions completed "
+                             f"(seed {seed})")
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -134,6 +160,23 @@ def test_moving_rows_beyond_the_load_and_engine_errors():
     assert run_decoder([LOAD], err=(None, 5))[0][0] == 0x07      # ERR_SPARSE -> E_SPARSE_TAG
     assert run_decoder([LOAD], err=(None, 3))[0][0] == E_FORMAT  # ERR_PAIR
     assert run_decoder([LOAD], busy_cycles=40)[0][0] == 0
+
+
+def test_instructions_overlap_and_posts_wait_for_idle():
+    """Back-to-back matmuls are taken one per cycle and complete at their dispatch; an
+    instruction with a post completes only after the engine drained (checked in the model)."""
+    post = MM.replace("multiply_moving", "multiply_moving.acc") + " post=s1+1"
+    texts = [LOAD] + [MM] * 6 + [post, MM, LOAD + " irq", MM + " post=s2+1"]
+    for seed in range(4):
+        stats = {}
+        out = run_decoder(texts, busy_cycles=30, p_ready=0.6, seed=seed, stats=stats)
+        # the matmuls between the posts complete while the engine still works on them
+        assert stats["while_busy"] >= 6, (seed, stats)
+        assert [s for s, _ in out] == [0] * len(texts), seed
+        assert [c["op"] for _, c in out] == [OP_LOAD] + [OP_MATMUL] * 8 + [OP_LOAD, OP_MATMUL]
+    # rejected dispatches complete with their code even when the instruction posts
+    assert [s for s, _ in run_decoder([LOAD + " post=s0+1", MM], err=(0x04, None))] == [4, 4]
+    assert [s for s, _ in run_decoder([LOAD, MM + " post=s0+1"], err=(None, 5))] == [7, 7]
 
 
 def run_sync(text, dram, *, window=(0, 1 << 20), p=0.7, seed=0):

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl import isa
@@ -24,8 +24,10 @@ E_FORMAT, E_SHAPE, E_FLAGS, E_AP_FORM = 0x02, 0x05, 0x06, 0x0F
 #: Engine error code -> status (docs/architecture.md §11.2).
 ENGINE_STATUS = {ERR_SHAPE: E_SHAPE, ERR_FORMAT: E_FORMAT, ERR_PAIR: E_FORMAT,
                  ERR_OPCODE: isa.E_OPCODE, ERR_SPARSE: 0x07}
-#: Cycles after a command is taken before the engine's ``busy`` is trusted.
+#: Cycles after a command is dispatched before the engine's ``busy`` is trusted.
 _SETTLE = 3
+#: Instructions taken and not yet completed (the engine's command queue plus the readers').
+_PENDING = 8
 #: dtypes no AP may address yet (packed FP4 is [later]): E_FORMAT, like the reserved codes.
 _NO_ELEMENT = ("fp4_e2m1",)
 
@@ -74,13 +76,17 @@ def decode_ap(m, raw, slot, desc, cfg, name):
 class TensorDecoder(wiring.Component):
     """Decodes tensor-engine instructions and runs them on an ``SbufTensorEngine``.
 
-    One instruction at a time. An instruction is checked (``docs/isa.md`` §6): a shape,
-    flag or format error becomes its completion status at once and nothing is issued.
-    Otherwise the decoder issues its command (the command word and its AP) and completes it
-    when the engine has gone idle, that is, when every SBUF read and PSUM write of the
-    instruction is done. The status is then the engine's first error (feed-level or engine), or 0.
-    Since every error stops the core (§11.3), a sticky first error is enough. Waiting for idle
-    costs the array's drain between instructions. The overlapped completion tracking is [later].
+    Instructions overlap: one is taken per cycle while the engine's command queue has room, and
+    they complete in order. An instruction is checked (``docs/isa.md`` §6): a shape, flag or
+    format error becomes its completion status (nothing is issued). Otherwise the decoder
+    issues its command (the command word and its AP); the instruction completes when the
+    engine dispatched the command (``eng_disp``), with the reader's AP error or the engine's
+    rejection as its status. An instruction that posts a semaphore or raises an interrupt
+    (``ctl``), and a sparse ``load_stationary``, completes only when the engine has gone idle
+    after its dispatch: every SBUF read and PSUM write of it and of every earlier instruction
+    is done, so whoever waits on the post sees the results; its status is then the engine's
+    first error, or 0. Since every error stops the core (§11.3), a sticky first error is
+    enough. Only those instructions pay the array's drain.
 
     Parameters
     ----------
@@ -93,6 +99,8 @@ class TensorDecoder(wiring.Component):
     cmd : Out(stream.Signature(SbufTensorEngine cmd_layout))
     eng_busy, eng_err, eng_ap_err : In(1); eng_err_code : In(3); eng_ap_err_code : In(8)
         The engine's status members.
+    eng_disp, eng_disp_reject : In(1); eng_disp_code : In(8)
+        The engine's dispatch events (:class:`~rtl.tensor.sbuf_fed.SbufTensorEngine`).
     """
 
     class Signature(wiring.Signature):
@@ -106,6 +114,7 @@ class TensorDecoder(wiring.Component):
                 "cmd": Out(stream.Signature(self.fed.cmd_layout)),
                 "eng_busy": In(1), "eng_err": In(1), "eng_err_code": In(3),
                 "eng_ap_err": In(1), "eng_ap_err_code": In(8),
+                "eng_disp": In(1), "eng_disp_code": In(8), "eng_disp_reject": In(1),
             })
 
     def __init__(self, cfg: CoreConfig):
@@ -176,44 +185,68 @@ class TensorDecoder(wiring.Component):
             with m.Default():
                 m.d.comb += status.eq(isa.E_OPCODE)
 
-        # ---- one instruction at a time -----------------------------------------------------
-        # the engine's busy covers a taken command only after its queues' latency (two
-        # buffered FIFOs): look at it SETTLE cycles after the command was taken
+        # ---- overlapped issue, in-order completion ------------------------------------------
+        # Every instruction gets a record in ``pend`` when it is taken: a check failure
+        # completes with its status as soon as it reaches the head; an issued command
+        # completes when the engine dispatched it (``disp``, in command order). An instruction
+        # whose completion is observable (a semaphore post, an interrupt, or a sparse load
+        # whose weights are checked beat by beat) also waits for the engine to go idle, so
+        # its PSUM writes (and every earlier one) have landed before it posts.
+        ctl = isa.header_bits(raw, "ctl")
+        rec = data.StructLayout({"status": 8, "cmd": 1, "drain": 1})
+        m.submodules.pend = pend = fifo.SyncFIFOBuffered(width=rec.size, depth=_PENDING)
+        m.submodules.disp = dq = fifo.SyncFIFOBuffered(width=9, depth=_PENDING)
+        drain = ((ctl & ((1 << isa.CTL_BITS["post_en"]) | (1 << isa.CTL_BITS["irq"]))) != 0) \
+            | ((opcode == op["load_stationary"].code) & flags[isa.FLAG_BITS["sparse"]])
+        w = data.View(rec, pend.w_data)
+        m.d.comb += [w.status.eq(status), w.cmd.eq(status == 0), w.drain.eq(drain)]
+        with m.If(self.issue.valid & pend.w_rdy):
+            with m.If(status != 0):
+                m.d.comb += [self.issue.ready.eq(1), pend.w_en.eq(1)]
+            with m.Else():
+                m.d.comb += [self.cmd.valid.eq(1), self.cmd.payload.eq(cmd)]
+                with m.If(self.cmd.ready):
+                    m.d.comb += [self.issue.ready.eq(1), pend.w_en.eq(1)]
+                    with m.If(opcode == op["load_stationary"].code):
+                        m.d.sync += [last_m.eq(n_src), last_k.eq(src["count"])]
+        # dispatch records: the reader's code, and whether the engine rejected the command
+        m.d.comb += [dq.w_en.eq(self.eng_disp),
+                     dq.w_data.eq(Cat(self.eng_disp_code, self.eng_disp_reject))]
+
+        head = data.View(rec, pend.r_data)
+        d_code, d_rej = dq.r_data[:8], dq.r_data[8]
+        eng_code = Signal(8)
+        with m.Switch(self.eng_err_code):
+            for k, v in ENGINE_STATUS.items():
+                with m.Case(k):
+                    m.d.comb += eng_code.eq(v)
+        # the engine's busy covers a dispatched command only after its queues' latency:
+        # it is trusted SETTLE cycles after the head's dispatch record was seen
         settle = Signal(range(_SETTLE + 1))
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.issue.valid):
-                    with m.If(status != 0):
-                        m.d.sync += [self.done.payload.status.eq(status),
-                                     self.done.payload.info.eq(self.issue.payload.index)]
-                        m.d.comb += self.issue.ready.eq(1)
-                        m.next = "DONE"
-                    with m.Else():
-                        m.d.comb += [self.cmd.valid.eq(1), self.cmd.payload.eq(cmd)]
-                        with m.If(self.cmd.ready):
-                            m.d.comb += self.issue.ready.eq(1)
-                            with m.If(opcode == op["load_stationary"].code):
-                                m.d.sync += [last_m.eq(n_src), last_k.eq(src["count"])]
-                            m.d.sync += settle.eq(0)
-                            m.next = "RUN"
-            with m.State("RUN"):
+        seen = Signal()                 # the head's dispatch record is in, its status 0
+        d_status = Mux(d_code != 0, d_code, Mux(d_rej, eng_code, 0))
+        m.d.comb += self.done.payload.info.eq(0)
+        with m.If(pend.r_rdy):
+            with m.If(~head.cmd):
+                m.d.comb += [self.done.valid.eq(1), self.done.payload.status.eq(head.status),
+                             pend.r_en.eq(self.done.ready)]
+            with m.Elif(~seen):
+                with m.If(dq.r_rdy & ((d_status != 0) | ~head.drain)):
+                    m.d.comb += [self.done.valid.eq(1), self.done.payload.status.eq(d_status),
+                                 pend.r_en.eq(self.done.ready), dq.r_en.eq(self.done.ready)]
+                with m.Elif(dq.r_rdy):
+                    m.d.comb += dq.r_en.eq(1)
+                    m.d.sync += [seen.eq(1), settle.eq(0)]
+            with m.Else():
                 with m.If(settle != _SETTLE):
                     m.d.sync += settle.eq(settle + 1)
                 with m.Elif(~self.eng_busy):
-                    code = Signal(8)
-                    with m.Switch(self.eng_err_code):
-                        for k, v in ENGINE_STATUS.items():
-                            with m.Case(k):
-                                m.d.comb += code.eq(v)
-                    m.d.sync += [
-                        self.done.payload.status.eq(
-                            Mux(self.eng_ap_err, self.eng_ap_err_code,
-                                Mux(self.eng_err, code, 0))),
-                        self.done.payload.info.eq(0)]
-                    m.next = "DONE"
-            with m.State("DONE"):
-                m.d.comb += self.done.valid.eq(1)
-                with m.If(self.done.ready):
-                    m.next = "IDLE"
+                    m.d.comb += [self.done.valid.eq(1),
+                                 self.done.payload.status.eq(
+                                     Mux(self.eng_ap_err, self.eng_ap_err_code,
+                                         Mux(self.eng_err, eng_code, 0))),
+                                 pend.r_en.eq(self.done.ready)]
+                    with m.If(self.done.ready):
+                        m.d.sync += seen.eq(0)
         return m
 

@@ -89,6 +89,14 @@ class SbufTensorEngine(wiring.Component):
         The first feed-level error.
     busy, mv_fire, psum_we : Out(1)
         As the engine's (``busy`` also covers queued commands and readers).
+    disp : Out(1)
+        Pulses once per command taken by ``cmd`` (in order) when it leaves the command queue:
+        it entered the engine, or its AP was rejected (``disp_code``, the reader's E_AP_*
+        code, else 0), or the engine rejected it (``disp_reject``; the engine's ``err_code``
+        holds the reason from the next cycle). A command dropped at the intake (``E_SHAPE``,
+        ``E_FLAGS``) has no ``disp``. The core's decoder completes instructions on it.
+    disp_code : Out(8)
+    disp_reject : Out(1)
     """
 
     class Signature(wiring.Signature):
@@ -112,6 +120,7 @@ class SbufTensorEngine(wiring.Component):
                 **{f"psum_{n}": In(RowPort.Signature(cfg, MEM_PSUM)) for n in ENGINE_ROW_PORTS},
                 "err": Out(1), "err_code": Out(3), "ap_err": Out(1), "ap_err_code": Out(8),
                 "busy": Out(1), "mv_fire": Out(1), "psum_we": Out(1),
+                "disp": Out(1), "disp_code": Out(8), "disp_reject": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
@@ -214,7 +223,8 @@ class SbufTensorEngine(wiring.Component):
         with m.If(cq.r_rdy):
             with m.Switch(head.src):
                 with m.Case(0):
-                    m.d.comb += [eng.cmd.valid.eq(1), cq.r_en.eq(eng.cmd.ready)]
+                    m.d.comb += [eng.cmd.valid.eq(1), cq.r_en.eq(eng.cmd.ready),
+                                 self.disp.eq(eng.cmd.ready)]
                 for code, name in ((1, "st"), (2, "mv")):
                     ver, flag = vers[name], flags[name]
                     v = data.View(ver_layout, ver.r_data)
@@ -226,11 +236,14 @@ class SbufTensorEngine(wiring.Component):
                                 ver.r_en.eq(flag.w_rdy & eng.cmd.ready),
                                 flag.w_en.eq(flag.w_rdy & eng.cmd.ready),
                                 flag.w_data.eq(~eng.cmd_reject),
+                                self.disp.eq(flag.w_rdy & eng.cmd.ready),
                             ]
                         with m.Elif(ver.r_rdy):            # AP rejected: drop the command
-                            m.d.comb += [cq.r_en.eq(1), ver.r_en.eq(1)]
+                            m.d.comb += [cq.r_en.eq(1), ver.r_en.eq(1), self.disp.eq(1),
+                                         self.disp_code.eq(v.code)]
                             with m.If(~(self.cmd.valid & bad)):
                                 m.d.comb += [new_err.eq(1), new_code.eq(v.code)]
+        m.d.comb += self.disp_reject.eq(eng.cmd_reject)
         with m.If(new_err & ~self.ap_err):
             m.d.sync += [self.ap_err.eq(1), self.ap_err_code.eq(new_code)]
 
