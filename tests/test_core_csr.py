@@ -243,3 +243,32 @@ def test_idle_interrupt_on_the_falling_busy_edge():
         assert ctx.get(c.irq)
         assert await read(ctx, b, REGS["STATUS"]) >> 9 & 1
     run(job)
+
+
+def test_performance_counters():
+    """CYCLES counts every cycle, Q_BUSY the busy cycles of its engine only, DMA_BUSY the
+    non-idle ones; the soft reset clears all of them."""
+    async def job(ctx, c):
+        b = c.bus
+        ctx.set(c.dma_idle, 1)
+        c0 = await read(ctx, b, REGS["CYCLES"])
+        ctx.set(c.seq_busy, 0b000100)       # engine 2 busy for 7 cycles
+        await ctx.tick().repeat(7)
+        ctx.set(c.seq_busy, 0b010000)       # engine 4 and the DMA for 5
+        ctx.set(c.dma_idle, 0)
+        await ctx.tick().repeat(5)
+        ctx.set(c.seq_busy, 0)
+        ctx.set(c.dma_idle, 1)
+        c1 = await read(ctx, b, REGS["CYCLES"])
+        busy = [await read(ctx, b, qreg(e, "Q_BUSY")) for e in range(len(isa.ENGINES))]
+        assert busy == [0, 0, 7, 0, 5, 0], busy
+        assert await read(ctx, b, REGS["DMA_BUSY"]) == 5
+        # back-to-back reads are a fixed number of cycles apart: the 12 cycles above + that
+        r0 = await read(ctx, b, REGS["CYCLES"])
+        r1 = await read(ctx, b, REGS["CYCLES"])
+        assert c1 - c0 == 12 + (r1 - r0), (c0, c1, r0, r1)
+        await write(ctx, b, REGS["CTRL"], 1)
+        assert await read(ctx, b, REGS["DMA_BUSY"]) == 0
+        assert await read(ctx, b, qreg(2, "Q_BUSY")) == 0
+        assert await read(ctx, b, REGS["CYCLES"]) < 10
+    run(job)

@@ -23,10 +23,11 @@ ID_VALUE = 0x4E430001
 REGS = {"ID": 0x000, "CFG0": 0x004, "CFG1": 0x008, "SR_SEED": 0x00C, "CTRL": 0x010,
         "STATUS": 0x014, "ERR_CODE": 0x018, "ERR_PC": 0x01C, "ERR_INFO": 0x020,
         "WATCHDOG": 0x024, "IRQ_ENABLE": 0x028, "IRQ_STATUS": 0x02C, "DRAM_BASE_LO": 0x030,
-        "DRAM_BASE_HI": 0x034, "DRAM_LIMIT_LO": 0x038, "DRAM_LIMIT_HI": 0x03C}
+        "DRAM_BASE_HI": 0x034, "DRAM_LIMIT_LO": 0x038, "DRAM_LIMIT_HI": 0x03C,
+        "CYCLES": 0x040, "DMA_BUSY": 0x044}
 #: Per-engine queue registers at ``0x100 + 0x20 * e`` (``e`` = index in ``rtl.isa.ENGINES``).
 Q_REGS = {"Q_BASE_LO": 0x0, "Q_BASE_HI": 0x4, "Q_SIZE": 0x8, "Q_HEAD": 0xC, "Q_TAIL": 0x10,
-          "Q_STATE": 0x14}
+          "Q_STATE": 0x14, "Q_BUSY": 0x18}
 Q_BLOCK, Q_STRIDE = 0x100, 0x20
 SEM_BLOCK, SEM_INC_BLOCK, SEM_DEC_BLOCK = 0x400, 0x800, 0xC00
 #: ``ERR_CODE[10:8]`` of errors that are not a sequencer's: the DMA, the semaphore file.
@@ -95,6 +96,11 @@ class CSR(wiring.Component):
         To the :class:`~rtl.core.semaphores.SemaphoreFile`.
     watchdog : Out(32); dram_base, dram_limit : Out(axi_addr_bits)
     soft_reset, stop, irq : Out(1)
+
+    Performance counters (32 bits, wrapping, cleared by reset and the soft reset): ``CYCLES``
+    counts every cycle, ``Q_BUSY`` of an engine the cycles its sequencer was busy, ``DMA_BUSY``
+    the cycles some DMA engine was not idle. A kernel's busy fraction per engine is the
+    difference of two ``Q_BUSY`` reads over the difference of the ``CYCLES`` reads.
     """
 
     class Signature(wiring.Signature):
@@ -256,6 +262,12 @@ class CSR(wiring.Component):
         with m.If(bus.arvalid & bus.arready):
             m.d.sync += [ra.eq(bus.araddr), r_state.eq(1)]
         cfg0, cfg1 = self.cfg_words()
+        cycles, dma_busy = Signal(32), Signal(32)
+        q_busy = [Signal(32, name=f"q_busy{e}") for e in range(_E)]
+        m.d.sync += [cycles.eq(cycles + 1), dma_busy.eq(dma_busy + ~self.dma_idle)]
+        m.d.sync += [q_busy[e].eq(q_busy[e] + self.seq_busy[e]) for e in range(_E)]
+        with m.If(self.soft_reset):
+            m.d.sync += [cycles.eq(0), dma_busy.eq(0)] + [c.eq(0) for c in q_busy]
         status = Cat((self.seq_busy & run), Signal(2), err_valid, idle)
         val = Signal(32)
         with m.Switch(ra[2:12]):
@@ -269,7 +281,8 @@ class CSR(wiring.Component):
                                 ("IRQ_STATUS", irq_st), ("DRAM_BASE_LO", dram_base[:32]),
                                 ("DRAM_BASE_HI", dram_base[32:] if A > 32 else 0),
                                 ("DRAM_LIMIT_LO", dram_limit[:32]),
-                                ("DRAM_LIMIT_HI", dram_limit[32:] if A > 32 else 0)):
+                                ("DRAM_LIMIT_HI", dram_limit[32:] if A > 32 else 0),
+                                ("CYCLES", cycles), ("DMA_BUSY", dma_busy)):
                 with m.Case(REGS[name] >> 2):
                     m.d.comb += val.eq(value)
             for e in range(_E):
@@ -278,7 +291,8 @@ class CSR(wiring.Component):
                 for name, value in (("Q_BASE_LO", q_base[e][:32]),
                                     ("Q_BASE_HI", q_base[e][32:] if A > 32 else 0),
                                     ("Q_SIZE", q_size[e]), ("Q_HEAD", self.q_head[e]),
-                                    ("Q_TAIL", q_tail[e]), ("Q_STATE", state)):
+                                    ("Q_TAIL", q_tail[e]), ("Q_STATE", state),
+                                    ("Q_BUSY", q_busy[e])):
                     with m.Case(base + (Q_REGS[name] >> 2)):
                         m.d.comb += val.eq(value)
         with m.If(r_state == 1):
