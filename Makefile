@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## make sim: run the demo of what exists (number formats through the RTL, a GEMM on the tensor engine)
+## make sim [WAVES=1]: kernels on the whole core (cycles, busy fractions, timelines in build/sim/), then the blocks' demos
 sim: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m tb.demo
 

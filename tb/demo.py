@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``make sim``: the demo of everything that exists, with cycle counts."""
+"""``make sim``: kernels on the whole core (``tb/core/sim.py``), then the blocks' demos (number
+formats through the RTL, GEMMs on the tensor engine, sparsity), with cycle counts."""
 
 from rtl.config import preset_from_env
 from tb import demo_formats
@@ -7,6 +8,8 @@ from tb import demo_formats
 
 def main():
     cfg = preset_from_env()
+    from tb.core import sim as core
+    core.main(cfg)
     demo_formats.main(cfg)
     from tb import demo_tensor
     demo_tensor.main(cfg)

@@ -13,7 +13,7 @@ from rtl import isa
 from rtl.config import CoreConfig, check_config
 from rtl.core.axi_mux import AXI4Mux
 from rtl.core.csr import CSR, AXI4LiteSignature
-from rtl.core.engine_decode import VectorDecoder
+from rtl.core.engine_decode import ScalarDecoder, VectorDecoder
 from rtl.core.semaphores import SemaphoreFile
 from rtl.core.sequencer import Sequencer
 from rtl.core.sync_engine import SyncEngine
@@ -22,12 +22,13 @@ from rtl.dma.engine import DMAEngine
 from rtl.mem.rowmux import RowPortMux
 from rtl.mem.sbuf import SBUF
 from rtl.tensor.sbuf_fed import SbufTensorEngine
+from rtl.scalar.engine import ScalarEngine
 from rtl.vector.engine import VectorEngine
 
 __all__ = ["NeuronCore", "ENGINES_BUILT"]
 
 #: Engines with a sequencer in this core (the others' queue registers read as idle).
-ENGINES_BUILT = ("pe", "dve", "sp")
+ENGINES_BUILT = ("pe", "dve", "act", "sp")
 
 
 class NeuronCore(wiring.Component):
@@ -36,17 +37,19 @@ class NeuronCore(wiring.Component):
     The tensor engine (fed from SBUF, PSUM inside it) runs the ``pe`` queue through its
     decoder. The vector engine runs the ``dve`` queue (SBUF row ports ``vector_r0``,
     ``vector_r1``, ``vector_w``; its three PSUM ports share the PSUM's ``vector`` port through a
-    :class:`~rtl.mem.rowmux.RowPortMux`). The sync engine runs the ``sp`` queue, whose ``dma_start`` instructions feed the
+    :class:`~rtl.mem.rowmux.RowPortMux`). The scalar engine runs the ``act`` queue (SBUF row
+    ports ``scalar_r``, ``scalar_w``; its two PSUM ports share the PSUM's ``scalar`` port). The sync engine runs the ``sp`` queue, whose ``dma_start`` instructions feed the
     DMA engines (``cfg.dma_engines``, each on an SBUF partition port). Every sequencer, the
     sync engine and every DMA engine share one AXI4 master through :class:`AXI4Mux`
     (manager order: the sequencers of :data:`ENGINES_BUILT`, the sync engine, the DMA
     engines). DMA completions and instruction posts go to the semaphore file. Errors go to the
     host registers' first-error latch, which stops every stream.
 
-    ``CTRL.soft_reset`` resets the sequencers, decoders, engines, DMA and semaphores. SBUF and
-    PSUM keep their contents. It must be given while the core is idle or stopped with no AXI
-    transaction in flight: a response that arrives after the reset reaches a manager that no
-    longer expects it. Making the reset safe mid-transfer is [later].
+    ``CTRL.soft_reset`` resets the sequencers, decoders, engines, DMA and semaphores; SBUF and
+    PSUM keep their contents. It is safe at any time, with AXI transactions in flight: the
+    engines stay in reset while the interconnect drains (:class:`AXI4Mux` ``flush``: granted
+    address beats go out, open W bursts end with strobe-less beats, responses are sunk), and
+    the core reads as busy (``STATUS`` not idle) until the port is quiet.
 
     Parameters
     ----------
@@ -62,6 +65,10 @@ class NeuronCore(wiring.Component):
     host : In(AXI4LiteSignature())
         The host registers (ports ``host__*``).
     irq : Out(1)
+    activity : Out(len(rtl.isa.ENGINES) + 1)
+        Trace port: bit ``e`` = the sequencer of engine ``e`` (``rtl.isa.ENGINES`` order) is
+        busy, the last bit = some DMA engine is not idle (testbenches draw timelines from it;
+        the host reads the same as cycle counts in the ``Q_BUSY`` / ``DMA_BUSY`` registers).
     """
 
     class Signature(wiring.Signature):
@@ -70,7 +77,7 @@ class NeuronCore(wiring.Component):
             self.managers = len(ENGINES_BUILT) + 1 + cfg.dma_engines
             self.mux = AXI4Mux.Signature(cfg, self.managers)
             super().__init__({"axi": Out(self.mux.out_sig), "host": In(AXI4LiteSignature()),
-                              "irq": Out(1)})
+                              "irq": Out(1), "activity": Out(len(isa.ENGINES) + 1)})
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
         super().__init__(self.Signature(cfg))
@@ -82,7 +89,17 @@ class NeuronCore(wiring.Component):
         cfg, sig = self.cfg, self.signature
         n_seq, n_dma = len(ENGINES_BUILT), cfg.dma_engines
         csr = m.submodules.csr = CSR(cfg)
-        soft = ResetInserter(csr.soft_reset)
+        mux = m.submodules.axi_mux = AXI4Mux(cfg, sig.managers)
+        # the soft reset holds the engines in reset until the AXI port is quiet (the mux
+        # completes open W bursts and sinks the responses of the transactions in flight)
+        draining = Signal()
+        with m.If(csr.soft_reset):
+            m.d.sync += draining.eq(1)
+        with m.Elif(~mux.busy):
+            m.d.sync += draining.eq(0)
+        in_reset = csr.soft_reset | draining
+        m.d.comb += mux.flush.eq(in_reset)
+        soft = ResetInserter(in_reset)
 
         seqs = {e: Sequencer(cfg, e) for e in ENGINES_BUILT}
         for e, s in seqs.items():
@@ -102,11 +119,15 @@ class NeuronCore(wiring.Component):
         m.submodules.vector = soft(vec)
         vdec = VectorDecoder(cfg)
         m.submodules.vector_decode = soft(vdec)
+        act = ScalarEngine(cfg)
+        m.submodules.scalar = soft(act)
+        sdec = ScalarDecoder(cfg)
+        m.submodules.scalar_decode = soft(sdec)
         sbuf = m.submodules.sbuf = SBUF(
-            cfg, row_ports=("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w"),
+            cfg, row_ports=("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w",
+                            "scalar_r", "scalar_w"),
             part_ports=tuple(f"dma{i}" for i in range(n_dma)),
             priority=("tensor_st", "tensor_mv"))
-        mux = m.submodules.axi_mux = AXI4Mux(cfg, sig.managers)
 
         # ---- the AXI master and the host ---------------------------------------------------
         wiring.connect(m, mux.s, wiring.flipped(self.axi))
@@ -143,7 +164,9 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, fed.mv_port, sbuf.tensor_mv)
         m.d.comb += [dec.eng_busy.eq(fed.busy), dec.eng_err.eq(fed.err),
                      dec.eng_err_code.eq(fed.err_code), dec.eng_ap_err.eq(fed.ap_err),
-                     dec.eng_ap_err_code.eq(fed.ap_err_code), fed.res.ready.eq(1)]
+                     dec.eng_ap_err_code.eq(fed.ap_err_code), dec.eng_disp.eq(fed.disp),
+                     dec.eng_disp_code.eq(fed.disp_code),
+                     dec.eng_disp_reject.eq(fed.disp_reject), fed.res.ready.eq(1)]
 
         # ---- vector engine -----------------------------------------------------------------
         wiring.connect(m, seqs["dve"].issue, vdec.issue)
@@ -157,6 +180,19 @@ class NeuronCore(wiring.Component):
         for k, port in enumerate((vec.psum_rd0, vec.psum_rd1, vec.psum_wr)):
             wiring.connect(m, port, pmux.up[k])
         wiring.connect(m, pmux.down, fed.psum_vector)
+
+        # ---- scalar engine -----------------------------------------------------------------
+        wiring.connect(m, seqs["act"].issue, sdec.issue)
+        wiring.connect(m, sdec.done, seqs["act"].done)
+        wiring.connect(m, sdec.instr, act.instr)
+        wiring.connect(m, act.done, sdec.eng_done)
+        wiring.connect(m, act.sbuf_rd, sbuf.scalar_r)
+        wiring.connect(m, act.sbuf_wr, sbuf.scalar_w)
+        smux = m.submodules.scalar_psum = RowPortMux(cfg, "psum", 2)
+        for k, port in enumerate((act.psum_rd, act.psum_wr)):
+            wiring.connect(m, port, smux.up[k])
+        wiring.connect(m, smux.down, fed.psum_scalar)
+        m.d.comb += act.tw.valid.eq(0)          # tables load by act_table_load [later]
 
         # ---- sync engine and DMA -----------------------------------------------------------
         wiring.connect(m, seqs["sp"].issue, sync.issue)
@@ -175,6 +211,8 @@ class NeuronCore(wiring.Component):
                 with m.If(d.q_code[q] != 0):
                     m.d.comb += [dma_err.eq(1), dma_code.eq(d.q_code[q]),
                                  dma_info.eq(d.q_info[q])]
+        dma_idle = Cat(d.idle for d in dmas).all()
+        m.d.comb += [self.activity.eq(Cat(csr.seq_busy, ~dma_idle | draining))]
         m.d.comb += [csr.dma_err.eq(dma_err), csr.dma_code.eq(dma_code),
-                     csr.dma_info.eq(dma_info), csr.dma_idle.eq(Cat(d.idle for d in dmas).all())]
+                     csr.dma_info.eq(dma_info), csr.dma_idle.eq(dma_idle & ~draining)]
         return m

@@ -30,7 +30,9 @@ def core_design(cfg):
 CORE_BUILD_ARGS = ("-CFLAGS", "-O0")
 
 
-def core_sim(cfg, *, waves=False) -> SimBuild:
-    """A (cached) Verilator build of the core."""
-    return SimBuild(core_design(cfg), unit="core", cfg=cfg, waves=waves,
-                    build_args=CORE_BUILD_ARGS)
+def core_sim(cfg, *, waves=False, optimize=False) -> SimBuild:
+    """A (cached) Verilator build of the core; ``optimize`` compiles the C++ at the default
+    ``-O3`` of the fast build (a separate build: several times longer to build, faster to run,
+    for long benchmarks)."""
+    return SimBuild(core_design(cfg), unit="core_opt" if optimize else "core", cfg=cfg,
+                    waves=waves, build_args=() if optimize else CORE_BUILD_ARGS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, Edge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
@@ -20,7 +20,7 @@ from rtl import isa
 from rtl.core.csr import (ERR_SRC_DMA, IRQ_ERROR, IRQ_IDLE, Q_BLOCK, Q_REGS, Q_STRIDE, REGS,
                           SEM_BLOCK)
 from rtl.core.neuroncore import ENGINES_BUILT
-from tb.base import TB
+from tb.base import CLOCK_NS, TB
 from tb.core.program import DATA_BASE, DRAM_BYTES, QUEUE_BYTES, CoreProgram
 
 #: Longest run of any test program, in cycles (a hung core fails the test).
@@ -31,9 +31,11 @@ class CoreTB(TB):
     def __init__(self, dut):
         super().__init__(dut)
         self.ram = AxiRam(AxiBus.from_prefix(dut, "axi", bus_separator="__"), dut.clk, dut.rst,
-                          size=DRAM_BYTES)
+                          size=max(DRAM_BYTES, int(self.params.get("dram_bytes", 0))))
         self.host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "host", bus_separator="__"),
                                   dut.clk, dut.rst)
+        #: When set, :meth:`run_program` returns that many cycles after the start.
+        self.cut_after = None
 
     async def wr(self, name_or_addr, value):
         a = REGS[name_or_addr] if isinstance(name_or_addr, str) else name_or_addr
@@ -51,9 +53,19 @@ class CoreTB(TB):
         first doorbell to the interrupt and the error word."""
         dram, qs = prog.image()
         self.ram.write(0, bytes(dram))
-        await self.wr("DRAM_BASE_LO", 0)
-        await self.wr("DRAM_LIMIT_LO", DRAM_BYTES)
-        await self.wr("DRAM_LIMIT_HI", 0)
+        queues = {e: (prog.queue_base(e), QUEUE_BYTES // isa.INSTR_BYTES, qs.get(e, (0, 0))[1])
+                  for e in ENGINES_BUILT}
+        return await self.run_queues(queues, what, dram_limit=DRAM_BYTES)
+
+    async def run_queues(self, queues, what, *, dram_base=0, dram_limit=DRAM_BYTES):
+        """Run the queues ``{engine: (q_base, q_size, q_tail)}`` already in DRAM (an engine
+        not named gets an empty queue) to the idle or error interrupt; returns the cycles from
+        the start to the interrupt and the error word (``(None, None)`` when
+        :attr:`cut_after` stops it early)."""
+        await self.wr("DRAM_BASE_LO", dram_base & 0xFFFFFFFF)
+        await self.wr("DRAM_BASE_HI", dram_base >> 32)
+        await self.wr("DRAM_LIMIT_LO", dram_limit & 0xFFFFFFFF)
+        await self.wr("DRAM_LIMIT_HI", dram_limit >> 32)
         await self.wr("IRQ_STATUS", 0b111)
         await self.wr("IRQ_ENABLE", IRQ_ERROR | IRQ_IDLE)
         # engines disabled while the queues are set up; one CTRL write starts them together
@@ -61,20 +73,31 @@ class CoreTB(TB):
         await self.wr("CTRL", 0)
         mask = 0
         for e in ENGINES_BUILT:
-            base = prog.queue_base(e)
-            await self.wr(self.qreg(e, "Q_BASE_LO"), base)
-            await self.wr(self.qreg(e, "Q_BASE_HI"), 0)
-            await self.wr(self.qreg(e, "Q_SIZE"), QUEUE_BYTES // isa.INSTR_BYTES)
+            base, size, _ = queues.get(e, (0, 2, 0))
+            await self.wr(self.qreg(e, "Q_BASE_LO"), base & 0xFFFFFFFF)
+            await self.wr(self.qreg(e, "Q_BASE_HI"), base >> 32)
+            await self.wr(self.qreg(e, "Q_SIZE"), size)
             mask |= 1 << isa.ENGINES.index(e)
-        for e, (_, n) in qs.items():
-            await self.wr(self.qreg(e, "Q_TAIL"), n)
+        for e, (_, _, tail) in queues.items():
+            await self.wr(self.qreg(e, "Q_TAIL"), tail)
         await self.wr("IRQ_STATUS", 0b111)
         t0 = cocotb.utils.get_sim_time("ns")
         await self.wr("CTRL", mask << 8)
+        if self.cut_after is not None:        # a soft reset in the middle of the run
+            await ClockCycles(self.dut.clk, self.cut_after)
+            return None, None
         await self.wait_high(self.dut.irq, cycles=MAX_CYCLES, what=what)
-        cycles = int((cocotb.utils.get_sim_time("ns") - t0) // 10)
+        cycles = int((cocotb.utils.get_sim_time("ns") - t0) // CLOCK_NS)
         await ClockCycles(self.dut.clk, 1)
         return cycles, await self.rd("ERR_CODE")
+
+    async def trace(self, log):
+        """Append ``(cycle, activity bits)`` to ``log`` at every change of the core's
+        ``activity`` port (event-driven: one callback per change, not per cycle)."""
+        while True:
+            await Edge(self.dut.activity)
+            log.append((int(cocotb.utils.get_sim_time("ns") // CLOCK_NS),
+                        int(self.dut.activity.value)))
 
     async def wait_idle(self, what, polls=2000):
         """Poll ``STATUS`` until the core is idle (streams drained, DMA idle): the soft reset
@@ -83,6 +106,13 @@ class CoreTB(TB):
             if (await self.rd("STATUS")) >> 9 & 1:
                 return
         raise AssertionError(self.fail_text(what, "the core did not drain"))
+
+    async def counters(self):
+        """``{"cycles": CYCLES, engine: Q_BUSY ..., "dma": DMA_BUSY}`` (wrapping 32-bit)."""
+        out = {"cycles": await self.rd("CYCLES"), "dma": await self.rd("DMA_BUSY")}
+        for e in ENGINES_BUILT:
+            out[e] = await self.rd(self.qreg(e, "Q_BUSY"))
+        return out
 
     async def soft_reset(self):
         ctrl = await self.rd("CTRL")
@@ -169,10 +199,13 @@ async def core_dma_matmul(dut):
     tb = CoreTB(dut)
     await tb.reset()
     c1 = await _good_run(tb, "dma + matmul")
+    cnt = await tb.counters()
+    assert 0 < cnt["pe"] < cnt["cycles"] and 0 < cnt["dma"] < cnt["cycles"], cnt
     await tb.soft_reset()
     assert await tb.sem(0) == 0, "soft reset clears the semaphores"
     c2 = await _good_run(tb, "dma + matmul after soft reset")
-    tb.record(test="core_dma_matmul", cycles=c1, cycles_again=c2)
+    tb.record(test="core_dma_matmul", cycles=c1, cycles_again=c2,
+              busy={k: v for k, v in cnt.items() if k != "cycles"}, counted=cnt["cycles"])
 
 
 @cocotb.test()
@@ -203,3 +236,23 @@ async def core_errors(dut):
         await tb.soft_reset()
         await _good_run(tb, f"good program after {bad}")
         await tb.soft_reset()
+
+
+@cocotb.test()
+async def core_soft_reset_mid_transfer(dut):
+    """A soft reset at random points of a running program (DMA bursts, instruction fetches and
+    descriptor reads in flight): AxiRam sees only complete, legal AXI bursts (the engines stay
+    in reset while the interconnect drains), the core reads busy until the port is quiet, the
+    busy counters clear, and the good program then runs bit for bit."""
+    tb = CoreTB(dut)
+    await tb.reset()
+    prog, _, _ = matmul_program(tb.cfg)
+    for cut in sorted(int(c) for c in tb.rng(7).choice(np.arange(5, 180), 4, replace=False)):
+        tb.cut_after = cut
+        await tb.run_program(prog, f"cut at {cut}")
+        tb.cut_after = None
+        await tb.soft_reset()
+        await tb.wait_idle(f"drain after the cut at {cut}")
+        c = await tb.counters()
+        assert c["pe"] == c["dve"] == c["sp"] == 0, tb.fail_text(cut, f"counters {c}")
+        await _good_run(tb, f"good program after the cut at {cut}")

@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``make bench BENCH=core``: the whole core on Verilator (``tb/core/``), every output checked
+bit for bit against golden by the cocotb test that produces the figures.
+
+* ``gemm_tensor_util_from_dram``: a tiled BF16 GEMM whose operands and result do not fit in SBUF
+  (``gemm_kernel``: DMA loads double-buffered, K accumulated in PSUM, evacuated by the vector
+  engine, stored by DMA), on the preset of the run: MACs / (pe_rows x pe_cols x cycles from
+  the engines' start to the idle interrupt). Goal >= 0.90 on the default preset. Next to it the
+  kernel's DRAM-traffic bound as a fraction of its cycles (``gemm_dram_bound_fraction``) and
+  each engine's busy fraction.
+* ``sim_cycles_per_second``: simulated cycles over the wall seconds of that kernel's run (from
+  the start write to the interrupt; C++ at -O3), and of
+  the small preset's ``make sim`` GEMM (``small_sim_cycles_per_second``, -O0 build as in
+  ``make test``).
+"""
+
+from __future__ import annotations
+
+import time
+
+NAME = "core"
+
+
+def gemm_shape(cfg):
+    """K, M, N of the benchmark GEMM: K = 16 K tiles, M = 8 M tiles, N = 2 PSUM banks; its
+    B operand alone is larger than SBUF on the default preset."""
+    return 16 * cfg.pe_rows, 8 * cfg.pe_cols, 2 * cfg.psum_bank_fp32
+
+
+def _run(cfg, kernels, optimize, dram_bytes):
+    from tb.core.build import core_sim, integration_cfg
+    from tb.runner import ROOT
+    import json
+    sim = core_sim(integration_cfg(cfg), optimize=optimize)
+    out = ROOT / "build" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = out / f"core_{cfg.name}_{'opt' if optimize else 'o0'}.jsonl"
+    metrics.unlink(missing_ok=True)
+    t0 = time.monotonic()
+    sim.run("tb.core.tb_kernels", params={"kernels": kernels, "metrics": str(metrics),
+                                          "dram_bytes": dram_bytes}, tag="bench")
+    wall = time.monotonic() - t0
+    recs = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
+    return recs, wall, sim
+
+
+def run(cfg, seed=1):
+    from rtl.config import get_preset
+    m = {}
+    K, M, N = gemm_shape(cfg)
+    dram = 1 << max(20, (4 * (K * M + K * N + 2 * M * N)).bit_length())
+    t0 = time.monotonic()
+    recs, wall, sim = _run(cfg, [{"name": "gemm", "seed": seed, "K": K, "M": M, "N": N,
+                                  "dram_bytes": dram}], True, dram)
+    r = recs[0]
+    cyc = r["cycles"]
+    macs = r["flops"] // 2
+    m["gemm_K"], m["gemm_M"], m["gemm_N"] = K, M, N
+    m["gemm_cycles"] = cyc
+    m["gemm_tensor_util_from_dram"] = macs / (cfg.pe_rows * cfg.pe_cols * cyc)
+    beat = cfg.axi_data_bits // 8
+    m["gemm_dram_bound_fraction"] = (r["dram_bytes"] / beat) / cyc
+    m["gemm_bytes_vs_sbuf"] = r["dram_bytes"] / (cfg.partitions * cfg.sbuf_bytes_per_partition)
+    for e, b in r["busy"].items():
+        m[f"gemm_busy_{e}"] = b / cyc
+    m["sim_cycles_per_second"] = cyc / r["wall_seconds"]
+    m["verilator_build_seconds_cached_or_cold"] = round(sim.build_seconds, 1)
+    small = get_preset("small")
+    recs, wall, _ = _run(small, [{"name": "gemm", "seed": seed}], False, 1 << 20)
+    m["small_gemm_cycles"] = recs[0]["cycles"]
+    m["small_sim_cycles_per_second"] = recs[0]["cycles"] / recs[0]["wall_seconds"]
+    m["bench_wall_seconds"] = time.monotonic() - t0
+    return m
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    from rtl.config import preset_from_env
+    print(json.dumps(run(preset_from_env()), indent=2))
+    sys.exit(0)
