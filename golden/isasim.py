@@ -70,7 +70,8 @@ from golden.ap import AP, ELEM_BYTES, PSUM, SBUF, active_dims, addresses, extent
 from golden.ap import check as ap_check
 from golden.tensor import check_pair, matmul, psum_update, resolve_dense_format, transpose
 from rtl.config import CoreConfig, check_config
-from rtl.isa import ENGINES, INSTR_BYTES, OPS_BY_NAME, APEnc, Instr, check_reserved, decode
+from rtl.isa import ENGINES, INSTR_BYTES, OPS_BY_CODE, OPS_BY_NAME, APEnc, Instr, check_reserved, decode
+from rtl.isa import OPCODES as OPCODES_ALL
 
 __all__ = [
     "E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG",
@@ -145,6 +146,13 @@ class Timing:
     vector_latency : int
         Pipeline latency of a hooked op without its own timing (occupancy = elements per
         partition).
+    vector_overhead, vector_reduce_overhead, vector_max8_overhead : int
+        Vector engine, cycles of one instruction beyond its elements per lane (take -> done,
+        docs/vector.md §4: 20; TENSOR_REDUCE 32; MAX8 25).
+    act_overhead : int or None
+        Scalar engine, cycles beyond the elements (``None``: the element pipeline
+        ``2 + L + 12 L + 4 + 3`` plus 8 cycles of checks, 56 at ``L = mul + add stages = 3``,
+        docs/scalar.md §5).
     """
     seq_issue: int = 1
     wait_latency: int = 1
@@ -156,10 +164,15 @@ class Timing:
     dma_desc_cycles: int = 7
     dram_latency: int = 0
     vector_latency: int = 8
+    vector_overhead: int = 20
+    vector_reduce_overhead: int = 32
+    vector_max8_overhead: int = 25
+    act_overhead: int | None = None
 
     def __post_init__(self):
         for k in ("seq_issue", "wait_latency", "post_latency", "sync_cycles", "dma_desc_cycles",
-                  "dram_latency", "vector_latency"):
+                  "dram_latency", "vector_latency", "vector_overhead", "vector_reduce_overhead",
+                  "vector_max8_overhead"):
             v = getattr(self, k)
             lo = 1 if k in ("seq_issue", "post_latency", "sync_cycles") else 0
             if isinstance(v, bool) or not isinstance(v, int):
@@ -167,7 +180,7 @@ class Timing:
             if not lo <= v <= 1 << 20:
                 raise ValueError(f"Timing field '{k}' must be in [{lo}, {1 << 20}], not {v!r}")
         for k, lo, hi in (("issue_depth", 1, 16), ("fetch_depth", 1, 16),
-                          ("fetch_cycles", 0, 1 << 20)):
+                          ("fetch_cycles", 0, 1 << 20), ("act_overhead", 0, 1 << 20)):
             v = getattr(self, k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)
                                   or not lo <= v <= hi):
@@ -313,6 +326,7 @@ class IsaSim:
         self.timeline = []
         self.notifies = []
         self.pe_weights = None          # (codes [K, M] uint32, dtype name) of the last load
+        self._reset_engines()
         self._watchdog = None
         self.engine_state = {}          # hooks' timing state: name -> dict
 
@@ -324,6 +338,19 @@ class IsaSim:
         self.sems = [0] * self.cfg.semaphores
         self.error = None
         self.pe_weights = None
+        self._reset_engines()
+
+    def _reset_engines(self):
+        """Engine state a reset (power-on or soft) sets: the vector and scalar engines' SR
+        generators (``XorWowLanes(cfg.sr_seed, partitions)``, lane = partition, as their
+        ``ConvertFromFP32`` units), the scalar engine's P accumulators (+0) and its loaded
+        table (none)."""
+        from golden.prng import XorWowLanes
+        P = self.cfg.partitions
+        self.vec_prng = XorWowLanes(self.cfg.sr_seed, P)
+        self.act_prng = XorWowLanes(self.cfg.sr_seed, P)
+        self.act_acc = np.zeros(P, np.uint32)
+        self.act_loaded = None          # name of the function whose table is loaded
 
     # --- memory views, for hooks -----------------------------------------------------------
     @property
@@ -889,6 +916,280 @@ def _dma_start_access(sim, ins):
 
 
 register_op("dma_start", _dma_start, _t_dma_start, _dma_start_access)
+
+
+# --- vector and scalar engines (docs/vector.md, docs/scalar.md; the decoders of
+# --- rtl/core/engine_decode.py) ------------------------------------------------------------------
+#
+# Both decoders map the 128-byte instruction field for field onto the engines' decoded
+# instructions, and report an AP with a dimension beyond ``cfg.ap_dims`` (any of the three
+# slots) as E_AP_FORM before the engine sees the instruction. They do not drive the completion's
+# ``info``, so ERR_INFO is 0 for every vector and scalar error.
+
+def _decoder_form(sim, ins):
+    """The decoders' own check: E_AP_FORM (info 0) for an AP using a dimension slot
+    ``>= cfg.ap_dims``."""
+    nd = sim.cfg.ap_dims
+    for slot in ("ap0", "ap1", "ap2"):
+        enc = ins.aps.get(slot)
+        if enc is not None and any(n for _s, n in enc.dims[nd:]):
+            raise Fault(E_AP_FORM, 0, f"{slot} uses a dimension beyond ap_dims = {nd}")
+
+
+def _gap(sim, enc, elem_bytes=4):
+    """:class:`golden.ap.AP` of an encoded AP as the decoder drives the AP generator: the
+    ``cfg.ap_dims`` first dimensions (``elem_bytes``: a placeholder when the engine sets it
+    from the dtype)."""
+    enc = enc or _ZERO_AP
+    return AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
+              offset=enc.offset, elem_bytes=elem_bytes, dims=enc.dims[:sim.cfg.ap_dims])
+
+
+def _dcode(enc):
+    from rtl.isa import dtype_code
+    return dtype_code((enc or _ZERO_AP).dtype)
+
+
+def vec_instr(sim, ins):
+    """The :class:`golden.vector.VecInstr` the VectorDecoder gives for ``ins``: ``ap0`` /
+    ``ap1`` / ``ap2`` -> ``dst`` / ``src0`` / ``src1`` (an all-zero slot: memory code 0), the
+    opcode, flag ``sr``, ``op0``/``op1`` (their low 4 bits), ``ctl`` bits 0-3 (rev0, rev1, sel0,
+    sel1), ``imm0``/``imm1`` (FP32 bits)."""
+    from golden.vector import VecInstr
+    g = ins.aps.get
+    imm = ins.imm
+    ctl = imm.get("ctl", 0)
+
+    def bits(v):
+        return int(v) if isinstance(v, int) else int(np.float32(v).view(np.uint32))
+    return VecInstr(opcode=OPS_BY_NAME[ins.op].code, dst=_gap(sim, g("ap0")),
+                    src0=_gap(sim, g("ap1")), src1=_gap(sim, g("ap2")),
+                    dst_dtype=_dcode(g("ap0")), src0_dtype=_dcode(g("ap1")),
+                    src1_dtype=_dcode(g("ap2")), sr=int("sr" in ins.flags),
+                    op0=imm.get("op0", 0) & 15, op1=imm.get("op1", 0) & 15,
+                    rev0=ctl & 1, rev1=ctl >> 1 & 1, sel0=ctl >> 2 & 1, sel1=ctl >> 3 & 1,
+                    imm0=bits(imm.get("imm0", 0)), imm1=bits(imm.get("imm1", 0)))
+
+
+def _vec_used(vi):
+    """``[(role, AP with its dtype's element size, dtype)]`` of the APs the engine touches."""
+    from golden import vector as gv
+    used = [("w", vi.dst, vi.dst_dtype)]
+    if gv._uses_src0(vi):
+        used.append(("r", vi.src0, vi.src0_dtype))
+    if gv._uses_src1(vi):
+        used.append(("r", vi.src1, vi.src1_dtype))
+    return used
+
+
+def _vec_execute(sim, ins):
+    from golden import vector as gv
+    _decoder_form(sim, ins)
+    vi = vec_instr(sim, ins)
+    code = gv.check(sim.cfg, vi)
+    if code:
+        raise Fault(code, 0, f"{ins.op}: vector engine status {ERROR_NAMES.get(code, code)} "
+                             f"({vi})")
+    mem = gv.VecMemory.__new__(gv.VecMemory)       # the simulator's arrays, no copy
+    mem._cfg, mem.sbuf, mem.psum = sim.cfg, sim.sbuf, sim.psum
+    code = gv.run(sim.cfg, vi, mem, sim.vec_prng)
+    assert code == 0, code
+
+
+def _vec_elems(vi):
+    """Elements per lane the engine streams (the source pattern; MEMSET/IOTA: the
+    destination's)."""
+    from golden import vector as gv
+    ap = vi.src0 if gv._uses_src0(vi) else vi.dst
+    return ap.count
+
+
+#: Vector opcode -> ``(timing, cycles per element)``: extra cycles beyond the elements per lane
+#: (a :class:`Timing` field name) and the element rate (``None``: 1, or the number of PSUM
+#: operands when they share the one PSUM port). A new golden.vector opcode with the usual
+#: timing needs no entry.
+VEC_TIMING = {
+    "tensor_reduce": ("vector_reduce_overhead", None),
+    "max8": ("vector_max8_overhead", None),
+    "tensor_tensor_scan": ("vector_overhead", "scan"),
+}
+
+
+def _vec_timing(sim, ins, issue):
+    vi = vec_instr(sim, ins)
+    over, rate = VEC_TIMING.get(ins.op, ("vector_overhead", None))
+    c = sim.cfg
+    if rate == "scan":                      # each result feeds the next element (serial)
+        rate = 2 + 2 * (c.mul_stages + c.add_stages) + 1
+    else:
+        rate = max(1, sum(ap.memory == PSUM for _k, ap, _d in _vec_used(vi)))
+    st = sim.engine_state.setdefault("dve", {"free": 0})
+    start = max(issue, st["free"])
+    done = start + getattr(sim.timing, over) + rate * _vec_elems(vi)
+    st["free"] = done                       # one instruction at a time (docs/vector.md)
+    return start, done
+
+
+def _vec_access(sim, ins):
+    from golden.vector import elem_bytes_of
+    import dataclasses
+    vi = vec_instr(sim, ins)
+    return [IsaSim.footprint(k, dataclasses.replace(ap, elem_bytes=elem_bytes_of(sim.cfg, dt)))
+            for k, ap, dt in _vec_used(vi)]
+
+
+def register_vector_ops():
+    """Register the vector hooks for every opcode of ``golden.vector.OPCODES`` that
+    :mod:`rtl.isa` gives to ``dve`` (so a new vector opcode in both tables plugs in here)."""
+    from golden import vector as gv
+    for code, name in gv.OPCODES.items():
+        op = OPS_BY_CODE.get(code)
+        if op is not None and op.engine == "dve" and op.name == name:
+            register_op(name, _vec_execute, _vec_timing, _vec_access)
+
+
+# scalar (activation) engine
+
+def act_instr(sim, ins):
+    """The :class:`golden.activation.ActInstr` the ScalarDecoder gives for ``ins``: ``ap0`` /
+    ``ap1`` -> ``dst`` / ``src``; ``ap2`` -> the bias AP when immediate ``bias_ap`` bit 0 is
+    set and the scale AP when ``scale_ap`` bit 0 is (both: the same AP for both), ``func``,
+    ``reduce_cmd`` (its low 2 bits), ``scale``/``bias`` (FP32 bits), flag ``sr``."""
+    from golden import activation as ga
+    g = ins.aps.get
+    imm = ins.imm
+
+    def bits(v, default):
+        if v is None:
+            return 0 if default is None else default
+        return int(v) if isinstance(v, int) else int(np.float32(v).view(np.uint32))
+
+    def eb(enc):
+        return ELEM_BYTES.get((enc or _ZERO_AP).dtype, 4)
+    a2 = _gap(sim, g("ap2"), eb(g("ap2")))
+    return ga.ActInstr(opcode=OPS_BY_NAME[ins.op].code, func=imm.get("func", 0),
+                       dst=_gap(sim, g("ap0"), eb(g("ap0"))),
+                       src=_gap(sim, g("ap1"), eb(g("ap1"))),
+                       dst_dtype=_dcode(g("ap0")), src_dtype=_dcode(g("ap1")),
+                       scale=bits(imm.get("scale"), None), bias=bits(imm.get("bias"), None),
+                       scale_ap=a2 if imm.get("scale_ap", 0) & 1 else None,
+                       bias_ap=a2 if imm.get("bias_ap", 0) & 1 else None,
+                       scale_dtype=_dcode(g("ap2")), bias_dtype=_dcode(g("ap2")),
+                       reduce_cmd=imm.get("reduce_cmd", 0) & 3, sr="sr" in ins.flags)
+
+
+def _act_execute(sim, ins):
+    from golden import activation as ga
+    from golden.ap import E_OK
+    _decoder_form(sim, ins)
+    ai = act_instr(sim, ins)
+    loaded = sim.act_loaded
+    if ai.opcode == ga.OP_ACTIVATION and loaded is None:
+        raise Fault(E_OPCODE, 0, f"{ins.op}: no table loaded (act_table_load first)")
+    code = ga.check_instr(sim.cfg, ai, loaded)
+    if code != E_OK:
+        raise Fault(code, 0, f"{ins.op}: scalar engine status {ERROR_NAMES.get(code, code)} "
+                             f"(loaded table: {loaded})")
+    rand = None
+    if ai.sr:
+        n, p0, np_ = ai.src.count, ai.src.start_partition, ai.src.num_partitions
+        if ai.dst_dtype == 0:               # an fp32 write needs no rounding: no PRNG step
+            rand = np.zeros((np_, n), np.uint32)
+        else:
+            rand = np.ascontiguousarray(sim.act_prng.next_n(n)[:, p0:p0 + np_].T)
+    code = ga.execute(sim.cfg, ai, {SBUF: sim.sbuf, PSUM: sim.psum}, sim.act_acc, rand=rand,
+                      loaded=loaded)
+    assert code == E_OK, code
+
+
+def table_words(tab):
+    """The words of ``golden.activation.table_image(tab)`` in address order: what
+    ``act_table_load`` reads through its fp32 AP ``ap1``, word ``k`` being element ``k // np``
+    of partition ``start + k % np`` (``np`` = the AP's partitions: the reader's beats, lanes in
+    order, so a large table spreads over the partitions): the 10 header words, the binade map
+    (``2 x (bmax - bmin)`` words: half 0, then half 1), then 9 words per segment (centre,
+    c0..c6, flags). Words after the last segment (padding to a whole number of beats) go to
+    further segment slots, which the map never selects."""
+    from golden.activation import table_image
+    img = table_image(tab)
+    return np.array([img[a] for a in sorted(img)], np.uint32)
+
+
+def _act_table_load(sim, ins):
+    from golden import activation as ga
+    from rtl.config import ACT_BINADES
+    _decoder_form(sim, ins)
+    enc = ins.aps.get("ap1", _ZERO_AP)
+    if enc.dtype != "fp32":
+        raise Fault(E_FORMAT, 0, f"act_table_load ap1 must be fp32 (32-bit table words), not "
+                                 f"{enc.dtype}")
+    ap = _gap(sim, enc, 4)
+    r = ap_check(sim.cfg, ap)
+    if r is not None:
+        raise Fault(r[0], 0, f"act_table_load ap1: {r[2]}")
+    w = sim.read_ap(ap).T.ravel()           # element-major: each beat's lanes in order
+    n = len(w)
+    nb = ((int(w[0]) >> 24) & 0xFF) - ((int(w[0]) >> 16) & 0xFF) if n else 0
+    segs = -(-(n - 10 - 2 * nb) // 9) if n >= 10 else -1
+    fid = int(w[9]) if n >= 10 else -1
+    if (n < 10 or not 0 <= nb <= ACT_BINADES or segs < 1 or segs > sim.cfg.act_segments
+            or not 0 <= fid < len(ga.FUNCTIONS) or fid != ins.imm.get("func", 0)):
+        raise Fault(E_SHAPE, 0, f"act_table_load: {n} words are not a table image of "
+                                f"function {ins.imm.get('func', 0)} (docs/kernels.md)")
+    name = ga.FUNCTIONS[fid]
+    ref = table_words(ga.table(name))
+    # words past the table land in segments its map never selects: no effect
+    if n < len(ref) or not np.array_equal(w[:len(ref)], ref):
+        raise NotImplementedError(
+            f"golden ISA simulator: act_table_load of a table other than the built-in "
+            f"{name!r} table is not modelled")
+    sim.act_loaded = name
+
+
+def _act_pipe(cfg):
+    L = cfg.mul_stages + cfg.add_stages
+    return 2 + L + 12 * L + 4 + 3
+
+
+def _act_timing(sim, ins, issue):
+    st = sim.engine_state.setdefault("act", {"free": 0})
+    start = max(issue, st["free"])
+    over = sim.timing.act_overhead
+    over = _act_pipe(sim.cfg) + 8 if over is None else over
+    n = _elems(ins.aps["ap1"]) if "ap1" in ins.aps else 0
+    if ins.op == "act_table_load":          # drain the pipeline, then one word per cycle
+        done = start + _act_pipe(sim.cfg) + n * ins.aps["ap1"].count
+    else:
+        done = start + over + n
+    st["free"] = done
+    return start, done
+
+
+def _act_access(sim, ins):
+    if ins.op == "act_table_load":
+        return [IsaSim.footprint("r", _gap(sim, ins.aps["ap1"], 4))]
+    ai = act_instr(sim, ins)
+    out = [IsaSim.footprint("w", ai.dst), IsaSim.footprint("r", ai.src)]
+    for ap in {id(a): a for a in (ai.scale_ap, ai.bias_ap) if a is not None}.values():
+        out.append(IsaSim.footprint("r", ap))
+    return out
+
+
+def register_scalar_ops():
+    """Register ``act_table_load`` and the scalar opcodes ``golden.activation.execute`` runs
+    (ACTIVATION, and COPY once :mod:`rtl.isa` gives it a row)."""
+    from golden import activation as ga
+    for op in OPCODES_ALL:
+        if op.engine != "act":
+            continue
+        if op.code == ga.OP_ACT_TABLE_LOAD:
+            register_op(op.name, _act_table_load, _act_timing, _act_access)
+        elif op.code in (ga.OP_ACTIVATION, ga.OP_COPY):
+            register_op(op.name, _act_execute, _act_timing, _act_access)
+
+
+register_vector_ops()
+register_scalar_ops()
 
 
 # --- races ------------------------------------------------------------------------------------
