@@ -66,7 +66,7 @@ from typing import Callable
 import numpy as np
 
 from golden import dma as gdma
-from golden.ap import AP, ELEM_BYTES, PSUM, SBUF, active_dims, addresses, extent
+from golden.ap import AP, ELEM_BYTES, PSUM, SBUF, addresses, extent
 from golden.ap import check as ap_check
 from golden.tensor import check_pair, matmul, psum_update, resolve_dense_format, transpose
 from rtl.config import CoreConfig, check_config
@@ -673,6 +673,7 @@ class IsaSim:
                     f"golden ISA simulator: opcode {ins.op} (0x{op.code:02x}, engine "
                     f"{op.engine}) has no hook yet; register one with "
                     f"golden.isasim.register_op({ins.op!r}, ...)")
+            self.cur_index = i
             try:
                 hook.execute(self, ins)
             except Fault as f:
@@ -730,12 +731,12 @@ def _elems(a):
     return n
 
 
-def _ap_access(sim, ins):
+def _ap_access(sim, ins, slots=None):
     op = OPS_BY_NAME[ins.op]
     out = []
     for slot, role in op.aps.items():
         enc = ins.aps.get(slot)
-        if enc is None:
+        if enc is None or (slots is not None and slot not in slots):
             continue
         ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
                 offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims)
@@ -756,12 +757,73 @@ def _desc_beats(cfg, d):
     return best
 
 
-# --- tensor engine hooks (docs/isa.md §6) ------------------------------------------------------
+# --- tensor engine hooks: what rtl/core/tensor_decode.py and the SBUF-fed engine do -----------
+#
+# The TensorDecoder checks the fields first (static errors; their ERR_INFO is the instruction's
+# queue index, as the decoder sends it): E_FLAGS, E_FORMAT (the source dtype), E_AP_FORM (a
+# dimension beyond cfg.ap_dims), E_SHAPE (the SBUF operand and the PSUM AP: its fields only,
+# no PSUM AP is walked). Then the source AP goes to its reader (E_AP_*, ERR_INFO 0) and the
+# command to the engine (E_SHAPE / E_FORMAT, e.g. a wide/narrow pair, ERR_INFO 0). ap2 of
+# multiply_moving and ap1 of transpose are not read.
 
-def _flags_later(ins):
-    bad = sorted(set(ins.flags) & {"sparse", "mx"})
-    if bad:
-        raise Fault(E_FLAGS, 0, f"{ins.op}: flag {bad[0]} is [later] for SBUF-fed instructions")
+def _rtl_elems(enc, nd):
+    """The decoder's element count: the product of ``num`` over the ``ap_dims`` slots, a 0
+    counting as 1, saturated at ``2**16``."""
+    n = 1
+    for _s, k in tuple(enc.dims[:nd]):
+        n = min(n * (k or 1), 1 << 16)
+    return n
+
+
+def _static(sim, code, msg):
+    return Fault(code, sim.cur_index, msg)
+
+
+def _pe_src(sim, ins):
+    """The decoder's checks of the source AP ``ap1`` common to both ops: ``(enc, elements)``."""
+    c = sim.cfg
+    enc = ins.aps.get("ap1", _ZERO_AP)
+    if enc.dtype not in ELEM_BYTES or enc.dtype == "fp4_e2m1" or \
+            enc.dtype not in (*c.formats, *c.mx_element_formats):
+        raise _static(sim, E_FORMAT, f"{ins.op}: ap1 dtype {enc.dtype} is not a tensor format")
+    if any(k for _s, k in enc.dims[c.ap_dims:]):
+        raise _static(sim, E_AP_FORM, f"{ins.op}: ap1 uses a dimension beyond ap_dims")
+    return enc, _rtl_elems(enc, c.ap_dims)
+
+
+def _src_ok(sim, enc):
+    return enc.mem == SBUF and enc.start == 0 and 1 <= enc.count <= sim.cfg.pe_rows
+
+
+def _psum_ok(sim, enc, n, last_m):
+    """The decoder's PSUM AP check (fields only): PSUM fp32 from partition 0 with ``count`` the
+    last load's M, at entry 0 of an existing bank, one dimension ``(1, n)``."""
+    c = sim.cfg
+    d = tuple(enc.dims) + ((0, 0),) * (4 - len(enc.dims))
+    return (enc.mem == PSUM and enc.start == 0 and enc.dtype == "fp32"
+            and enc.offset % c.psum_bank_bytes == 0 and enc.offset // c.psum_bank_bytes < c.psum_banks
+            and d[0][0] == 1 and d[0][1] == n and not any(k for _s, k in d[1:])
+            and enc.count == last_m)
+
+
+def _last(sim):
+    """``(K, M)`` of the last load (0, 0 before any, like the decoder after reset)."""
+    return sim.pe_weights[0].shape if sim.pe_weights is not None else (0, 0)
+
+
+def _read_src(sim, enc):
+    """The reader's check of an accepted source AP (E_AP_*, ERR_INFO 0) and its elements."""
+    ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
+            offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims[:sim.cfg.ap_dims])
+    r = ap_check(sim.cfg, ap)
+    if r is not None:
+        raise Fault(r[0], 0, f"ap1: {r[2]}")
+    return ap
+
+
+def _dense(sim, dtype, what):
+    if dtype not in sim.cfg.formats:
+        raise Fault(E_FORMAT, 0, f"{what} dtype {dtype} is an MX element format, not dense")
 
 
 def _operand(sim, codes, dtype):
@@ -771,74 +833,60 @@ def _operand(sim, codes, dtype):
     return codes & np.uint32((1 << sim.cfg.fmt(dtype).width) - 1)
 
 
-def _pe_weights(sim, ins):
-    if sim.pe_weights is None:
-        raise Fault(E_SHAPE, 0, f"{ins.op} before any load_stationary")
-    return sim.pe_weights
-
-
-def _psum_ap(sim, enc, n, M):
-    c = sim.cfg
-    if (enc.mem != PSUM or enc.dtype != "fp32" or enc.start != 0 or enc.count != M
-            or enc.offset % c.psum_bank_bytes or active_dims(AP(dims=enc.dims)) != ((1, n),)):
-        raise Fault(E_SHAPE, 0, f"ap0 must be PSUM fp32 [0:{M}] at a bank's entry 0 with the one "
-                                f"dimension (1, {n}), not {enc}")
-    return enc.offset // c.psum_bank_bytes
-
-
 def _load_stationary(sim, ins):
-    _flags_later(ins)
-    enc = ins.aps.get("ap1", _ZERO_AP)
-    sim.check_format(enc, "ap1", sim.cfg.formats)
-    ap = sim.check_ap(enc, "ap1")
-    K, M = enc.count, ap.count
-    if enc.mem != SBUF or enc.start != 0 or K > sim.cfg.pe_rows or M > sim.cfg.pe_cols:
-        raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K <= {sim.cfg.pe_rows} "
-                                f"partitions and M <= {sim.cfg.pe_cols} elements, not "
-                                f"memory {enc.mem}, start {enc.start}, K {K}, M {M}")
+    if ins.flags:
+        raise _static(sim, E_FLAGS, f"load_stationary: flags {sorted(ins.flags)} are [later] "
+                                    f"for SBUF-fed loads")
+    enc, m = _pe_src(sim, ins)
+    if not _src_ok(sim, enc) or not 1 <= m <= sim.cfg.pe_cols:
+        raise _static(sim, E_SHAPE, f"ap1 must be SBUF from partition 0 with K <= "
+                                    f"{sim.cfg.pe_rows} partitions and M <= {sim.cfg.pe_cols} "
+                                    f"elements, not {enc}")
+    ap = _read_src(sim, enc)
+    _dense(sim, enc.dtype, "ap1")
     sim.pe_weights = (_operand(sim, sim.read_ap(ap), enc.dtype), enc.dtype)
 
 
 def _multiply_moving(sim, ins):
-    _flags_later(ins)
     c = sim.cfg
-    if "ap2" in ins.aps:
-        raise Fault(E_FLAGS, 2, "ap2 (MX scales) without the mx flag")
+    if ins.flags - {"acc"}:
+        raise _static(sim, E_FLAGS, f"multiply_moving: flags {sorted(ins.flags - {'acc'})} "
+                                    f"are [later] for SBUF-fed instructions")
+    X, n = _pe_src(sim, ins)
     P = ins.aps.get("ap0", _ZERO_AP)
-    X = ins.aps.get("ap1", _ZERO_AP)
-    sim.check_format(X, "ap1", c.formats)
-    if sim.pe_weights is not None:
-        try:
-            check_pair(resolve_dense_format(sim.pe_weights[1], c),
-                       resolve_dense_format(X.dtype, c))
-        except ValueError as e:
-            raise Fault(E_FORMAT, 1, str(e)) from None
-    sim.check_ap(P, "ap0")
-    xap = sim.check_ap(X, "ap1")
-    w, fs = _pe_weights(sim, ins)
-    K, M = w.shape
-    N = xap.count
-    if X.mem != SBUF or X.start != 0 or X.count != K or N > c.psum_bank_fp32:
-        raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K = {K} partitions and "
-                                f"N <= {c.psum_bank_fp32} elements, not {X}")
-    bank = _psum_ap(sim, P, N, M)
-    r = matmul(w, fs, _operand(sim, sim.read_ap(xap), X.dtype), X.dtype, c)
-    view = sim.psum32[:M, bank, :N]
-    sim.psum32[:M, bank, :N] = psum_update(view, r, "acc" in ins.flags)
+    K, M = _last(sim)
+    if (not _src_ok(sim, X) or not 1 <= n <= c.psum_bank_fp32 or not _psum_ok(sim, P, n, M)
+            or X.count > K):
+        raise _static(sim, E_SHAPE, f"multiply_moving: ap1 SBUF from partition 0 with <= K = "
+                                    f"{K} partitions and N <= {c.psum_bank_fp32}, ap0 PSUM fp32 "
+                                    f"[0:{M}] at a bank's entry 0 with the one dimension (1, N); "
+                                    f"not ap1 {X}, ap0 {P}")
+    xap = _read_src(sim, X)
+    w, fs = sim.pe_weights
+    _dense(sim, X.dtype, "ap1")
+    try:
+        check_pair(resolve_dense_format(fs, c), resolve_dense_format(X.dtype, c))
+    except ValueError as e:
+        raise Fault(E_FORMAT, 0, str(e)) from None
+    bank = P.offset // c.psum_bank_bytes
+    k = X.count                         # the engine uses the first k rows of the weights
+    r = matmul(w[:k], fs, _operand(sim, sim.read_ap(xap), X.dtype), X.dtype, c)
+    view = sim.psum32[:M, bank, :n]
+    sim.psum32[:M, bank, :n] = psum_update(view, r, "acc" in ins.flags)
 
 
 def _transpose(sim, ins):
     c = sim.cfg
     P = ins.aps.get("ap0", _ZERO_AP)
-    sim.check_ap(P, "ap0")
-    if "ap1" in ins.aps:
-        sim.check_ap(ins.aps["ap1"], "ap1")
-    w, fs = _pe_weights(sim, ins)
-    K, M = w.shape
+    K, M = _last(sim)
+    if not _psum_ok(sim, P, K, M) or K == 0:
+        raise _static(sim, E_SHAPE, f"transpose: ap0 must be PSUM fp32 [0:{M}] at a bank's "
+                                    f"entry 0 with the one dimension (1, K = {K}), not {P}")
     if K > c.psum_bank_fp32:
         raise Fault(E_SHAPE, 0, f"transpose K = {K} must be <= psum_bank_fp32 = "
                                 f"{c.psum_bank_fp32}")
-    bank = _psum_ap(sim, P, K, M)
+    w, fs = sim.pe_weights
+    bank = P.offset // c.psum_bank_bytes
     sim.psum32[:M, bank, :K] = transpose(w, fs, c)
 
 
@@ -846,9 +894,14 @@ def _pe_state(sim):
     return sim.engine_state.setdefault("pe", {"free": 0, "dispatch": 0, "load_ready": None})
 
 
+def _passes(sim, *dtypes):
+    """Issues per column: ``cfg.fp32_passes`` with an FP32 operand (docs/tensor-engine.md)."""
+    return sim.cfg.fp32_passes if "fp32" in dtypes else 1
+
+
 def _t_load(sim, ins, issue):
     st = _pe_state(sim)
-    M = _elems(ins.aps["ap1"])
+    M = _elems(ins.aps["ap1"]) * _passes(sim, ins.aps["ap1"].dtype)
     start = max(issue, st["dispatch"])
     st["load_ready"] = start + M
     return start, start + M
@@ -856,23 +909,29 @@ def _t_load(sim, ins, issue):
 
 def _t_mm(sim, ins, issue):
     st = _pe_state(sim)
-    n = _elems(ins.aps["ap1"]) if ins.op == "multiply_moving" else sim.pe_weights[0].shape[0]
+    if ins.op == "multiply_moving":
+        n = _elems(ins.aps["ap1"])
+        cols = n * _passes(sim, ins.aps["ap1"].dtype, sim.pe_weights[1])
+    else:
+        n = cols = sim.pe_weights[0].shape[0]
     start = max(issue, st["free"])
     if st["load_ready"] is not None:
         start = max(start, st["load_ready"] + 1)
         st["load_ready"] = None
     st["dispatch"] = start
-    st["free"] = start + n
+    st["free"] = start + cols
     K, M = sim.pe_weights[0].shape
-    return start, start + n + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
-                                                    else 0)
+    if ins.op == "multiply_moving":
+        K = ins.aps["ap1"].count
+    return start, start + cols + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
+                                                       else 0)
 
 
 def _pe_access(sim, ins):
-    acc = _ap_access(sim, ins)
-    if ins.op == "transpose":
-        acc = [a for a in acc if a[0] == "w"]
-    return acc
+    """The source AP read (not ap2 of a matmul, not ap1 of a transpose), the PSUM AP
+    written."""
+    return _ap_access(sim, ins, {"load_stationary": ("ap1",), "multiply_moving": ("ap0", "ap1"),
+                                 "transpose": ("ap0",)}[ins.op])
 
 
 register_op("load_stationary", _load_stationary, _t_load, _pe_access)

@@ -399,3 +399,38 @@ def test_footprints_feed_the_race_detector():
     acc = sim.timeline[0].access if sim.timeline[0].op == "tensor_scalar" else \
         sim.timeline[1].access
     assert [(k, lo) for k, _m, _p, lo, _h in acc] == [("w", 512), ("r", 0)]
+
+
+# --- tensor engine: what the TensorDecoder accepts -----------------------------------------
+
+def _pe_setup():
+    sim = IsaSim(CFG)
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((P, 4)).astype(ml_dtypes.bfloat16)
+    x = rng.standard_normal((P, 8)).astype(ml_dtypes.bfloat16)
+    put(sim, 0, w.view(np.uint16))
+    put(sim, 64, x.view(np.uint16))
+    return sim, w, x
+
+
+def test_matmul_ap2_is_not_read_and_fewer_moving_rows_use_the_first_weight_rows():
+    from golden.tensor import matmul
+    ls = Instr(op="load_stationary", aps={"ap1": ap(0, 4, "bf16")})
+    mm = Instr(op="multiply_moving", aps={"ap0": ap(0, 8, mem=2), "ap1": ap(64, 8, "bf16")})
+    sim, w, x = _pe_setup()
+    assert sim.run({"pe": [ls, mm]}) is None
+    ref = sim.psum32[:4, 0, :8].copy()
+    # ap2 (MX scales) without the mx flag: the decoder does not look at it
+    sim2, _, _ = _pe_setup()
+    mm2 = dataclasses.replace(mm, aps={**mm.aps, "ap2": ap(4000, 200, "e8m0", mem=3)})
+    assert sim2.run({"pe": [ls, mm2]}) is None
+    np.testing.assert_array_equal(sim2.psum32[:4, 0, :8], ref)
+    # two moving partitions after a 4-row load: the first two weight rows (the decoder checks
+    # count <= K; docs/isa.md says count = K)
+    sim3, _, _ = _pe_setup()
+    mm3 = dataclasses.replace(mm, aps={**mm.aps, "ap1": ap(64, 8, "bf16", count=2)})
+    assert sim3.run({"pe": [ls, mm3]}) is None
+    want = matmul(w.view(np.uint16)[:2].astype(np.uint32), "bf16",
+                  x.view(np.uint16)[:2].astype(np.uint32), "bf16", CFG)
+    np.testing.assert_array_equal(sim3.psum32[:4, 0, :8], want)
+    assert sim3.timeline[1].work == 2 * 4 * 8

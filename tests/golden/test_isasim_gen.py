@@ -30,7 +30,9 @@ def _ops(rp):
     return out
 
 
-@pytest.mark.parametrize("cfg,seed", [(SMALL, s) for s in range(6)] + [(DEFAULT, 7)])
+@pytest.mark.parametrize("cfg,seed", [(SMALL, s) for s in range(3)] + [
+    pytest.param(SMALL, s, marks=pytest.mark.full) for s in range(3, 40)] + [
+    pytest.param(DEFAULT, 7, marks=pytest.mark.full)])
 def test_all_engine_programs_deterministic(cfg, seed):
     rp = random_program(cfg, 2000 + seed, n_ops=36)
     ref = None
@@ -62,7 +64,8 @@ def test_engines_subset_for_the_rtl_core():
         random_program(SMALL, 5, engines=("pool",))
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", [*range(5), *(pytest.param(s, marks=pytest.mark.full)
+                                                for s in range(5, 60))])
 def test_corrupted_all_engine_programs_one_error(seed):
     rp = random_program(SMALL, 4000 + seed, n_ops=16, corrupt=True)
     errs = [IsaSim(SMALL, dram_bytes=rp.dram).run(rp.programs, policy=p)
