@@ -784,7 +784,7 @@ def _pe_src(sim, ins):
     c = sim.cfg
     enc = ins.aps.get("ap1", _ZERO_AP)
     if enc.dtype not in ELEM_BYTES or enc.dtype == "fp4_e2m1" or \
-            enc.dtype not in (*c.formats, *c.mx_element_formats):
+            enc.dtype not in (*c.formats, *(f.name for f in c.mx_element_formats.values())):
         raise _static(sim, E_FORMAT, f"{ins.op}: ap1 dtype {enc.dtype} is not a tensor format")
     if any(k for _s, k in enc.dims[c.ap_dims:]):
         raise _static(sim, E_AP_FORM, f"{ins.op}: ap1 uses a dimension beyond ap_dims")

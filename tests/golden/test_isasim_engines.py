@@ -434,3 +434,18 @@ def test_matmul_ap2_is_not_read_and_fewer_moving_rows_use_the_first_weight_rows(
                   x.view(np.uint16)[:2].astype(np.uint32), "bf16", CFG)
     np.testing.assert_array_equal(sim3.psum32[:4, 0, :8], want)
     assert sim3.timeline[1].work == 2 * 4 * 8
+
+
+def test_mx_element_format_passes_the_decoder_and_fails_in_the_engine():
+    """An MX element format that is not a dense format passes the decoder's format check
+    (it is one of the engine's formats) and the engine rejects it: E_FORMAT with ERR_INFO 0,
+    after the AP check; e8m0 fails in the decoder (ERR_INFO = the queue index)."""
+    cfg = CFG.replace(formats=("fp32", "bf16"))
+    nop = Instr(op="nop")
+    for dt, info in (("fp8_e4m3fn", 0), ("e8m0", 1)):
+        err = IsaSim(cfg).run({"pe": [nop, Instr(op="load_stationary",
+                                                 aps={"ap1": ap(0, 4, dt)})]})
+        assert (err.code, err.index, err.info) == (E_FORMAT, 1, info), (dt, err)
+    err = IsaSim(cfg).run({"pe": [nop, Instr(op="load_stationary",
+                                             aps={"ap1": ap(4094, 4, "fp8_e4m3fn")})]})
+    assert (err.code, err.info) == (E_AP_RANGE, 0)
