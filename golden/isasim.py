@@ -38,8 +38,8 @@ Errors (``docs/architecture.md`` §11.2-11.3)
 -------------------------------------------
 Checked before an instruction touches anything, in this order: ``E_OPCODE``
 (:func:`rtl.isa.check_reserved`), ``E_SEM`` (a wait or post on a semaphore ``>= semaphores``),
-then the engine's checks: ``E_FLAGS``, ``E_FORMAT``, the APs (``E_AP_*``, :func:`golden.ap.check`,
-slot order), ``E_SHAPE``. ``dma_start``: ``E_DESC`` (address not a multiple of 64, DMA engine or
+then the engine's checks in the order of its RTL decoder and engine (``docs/kernels.md`` §3:
+the tensor decoder's static checks report the queue index as ERR_INFO, everything else 0). ``dma_start``: ``E_DESC`` (address not a multiple of 64, DMA engine or
 queue out of range), ``E_AXI`` (descriptors outside the DRAM window); each descriptor:
 :func:`golden.dma.check`. A post that overflows ``2^semaphore_bits - 1`` is ``E_SEM`` (source
 ``"sem"``). When every unfinished engine stream waits on a semaphore that can no longer reach its
@@ -51,9 +51,10 @@ index, info, detail) and every stream stops; the failing instruction wrote nothi
 
 Engine hooks
 ------------
-Each engine opcode runs through :data:`OP_HOOKS` (``name -> OpHook``): the tensor and sync
-opcodes are registered here; the vector and scalar engines register theirs with
-:func:`register_op`. A valid opcode without a hook raises ``NotImplementedError`` naming it.
+Each engine opcode runs through :data:`OP_HOOKS` (``name -> OpHook``, :func:`register_op`):
+every opcode of ``pe``, ``dve`` (each ``golden.vector`` opcode ``rtl.isa`` names the same),
+``act`` (``activation``, ``act_table_load``) and ``sp`` is registered here. A valid opcode
+without a hook raises ``NotImplementedError`` naming it.
 """
 
 from __future__ import annotations
