@@ -986,7 +986,7 @@ register_op("dma_start", _dma_start, _t_dma_start, _dma_start_access)
 # slots) as E_AP_FORM before the engine sees the instruction. They do not drive the completion's
 # ``info``, so ERR_INFO is 0 for every vector and scalar error.
 
-def _decoder_form(sim, ins):
+def decoder_form(sim, ins):
     """The decoders' own check: E_AP_FORM (info 0) for an AP using a dimension slot
     ``>= cfg.ap_dims``."""
     nd = sim.cfg.ap_dims
@@ -1044,7 +1044,7 @@ def _vec_used(vi):
 
 def _vec_execute(sim, ins):
     from golden import vector as gv
-    _decoder_form(sim, ins)
+    decoder_form(sim, ins)
     vi = vec_instr(sim, ins)
     code = gv.check(sim.cfg, vi)
     if code:
@@ -1141,7 +1141,7 @@ def act_instr(sim, ins):
 def _act_execute(sim, ins):
     from golden import activation as ga
     from golden.ap import E_OK
-    _decoder_form(sim, ins)
+    decoder_form(sim, ins)
     ai = act_instr(sim, ins)
     loaded = sim.act_loaded
     if ai.opcode == ga.OP_ACTIVATION and loaded is None:
@@ -1178,7 +1178,7 @@ def table_words(tab):
 def _act_table_load(sim, ins):
     from golden import activation as ga
     from rtl.config import ACT_BINADES
-    _decoder_form(sim, ins)
+    decoder_form(sim, ins)
     enc = ins.aps.get("ap1", _ZERO_AP)
     if enc.dtype != "fp32":
         raise Fault(E_FORMAT, 0, f"act_table_load ap1 must be fp32 (32-bit table words), not "
