@@ -628,6 +628,43 @@ class Kernel:
                    lambda w, p: Instr(op="activation", wait=w, post=p, aps=aps, imm=imm,
                                       flags=frozenset({"sr"} if sr else ())))
 
+    # --- N:M sparse weights -------------------------------------------------------------------
+    def sparse_load(self, tile, values, tags, pattern, row0=0, col0=0, queue=None):
+        """Decompress N:M weights into the dense SBUF ``tile`` [K_log, M] (bf16 or any 2-byte
+        dense format): ``values`` is the DRAM tensor of kept values ``[K_phys, F]``
+        (``golden.sparse.compress`` layout, ``K_phys = K_log n / m``), ``tags`` their positions
+        (a numpy array, known when the kernel is built), the tile's rows ``row0 ..`` of the
+        logical weights and columns ``col0 ..``. The tile is cleared (``memset``), then every kept value is copied into
+        place by a one-element DMA descriptor (the tags become the addresses). The SBUF-fed
+        sparse load of the tensor engine is [later] in the RTL (``E_FLAGS``), so this is how a
+        kernel keeps weights compressed in DRAM today. Returns the descriptor count."""
+        from golden import sparse as gs
+        n, m = gs.pattern_params(pattern, self.cfg)
+        tags = np.asarray(tags)
+        if tile.mem != SBUF or tile.dtype != values.dtype or ELEM_BYTES[tile.dtype] != 2:
+            raise ValueError(f"sparse_load tile must be an SBUF tile of the values' 2-byte "
+                             f"format {values.dtype}, not {tile.mem} {tile.dtype}")
+        if tags.shape != values.shape:
+            raise ValueError(f"sparse_load tags must have the values' shape {values.shape}, "
+                             f"not {tags.shape}")
+        self.memset(tile, 0.0)
+        es, SBP = 2, self.cfg.sbuf_bytes_per_partition
+        count = 0
+        for r in range(tile.parts):
+            g, pos = divmod(row0 + r, m)
+            for j in range(tile.elems):
+                hit = [kp for kp in range(g * n, (g + 1) * n) if tags[kp, col0 + j] == pos]
+                if not hit:
+                    continue
+                d = gdma.Descriptor(src=values.addr + hit[0] * values.pitch + es * (col0 + j),
+                                    dst=r * SBP + tile.offset + es * j, src_space=gdma.DRAM,
+                                    dst_space=gdma.SBUF, dims=((1, es, es),),
+                                    src_dtype=gdma.DTYPE_CODES[values.dtype],
+                                    dst_dtype=gdma.DTYPE_CODES[values.dtype])
+                self.descriptor(d, reads=[values], writes=[tile], queue=queue)
+                count += 1
+        return count
+
     def output(self, name, where):
         """Name where a result lives (a :class:`DramTensor` or a dict of tiles)."""
         self.outputs[name] = where

@@ -340,7 +340,6 @@ def sparse_mlp(cfg, XT, W, b, *, pattern="4:16", func="gelu", out_dtype="bf16",
     into the descriptors' addresses; then the dense tiled GEMM, bias and ``func`` of
     :func:`mlp`. The DRAM weight traffic is ``n/m`` of the dense layer's, the PE work is
     the dense one. ``D`` must be a multiple of ``m``."""
-    from golden import dma as gdma
     from golden import sparse as gs
     check_config(cfg, "sparse_mlp")
     XT, W, b = (np.asarray(a, np.uint32) for a in (XT, W, b))
@@ -373,7 +372,6 @@ def sparse_mlp(cfg, XT, W, b, *, pattern="4:16", func="gelu", out_dtype="bf16",
     bt = k.dram_tensor("b", dtype="fp32", data=b.reshape(F, 1))
     yt = k.dram_tensor("YT", (F, T), out_dtype)
     release = _ring(k, 3)
-    SBP = cfg.sbuf_bytes_per_partition
     exp = np.zeros((F, T), np.uint32)
     descs = 0
     for f0 in range(0, F, TM):
@@ -382,23 +380,8 @@ def sparse_mlp(cfg, XT, W, b, *, pattern="4:16", func="gelu", out_dtype="bf16",
         k.load(bias, bt, f0, 0)
         wts = []
         for k0 in range(0, D, TK):                  # decompress the weight tiles of this block
-            kn = min(TK, D - k0)
-            wt = k.sbuf_tile(kn, fn, "bf16", f"w{k0}_{f0}")
-            k.memset(wt, 0.0)
-            for r in range(kn):
-                row = k0 + r
-                g, pos = divmod(row, m)
-                for j in range(fn):
-                    hit = [kp for kp in range(g * n, (g + 1) * n) if Tg[kp, f0 + j] == pos]
-                    if not hit:
-                        continue
-                    src = vt.addr + hit[0] * vt.pitch + 2 * (f0 + j)
-                    dst = r * SBP + wt.offset + 2 * j
-                    k.descriptor(gdma.Descriptor(src=src, dst=dst, src_space=gdma.DRAM,
-                                                 dst_space=gdma.SBUF, dims=((1, 2, 2),),
-                                                 src_dtype=2, dst_dtype=2),
-                                 reads=[vt], writes=[wt])
-                    descs += 1
+            wt = k.sbuf_tile(min(TK, D - k0), fn, "bf16", f"w{k0}_{f0}")
+            descs += k.sparse_load(wt, vt, Tg, pattern, row0=k0, col0=f0)
             wts.append(wt)
         for t0 in range(0, T, TN):
             tn = min(TN, T - t0)

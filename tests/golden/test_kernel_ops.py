@@ -150,3 +150,44 @@ def test_kernel_api_bad_arguments():
         k.activation(a, a, "softmax")
     with pytest.raises(ValueError, match="view"):
         a.view(2, 3)
+
+
+def test_sparse_load_decompresses_in_sbuf():
+    """4:16 weights kept compressed in DRAM, scattered into a dense SBUF tile by DMA: equal to
+    golden.sparse.decompress; a tile that starts inside a group (row0 = 4) works too."""
+    from golden import sparse as gs
+    rng = np.random.default_rng(9)
+    W = rng.standard_normal((16, 4)).astype(BF).view(np.uint16).astype(np.uint32)
+    vals, tags = gs.compress(W, "bf16", "4:16", CFG)
+    dense = gs.decompress(vals, tags, "bf16", "4:16", CFG)
+    k = Kernel(CFG, dram_bytes=1 << 16)
+    vt = k.dram_tensor("V", dtype="bf16", data=vals)
+    outs = {}
+    for row0 in (0, 4):
+        t = k.sbuf_tile(P, 4, "bf16")
+        k.memset(t, 1.0)                        # sparse_load clears it first
+        n = k.sparse_load(t, vt, tags, "4:16", row0=row0)
+        assert n == int(_kept(tags, row0, P).sum())   # one descriptor per kept value
+        _out(k, f"w{row0}", t)
+        outs[row0] = t
+    kp = k.build()
+    sim = IsaSim(CFG, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None and find_races(sim) == []
+    got = kp.read_outputs(sim)
+    for row0 in outs:
+        np.testing.assert_array_equal(got[f"w{row0}"], dense[row0:row0 + P])
+    with pytest.raises(ValueError, match="tags"):
+        k.sparse_load(outs[0], vt, tags[:2], "4:16")
+    with pytest.raises(ValueError, match="2-byte"):
+        k.sparse_load(k.sbuf_tile(P, 4, "fp32"), vt, tags, "4:16")
+
+
+def _kept(tags, row0, parts):
+    """Logical positions [row0, row0 + parts) x columns that hold a kept value."""
+    out = np.zeros((parts, tags.shape[1]), bool)
+    for kp in range(tags.shape[0]):
+        for j in range(tags.shape[1]):
+            r = (kp // 4) * 16 + int(tags[kp, j]) - row0
+            if 0 <= r < parts:
+                out[r, j] = True
+    return out
