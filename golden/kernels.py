@@ -27,7 +27,7 @@ from golden.kernel import DramTensor, Kernel, KernelProgram
 from rtl.config import CoreConfig, check_config
 
 __all__ = ["KernelCase", "mlp", "attention_head", "layer_norm", "sparse_mlp", "KERNELS",
-           "decode_f64", "random_inputs"]
+           "decode_f64", "random_inputs", "run_golden"]
 
 ONE = 0x3F800000
 
@@ -456,3 +456,47 @@ def random_inputs(cfg, name, seed=0, **sizes):
 #: The ``make sim`` kernels by name.
 KERNELS = {"mlp": mlp, "attention_head": attention_head, "layer_norm": layer_norm,
            "sparse_mlp": sparse_mlp}
+
+
+def run_golden(case, *, png=None, policy="timed"):
+    """Run ``case`` on the golden ISA simulator: ``{"error", "cycles", "busy", "pe_utilization",
+    "check", "instructions", "sim"}`` (``check``: :meth:`KernelCase.check`, ``None`` after an
+    error); ``png``: a path for the engine-activity timeline (``golden.timeline``)."""
+    from golden.isasim import IsaSim
+    sim = IsaSim(case.cfg, dram_bytes=case.kp.dram)
+    err = sim.run(case.kp.programs, policy=policy)
+    st = sim.stats()
+    if png is not None:
+        from golden.timeline import write_png
+        write_png(sim.timeline, png, title=f"{case.name} ({case.cfg.name}), golden estimate")
+    return {"error": err, "cycles": st["cycles"], "busy": st["busy"],
+            "pe_utilization": st["pe_utilization"],
+            "check": None if err else case.check(case.kp.read_outputs(sim)),
+            "instructions": case.kp.instructions(), "sim": sim}
+
+
+def _main(argv=None):
+    import argparse
+    from rtl.config import get_preset
+    ap = argparse.ArgumentParser(prog="python -m golden.kernels",
+                                 description="Run the make-sim kernels on the golden ISA "
+                                             "simulator: cycles, busy fractions, bit check, "
+                                             "timeline PNGs.")
+    ap.add_argument("--preset", default="small")
+    ap.add_argument("--only", nargs="*", default=sorted(KERNELS), choices=sorted(KERNELS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--png-dir", default="build/sim/golden")
+    a = ap.parse_args(argv)
+    cfg = get_preset(a.preset)
+    bad = 0
+    for name in a.only:
+        case = KERNELS[name](cfg, *random_inputs(cfg, name, a.seed))
+        r = run_golden(case, png=f"{a.png_dir}/{name}_{cfg.name}.png")
+        busy = " ".join(f"{k} {v:.2f}" for k, v in r["busy"].items())
+        print(f"{name:15s} {r['cycles']:8d} cycles  {r['error'] or r['check']}  busy: {busy}")
+        bad += bool(r["error"]) or any(b or q > 1 for b, q in r["check"].values())
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -66,3 +66,12 @@ def test_kernel_shapes_refused():
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_default(name):
     _check(KERNELS[name](DEFAULT, *random_inputs(DEFAULT, name, seed=5)), seeds=(1, 2))
+
+
+def test_run_golden_reports_and_draws(tmp_path):
+    from golden.kernels import layer_norm, run_golden
+    case = layer_norm(SMALL, *random_inputs(SMALL, "layer_norm", D=8))
+    r = run_golden(case, png=str(tmp_path / "ln.png"))
+    assert r["error"] is None and r["check"]["Y"][0] == 0
+    assert r["cycles"] == r["sim"].stats()["cycles"] > 0
+    assert r["instructions"]["dve"] > 0 and (tmp_path / "ln.png").stat().st_size > 0
