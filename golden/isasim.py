@@ -147,9 +147,10 @@ class Timing:
     vector_latency : int
         Pipeline latency of a hooked op without its own timing (occupancy = elements per
         partition).
-    vector_overhead, vector_reduce_overhead, vector_max8_overhead : int
+    vector_overhead, vector_reduce_overhead, vector_max8_overhead, vector_scan_overhead : int
         Vector engine, cycles of one instruction beyond its elements per lane (take -> done,
-        docs/vector.md §4: 20; TENSOR_REDUCE 32; MAX8 25).
+        docs/vector.md §4: 20; TENSOR_REDUCE 32; MAX8 25; TENSOR_TENSOR_SCAN 12 beyond its
+        9 cycles per element: 588 measured for 64).
     act_overhead : int or None
         Scalar engine, cycles beyond the elements (``None``: the element pipeline
         ``2 + L + 12 L + 4 + 3`` plus 8 cycles of checks, 56 at ``L = mul + add stages = 3``,
@@ -168,12 +169,13 @@ class Timing:
     vector_overhead: int = 20
     vector_reduce_overhead: int = 32
     vector_max8_overhead: int = 25
+    vector_scan_overhead: int = 12
     act_overhead: int | None = None
 
     def __post_init__(self):
         for k in ("seq_issue", "wait_latency", "post_latency", "sync_cycles", "dma_desc_cycles",
                   "dram_latency", "vector_latency", "vector_overhead", "vector_reduce_overhead",
-                  "vector_max8_overhead"):
+                  "vector_max8_overhead", "vector_scan_overhead"):
             v = getattr(self, k)
             lo = 1 if k in ("seq_issue", "post_latency", "sync_cycles") else 0
             if isinstance(v, bool) or not isinstance(v, int):
@@ -1071,7 +1073,7 @@ def _vec_elems(vi):
 VEC_TIMING = {
     "tensor_reduce": ("vector_reduce_overhead", None),
     "max8": ("vector_max8_overhead", None),
-    "tensor_tensor_scan": ("vector_overhead", "scan"),
+    "tensor_tensor_scan": ("vector_scan_overhead", "scan"),
 }
 
 

@@ -361,7 +361,7 @@ def test_vector_and_scalar_cycle_formulas():
     assert sim.run({"dve": prog}) is None
     d = [e.done - e.start for e in sim.timeline]
     L = CFG.mul_stages + CFG.add_stages
-    assert d == [20 + 16, 32 + 16, 20 + 2 * 16, 20 + (2 + 2 * L + 1) * 16, 25 + 16]
+    assert d == [20 + 16, 32 + 16, 20 + 2 * 16, 12 + (2 + 2 * L + 1) * 16, 25 + 16]
     # one instruction at a time: each starts when the previous is done
     assert all(b.start == a.done for a, b in zip(sim.timeline, sim.timeline[1:]))
     sim, _, _ = fresh()
