@@ -16,8 +16,8 @@ semaphores come from the data dependencies. It uses:
 
 Every AP stays inside one region (the dependency resource: an SBUF region on every partition,
 a PSUM bank, a DRAM region). With ``corrupt=True`` one instruction is changed afterwards (a
-random byte, one field of one AP, or its post semaphore), so the program holds at most one
-error: whatever the golden simulator reports is what the RTL must report. The result does not depend on the interleaving (``tests/golden/test_isagen.py``).
+random byte, one field of one AP, one immediate, its post semaphore, or a wait no post
+satisfies), so the program holds at most one error: whatever the golden simulator reports is what the RTL must report. The result does not depend on the interleaving (``tests/golden/test_isagen.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from golden.kernel import Kernel, KernelProgram
 from rtl.config import CoreConfig, check_config
 from rtl.isa import APEnc, Instr
 
-__all__ = ["RandomProgram", "random_program"]
+__all__ = ["RandomProgram", "random_program", "GEN_ENGINES"]
 
 _REGIONS = 8
 _WIDE = ("fp32", "tf32")
@@ -79,16 +79,208 @@ def _rand_ap(rng, mem, parts, elems, dtype, region_base, region_bytes):
     return APEnc(mem=mem, start=0, count=parts, dtype=dtype, offset=off, dims=tuple(dims))
 
 
-def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes=None):
+def _shaped_ap(rng, mem, parts, nums, dtype, base, size, bcast=False):
+    """An AP of ``parts`` partitions from 0 whose dimensions have the counts ``nums`` (so
+    that every operand of a vector instruction agrees slot by slot), random steps (negative
+    too; ``bcast``: every step 0), inside ``[base, base + size)``; ``None`` if it does not
+    fit."""
+    es = ELEM_BYTES[dtype]
+    if bcast:
+        dims = [(0, n) for n in nums]
+    else:
+        s0 = rng.choice([1, 1, 2, -1])
+        dims = [(s0, nums[0])]
+        if len(nums) > 1:
+            dims.append((rng.choice([1, -1]) * (abs(s0) * nums[0] + rng.randint(0, 2)),
+                         nums[1]))
+    lo = sum(min(0, st * (n - 1)) for st, n in dims) * es
+    hi = sum(max(0, st * (n - 1)) for st, n in dims) * es + es
+    if hi - lo > size:
+        return None
+    off = base - lo + es * rng.randint(0, (size - (hi - lo)) // es)
+    return APEnc(mem=mem, start=0, count=parts, dtype=dtype, offset=off, dims=tuple(dims))
+
+
+def _f32imm(rng):
+    v = rng.choice([0.0, 1.0, -1.0, 0.5, 2.0, -0.0, float("inf"), rng.uniform(-8, 8),
+                    rng.uniform(-1e-3, 1e-3)])
+    return float(np.float32(v))
+
+
+def _vector_op(cfg, rng, k, rb, ops):
+    """One random vector-engine instruction over random regions (SBUF regions or PSUM banks,
+    the destination apart from the sources); returns False when the pattern did not fit."""
+    from golden import vector as gv
+    name = rng.choice(sorted(gv.OPCODES.values()))
+    P = cfg.partitions
+    parts = rng.randint(1, P)
+    fmts = [gv.DTYPE_NAMES[c] for c in gv.vector_formats(cfg)]
+    n = rng.randint(1, 24)
+    nums = [n] if rng.random() < 0.6 else [rng.randint(1, 6), rng.randint(1, 4)]
+    bank_bytes = cfg.psum_bank_bytes
+
+    def place(avoid, dtype, nums_, bcast=False):
+        for _ in range(8):
+            if rng.random() < 0.3:
+                bank = rng.randrange(cfg.psum_banks)
+                key = ("psum", bank)
+                if key in avoid:
+                    continue
+                ap = _shaped_ap(rng, 2, parts, nums_, "fp32", bank * bank_bytes, bank_bytes,
+                                bcast)
+            else:
+                b = rng.randrange(_REGIONS)
+                key = ("sbuf", b)
+                if key in avoid:
+                    continue
+                ap = _shaped_ap(rng, 1, parts, nums_, dtype, b * rb, rb, bcast)
+            if ap is not None:
+                return ap, key
+        return None, None
+    srcs = {"tensor_tensor": 2, "tensor_scalar": 2, "tensor_reduce": 1, "tensor_copy": 1,
+            "memset": 0, "select": 2, "iota": 0, "tensor_tensor_scan": 2, "max8": 1}[name]
+    op0, op1 = rng.randrange(16), rng.randrange(16)
+    ctl = rng.randrange(16)
+    if name == "tensor_reduce":
+        op1 = rng.choice(gv.REDUCE_OPS)
+        ctl &= ~4                                # no src1 slot: sel0 off
+    if name == "max8":
+        op1 = rng.randrange(2)
+        ctl &= ~4
+    sel = ctl & 12
+    if name == "tensor_scalar" and not sel:
+        srcs = 1
+    aps, reads, keys = {}, [], set()
+    for slot in ("ap1", "ap2")[:srcs]:
+        bc = name == "tensor_scalar" and slot == "ap2" and rng.random() < 0.5
+        ap, key = place(set(), rng.choice(fmts), nums, bcast=bc)
+        if ap is None:
+            return False
+        aps[slot] = ap
+        reads.append(key)
+        keys.add(key)
+    dnums = {"tensor_reduce": [1], "max8": [8]}.get(name, nums)
+    ap, key = place(keys, rng.choice(fmts), dnums)
+    if ap is None:
+        return False
+    aps["ap0"] = ap
+    imm = {"op0": op0 | rng.choice([0, 0, 0, 0x30]), "op1": op1, "ctl": ctl,
+           "imm0": _f32imm(rng), "imm1": _f32imm(rng)}
+    imm = {f: v for f, v in imm.items() if v != 0 or str(v) == "-0.0"}
+    flags = frozenset({"sr"}) if rng.random() < 0.3 else frozenset()
+    k.instr(Instr(op=name, flags=flags, aps=aps, imm=imm), reads=reads, writes=[key])
+    ops.append(f"{name}{'.sr' if flags else ''} parts={parts} nums={nums} op0={op0} op1={op1} "
+               f"ctl={ctl} " + " ".join(f"{s}={a.dtype}@{a.mem}:{a.offset:#x}{a.dims}"
+                                         for s, a in sorted(aps.items())))
+    return True
+
+
+#: Functions whose table fits one region on every preset (words <= 512).
+_SMALL_TABLES = ("identity", "relu", "exp", "tanh", "erf", "log", "sqrt", "rsqrt",
+                 "reciprocal", "square", "sign", "abs")
+
+
+def _act_table(cfg, rng, k, rb, ops, state):
+    """DMA a function table (a DRAM tensor, element-major over the partitions) into an SBUF
+    region and ``act_table_load`` it; returns the function name or ``None``."""
+    from golden import activation as ga
+    from golden.isasim import table_words
+    P = cfg.partitions
+    cands = [f for f in _SMALL_TABLES if -(-len(table_words(ga.table(f))) // P) * 4 <= rb]
+    name = rng.choice(cands)
+    w = table_words(ga.table(name))
+    cols = -(-len(w) // P)
+    if name not in state["tables"]:
+        img = np.zeros(cols * P, np.uint32)
+        img[:len(w)] = w
+        state["tables"][name] = k.dram_tensor(f"table_{name}", dtype="fp32",
+                                              data=img.reshape(cols, P).T)
+    t = state["tables"][name]
+    b = rng.randrange(_REGIONS)
+    W = cfg.sbuf_word_bytes
+    o = W * rng.randint(0, (rb - cols * 4) // W)
+    d = gdma.Descriptor(src=t.addr, dst=b * rb + o, src_space=gdma.DRAM, dst_space=gdma.SBUF,
+                        dims=((cols, 4, 4), (P, t.pitch, cfg.sbuf_bytes_per_partition)),
+                        src_dtype=0, dst_dtype=0)
+    k.descriptor(d, [("dram", t.name)], [("sbuf", b)],
+                 queue=rng.randrange(cfg.dma_engines * cfg.dma_queues))
+    ap = APEnc(mem=1, start=0, count=P, dtype="fp32", offset=b * rb + o, dims=((1, cols),))
+    k.instr(Instr(op="act_table_load", aps={"ap1": ap}, imm={"func": ga.FUNCTION_IDS[name]}),
+            reads=[("sbuf", b)])
+    ops.append(f"table {name} -> sbuf{b}+{o:#x}; act_table_load")
+    return name
+
+
+def _act_op(cfg, rng, k, rb, ops, state):
+    """One random ``activation`` of the loaded function (a table is loaded first when none is,
+    or one time in five)."""
+    from golden import activation as ga
+    if state["loaded"] is None or rng.random() < 0.2:
+        state["loaded"] = _act_table(cfg, rng, k, rb, ops, state)
+    P = cfg.partitions
+    # tf32 left out: golden.activation reads a 4-byte element without masking it to its
+    # 19-bit code (golden.vector does), a ValueError on random data (reported)
+    fmts = [ga.DTYPE_NAMES[c] for c in sorted(ga.DTYPE_NAMES)
+            if ga.DTYPE_NAMES[c] == "fp32" or (ga.DTYPE_NAMES[c] in cfg.formats
+                                               and ga.DTYPE_NAMES[c] != "tf32")]
+    parts = rng.randint(1, P)
+    n = rng.randint(1, 24)
+    nums = [n] if rng.random() < 0.6 else [rng.randint(1, 6), rng.randint(1, 4)]
+    keys, aps = [], {}
+    for slot, nm in (("ap1", nums), ("ap2", [1]), ("ap0", nums)):
+        if slot == "ap2" and rng.random() < 0.5:
+            continue
+        for _ in range(8):
+            if rng.random() < 0.25:
+                bank = rng.randrange(cfg.psum_banks)
+                key = ("psum", bank)
+                ap = _shaped_ap(rng, 2, parts, nm, "fp32", bank * cfg.psum_bank_bytes,
+                                cfg.psum_bank_bytes)
+            else:
+                b = rng.randrange(_REGIONS)
+                key = ("sbuf", b)
+                ap = _shaped_ap(rng, 1, parts, nm, rng.choice(fmts), b * rb, rb)
+            if ap is not None and (slot != "ap0" or key not in keys):
+                break
+        else:
+            return False
+        aps[slot] = ap
+        keys.append(key)
+    imm = {"func": ga.FUNCTION_IDS[state["loaded"]], "reduce_cmd": rng.randrange(4),
+           "scale": _f32imm(rng) if rng.random() < 0.5 else 1.0, "bias": _f32imm(rng)}
+    if "ap2" in aps:
+        imm[rng.choice(["bias_ap", "scale_ap"])] = 1
+    imm = {f: v for f, v in imm.items() if v != 0 or str(v) == "-0.0"}
+    flags = frozenset({"sr"}) if rng.random() < 0.3 else frozenset()
+    k.instr(Instr(op="activation", flags=flags, aps=aps, imm=imm), reads=keys[:-1],
+            writes=[keys[-1]])
+    ops.append(f"activation {state['loaded']} parts={parts} nums={nums} {imm} "
+               + " ".join(f"{s}={a.dtype}@{a.mem}:{a.offset:#x}{a.dims}"
+                          for s, a in sorted(aps.items())))
+    return True
+
+
+#: Engines :func:`random_program` may use (``engines``); the RTL core runs pe, dve and sp.
+GEN_ENGINES = ("pe", "dve", "act", "sp")
+
+
+def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes=None,
+                   engines=GEN_ENGINES):
     """A :class:`RandomProgram`: one load filling each SBUF region, then ``n_ops`` random
-    operations (see the module docstring)."""
+    operations (see the module docstring) on ``engines`` (a subset of :data:`GEN_ENGINES`;
+    ``sp`` is always used for the loads; ``nop``/``notify`` bystanders go to the other
+    engines)."""
     check_config(cfg, "random_program")
+    bad = set(engines) - set(GEN_ENGINES)
+    if bad:
+        raise ValueError(f"random_program engines must be a subset of {GEN_ENGINES}, not "
+                         f"{sorted(bad)}")
     rng = random.Random(seed)
     P, W, SBP = cfg.partitions, cfg.sbuf_word_bytes, cfg.sbuf_bytes_per_partition
     rb = min(512, SBP // _REGIONS)                     # SBUF region bytes per partition
     drb = P * rb                                       # DRAM region bytes
     if dram_bytes is None:
-        dram_bytes = _REGIONS * drb + 64 * n_ops + 4096
+        dram_bytes = _REGIONS * drb + 64 * n_ops + 4096 + 8 * P * rb
     k = Kernel(cfg, dram_bytes=dram_bytes)
     data = k.dram_tensor("regions", (_REGIONS, drb), "e8m0",
                          data=np.frombuffer(random.Random(seed ^ 0x5A5A).randbytes(
@@ -104,11 +296,26 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
         k.descriptor(d, [("dram", b)], [("sbuf", b)], queue=b % nq)
         ops.append(f"load dram{b} -> sbuf{b} (all partitions)")
     tries = 0
+    kinds = ["load", "load", "store", "nop"]
+    if "pe" in engines:
+        kinds += ["ls", "mm", "mm", "tr"]
+    if "dve" in engines:
+        kinds += ["vec", "vec", "vec"]
+    if "act" in engines:
+        kinds += ["act", "act"]
+    bystanders = [e for e in ("dve", "act", "pool", "cc") if e not in engines]
+    state = {"loaded": None, "tables": {}}
     while len(ops) < n_ops + _REGIONS and tries < 20 * n_ops:
         tries += 1
-        kind = rng.choice(["load", "load", "store", "ls", "mm", "mm", "tr", "nop"])
+        kind = rng.choice(kinds)
         if kind in ("mm", "tr") and weights is None:
             kind = "ls"
+        if kind == "vec":
+            _vector_op(cfg, rng, k, rb, ops)
+            continue
+        if kind == "act":
+            _act_op(cfg, rng, k, rb, ops, state)
+            continue
         if kind in ("load", "store"):
             a, b = rng.randrange(_REGIONS), rng.randrange(_REGIONS)
             code = rng.choice(sorted(gdma.DTYPES))
@@ -175,7 +382,7 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
             k.instr(Instr(op="transpose", aps={"ap0": pap}), writes=[("psum", bank)])
             ops.append(f"transpose bank{bank}")
         else:
-            eng = rng.choice(["dve", "act", "pool", "cc"])
+            eng = rng.choice(bystanders)
             op = rng.choice(["nop", "notify"])
             imm = {"code": rng.randint(1, 99)} if op == "notify" else {}
             # a bystander that depends on a random region
@@ -195,13 +402,17 @@ def _corrupt(cfg, rng, kp):
     import dataclasses
     from rtl.isa import DTYPES, decode, encode
     engs = [e for e, p in kp.programs.items() if p]
-    mode = rng.choice(["byte", "ap", "ap", "sem"])
+    mode = rng.choice(["byte", "ap", "ap", "sem", "imm", "imm", "wait"])
     with_aps = [(e, i) for e in engs for i in range(len(kp.programs[e]) // 128)
                 if decode(kp.programs[e][128 * i:128 * i + 128]).aps]
-    if mode == "ap" and not with_aps:
+    with_imm = [(e, i) for e, i in with_aps
+                if decode(kp.programs[e][128 * i:128 * i + 128]).opcode.imm]
+    if mode == "ap" and not with_aps or mode == "imm" and not with_imm:
         mode = "byte"
     if mode == "ap":
         e, i = rng.choice(with_aps)
+    elif mode == "imm":
+        e, i = rng.choice(with_imm)
     else:
         e = rng.choice(engs)
         i = rng.randrange(len(kp.programs[e]) // 128)
@@ -218,6 +429,20 @@ def _corrupt(cfg, rng, kp):
             sem = rng.randint(min(cfg.semaphores, 255), 255)
             ins = dataclasses.replace(ins, post=(sem, 1))
             detail = ("post_sem", sem)
+        elif mode == "wait":                 # a value no post reaches: E_TIMEOUT
+            sem = rng.randrange(min(cfg.semaphores, 6 + cfg.dma_engines * cfg.dma_queues))
+            ins = dataclasses.replace(ins, wait=(sem, 1 << 20))
+            detail = ("wait", sem)
+        elif mode == "imm":                  # one immediate field, any value of its width
+            from rtl.isa import F32Bits
+            f = rng.choice(ins.opcode.imm)
+            v = rng.getrandbits(f.width) if rng.random() < 0.5 else rng.randrange(4)
+            if f.kind == "f32":
+                v = F32Bits(v)
+            elif f.kind == "s" and v >> (f.width - 1):
+                v -= 1 << f.width
+            ins = dataclasses.replace(ins, imm={**ins.imm, f.name: v})
+            detail = ("imm", f.name, v)
         else:
             slot = rng.choice(sorted(ins.aps))
             ap = ins.aps[slot]

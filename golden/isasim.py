@@ -38,8 +38,8 @@ Errors (``docs/architecture.md`` §11.2-11.3)
 -------------------------------------------
 Checked before an instruction touches anything, in this order: ``E_OPCODE``
 (:func:`rtl.isa.check_reserved`), ``E_SEM`` (a wait or post on a semaphore ``>= semaphores``),
-then the engine's checks: ``E_FLAGS``, ``E_FORMAT``, the APs (``E_AP_*``, :func:`golden.ap.check`,
-slot order), ``E_SHAPE``. ``dma_start``: ``E_DESC`` (address not a multiple of 64, DMA engine or
+then the engine's checks in the order of its RTL decoder and engine (``docs/kernels.md`` §3:
+the tensor decoder's static checks report the queue index as ERR_INFO, everything else 0). ``dma_start``: ``E_DESC`` (address not a multiple of 64, DMA engine or
 queue out of range), ``E_AXI`` (descriptors outside the DRAM window); each descriptor:
 :func:`golden.dma.check`. A post that overflows ``2^semaphore_bits - 1`` is ``E_SEM`` (source
 ``"sem"``). When every unfinished engine stream waits on a semaphore that can no longer reach its
@@ -51,9 +51,10 @@ index, info, detail) and every stream stops; the failing instruction wrote nothi
 
 Engine hooks
 ------------
-Each engine opcode runs through :data:`OP_HOOKS` (``name -> OpHook``): the tensor and sync
-opcodes are registered here; the vector and scalar engines register theirs with
-:func:`register_op`. A valid opcode without a hook raises ``NotImplementedError`` naming it.
+Each engine opcode runs through :data:`OP_HOOKS` (``name -> OpHook``, :func:`register_op`):
+every opcode of ``pe``, ``dve`` (each ``golden.vector`` opcode ``rtl.isa`` names the same),
+``act`` (``activation``, ``act_table_load``) and ``sp`` is registered here. A valid opcode
+without a hook raises ``NotImplementedError`` naming it.
 """
 
 from __future__ import annotations
@@ -66,11 +67,12 @@ from typing import Callable
 import numpy as np
 
 from golden import dma as gdma
-from golden.ap import AP, ELEM_BYTES, PSUM, SBUF, active_dims, addresses, extent
+from golden.ap import AP, ELEM_BYTES, PSUM, SBUF, addresses, extent
 from golden.ap import check as ap_check
 from golden.tensor import check_pair, matmul, psum_update, resolve_dense_format, transpose
 from rtl.config import CoreConfig, check_config
-from rtl.isa import ENGINES, INSTR_BYTES, OPS_BY_NAME, APEnc, Instr, check_reserved, decode
+from rtl.isa import ENGINES, INSTR_BYTES, OPS_BY_CODE, OPS_BY_NAME, APEnc, Instr, check_reserved, decode
+from rtl.isa import OPCODES as OPCODES_ALL
 
 __all__ = [
     "E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG",
@@ -145,6 +147,14 @@ class Timing:
     vector_latency : int
         Pipeline latency of a hooked op without its own timing (occupancy = elements per
         partition).
+    vector_overhead, vector_reduce_overhead, vector_max8_overhead, vector_scan_overhead : int
+        Vector engine, cycles of one instruction beyond its elements per lane (take -> done,
+        docs/vector.md §4: 20; TENSOR_REDUCE 32; MAX8 25; TENSOR_TENSOR_SCAN 12 beyond its
+        9 cycles per element: 588 measured for 64).
+    act_overhead : int or None
+        Scalar engine, cycles beyond the elements (``None``: the element pipeline
+        ``2 + L + 12 L + 4 + 3`` plus 8 cycles of checks, 56 at ``L = mul + add stages = 3``,
+        docs/scalar.md §5).
     """
     seq_issue: int = 1
     wait_latency: int = 1
@@ -156,10 +166,16 @@ class Timing:
     dma_desc_cycles: int = 7
     dram_latency: int = 0
     vector_latency: int = 8
+    vector_overhead: int = 20
+    vector_reduce_overhead: int = 32
+    vector_max8_overhead: int = 25
+    vector_scan_overhead: int = 12
+    act_overhead: int | None = None
 
     def __post_init__(self):
         for k in ("seq_issue", "wait_latency", "post_latency", "sync_cycles", "dma_desc_cycles",
-                  "dram_latency", "vector_latency"):
+                  "dram_latency", "vector_latency", "vector_overhead", "vector_reduce_overhead",
+                  "vector_max8_overhead", "vector_scan_overhead"):
             v = getattr(self, k)
             lo = 1 if k in ("seq_issue", "post_latency", "sync_cycles") else 0
             if isinstance(v, bool) or not isinstance(v, int):
@@ -167,7 +183,7 @@ class Timing:
             if not lo <= v <= 1 << 20:
                 raise ValueError(f"Timing field '{k}' must be in [{lo}, {1 << 20}], not {v!r}")
         for k, lo, hi in (("issue_depth", 1, 16), ("fetch_depth", 1, 16),
-                          ("fetch_cycles", 0, 1 << 20)):
+                          ("fetch_cycles", 0, 1 << 20), ("act_overhead", 0, 1 << 20)):
             v = getattr(self, k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)
                                   or not lo <= v <= hi):
@@ -313,6 +329,7 @@ class IsaSim:
         self.timeline = []
         self.notifies = []
         self.pe_weights = None          # (codes [K, M] uint32, dtype name) of the last load
+        self._reset_engines()
         self._watchdog = None
         self.engine_state = {}          # hooks' timing state: name -> dict
 
@@ -324,6 +341,19 @@ class IsaSim:
         self.sems = [0] * self.cfg.semaphores
         self.error = None
         self.pe_weights = None
+        self._reset_engines()
+
+    def _reset_engines(self):
+        """Engine state a reset (power-on or soft) sets: the vector and scalar engines' SR
+        generators (``XorWowLanes(cfg.sr_seed, partitions)``, lane = partition, as their
+        ``ConvertFromFP32`` units), the scalar engine's P accumulators (+0) and its loaded
+        table (none)."""
+        from golden.prng import XorWowLanes
+        P = self.cfg.partitions
+        self.vec_prng = XorWowLanes(self.cfg.sr_seed, P)
+        self.act_prng = XorWowLanes(self.cfg.sr_seed, P)
+        self.act_acc = np.zeros(P, np.uint32)
+        self.act_loaded = None          # name of the function whose table is loaded
 
     # --- memory views, for hooks -----------------------------------------------------------
     @property
@@ -646,6 +676,7 @@ class IsaSim:
                     f"golden ISA simulator: opcode {ins.op} (0x{op.code:02x}, engine "
                     f"{op.engine}) has no hook yet; register one with "
                     f"golden.isasim.register_op({ins.op!r}, ...)")
+            self.cur_index = i
             try:
                 hook.execute(self, ins)
             except Fault as f:
@@ -703,12 +734,12 @@ def _elems(a):
     return n
 
 
-def _ap_access(sim, ins):
+def _ap_access(sim, ins, slots=None):
     op = OPS_BY_NAME[ins.op]
     out = []
     for slot, role in op.aps.items():
         enc = ins.aps.get(slot)
-        if enc is None:
+        if enc is None or (slots is not None and slot not in slots):
             continue
         ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
                 offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims)
@@ -729,12 +760,73 @@ def _desc_beats(cfg, d):
     return best
 
 
-# --- tensor engine hooks (docs/isa.md §6) ------------------------------------------------------
+# --- tensor engine hooks: what rtl/core/tensor_decode.py and the SBUF-fed engine do -----------
+#
+# The TensorDecoder checks the fields first (static errors; their ERR_INFO is the instruction's
+# queue index, as the decoder sends it): E_FLAGS, E_FORMAT (the source dtype), E_AP_FORM (a
+# dimension beyond cfg.ap_dims), E_SHAPE (the SBUF operand and the PSUM AP: its fields only,
+# no PSUM AP is walked). Then the source AP goes to its reader (E_AP_*, ERR_INFO 0) and the
+# command to the engine (E_SHAPE / E_FORMAT, e.g. a wide/narrow pair, ERR_INFO 0). ap2 of
+# multiply_moving and ap1 of transpose are not read.
 
-def _flags_later(ins):
-    bad = sorted(set(ins.flags) & {"sparse", "mx"})
-    if bad:
-        raise Fault(E_FLAGS, 0, f"{ins.op}: flag {bad[0]} is [later] for SBUF-fed instructions")
+def _rtl_elems(enc, nd):
+    """The decoder's element count: the product of ``num`` over the ``ap_dims`` slots, a 0
+    counting as 1, saturated at ``2**16``."""
+    n = 1
+    for _s, k in tuple(enc.dims[:nd]):
+        n = min(n * (k or 1), 1 << 16)
+    return n
+
+
+def _static(sim, code, msg):
+    return Fault(code, sim.cur_index, msg)
+
+
+def _pe_src(sim, ins):
+    """The decoder's checks of the source AP ``ap1`` common to both ops: ``(enc, elements)``."""
+    c = sim.cfg
+    enc = ins.aps.get("ap1", _ZERO_AP)
+    if enc.dtype not in ELEM_BYTES or enc.dtype == "fp4_e2m1" or \
+            enc.dtype not in (*c.formats, *(f.name for f in c.mx_element_formats.values())):
+        raise _static(sim, E_FORMAT, f"{ins.op}: ap1 dtype {enc.dtype} is not a tensor format")
+    if any(k for _s, k in enc.dims[c.ap_dims:]):
+        raise _static(sim, E_AP_FORM, f"{ins.op}: ap1 uses a dimension beyond ap_dims")
+    return enc, _rtl_elems(enc, c.ap_dims)
+
+
+def _src_ok(sim, enc):
+    return enc.mem == SBUF and enc.start == 0 and 1 <= enc.count <= sim.cfg.pe_rows
+
+
+def _psum_ok(sim, enc, n, last_m):
+    """The decoder's PSUM AP check (fields only): PSUM fp32 from partition 0 with ``count`` the
+    last load's M, at entry 0 of an existing bank, one dimension ``(1, n)``."""
+    c = sim.cfg
+    d = tuple(enc.dims) + ((0, 0),) * (4 - len(enc.dims))
+    return (enc.mem == PSUM and enc.start == 0 and enc.dtype == "fp32"
+            and enc.offset % c.psum_bank_bytes == 0 and enc.offset // c.psum_bank_bytes < c.psum_banks
+            and d[0][0] == 1 and d[0][1] == n and not any(k for _s, k in d[1:])
+            and enc.count == last_m)
+
+
+def _last(sim):
+    """``(K, M)`` of the last load (0, 0 before any, like the decoder after reset)."""
+    return sim.pe_weights[0].shape if sim.pe_weights is not None else (0, 0)
+
+
+def _read_src(sim, enc):
+    """The reader's check of an accepted source AP (E_AP_*, ERR_INFO 0) and its elements."""
+    ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
+            offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims[:sim.cfg.ap_dims])
+    r = ap_check(sim.cfg, ap)
+    if r is not None:
+        raise Fault(r[0], 0, f"ap1: {r[2]}")
+    return ap
+
+
+def _dense(sim, dtype, what):
+    if dtype not in sim.cfg.formats:
+        raise Fault(E_FORMAT, 0, f"{what} dtype {dtype} is an MX element format, not dense")
 
 
 def _operand(sim, codes, dtype):
@@ -744,74 +836,60 @@ def _operand(sim, codes, dtype):
     return codes & np.uint32((1 << sim.cfg.fmt(dtype).width) - 1)
 
 
-def _pe_weights(sim, ins):
-    if sim.pe_weights is None:
-        raise Fault(E_SHAPE, 0, f"{ins.op} before any load_stationary")
-    return sim.pe_weights
-
-
-def _psum_ap(sim, enc, n, M):
-    c = sim.cfg
-    if (enc.mem != PSUM or enc.dtype != "fp32" or enc.start != 0 or enc.count != M
-            or enc.offset % c.psum_bank_bytes or active_dims(AP(dims=enc.dims)) != ((1, n),)):
-        raise Fault(E_SHAPE, 0, f"ap0 must be PSUM fp32 [0:{M}] at a bank's entry 0 with the one "
-                                f"dimension (1, {n}), not {enc}")
-    return enc.offset // c.psum_bank_bytes
-
-
 def _load_stationary(sim, ins):
-    _flags_later(ins)
-    enc = ins.aps.get("ap1", _ZERO_AP)
-    sim.check_format(enc, "ap1", sim.cfg.formats)
-    ap = sim.check_ap(enc, "ap1")
-    K, M = enc.count, ap.count
-    if enc.mem != SBUF or enc.start != 0 or K > sim.cfg.pe_rows or M > sim.cfg.pe_cols:
-        raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K <= {sim.cfg.pe_rows} "
-                                f"partitions and M <= {sim.cfg.pe_cols} elements, not "
-                                f"memory {enc.mem}, start {enc.start}, K {K}, M {M}")
+    if ins.flags:
+        raise _static(sim, E_FLAGS, f"load_stationary: flags {sorted(ins.flags)} are [later] "
+                                    f"for SBUF-fed loads")
+    enc, m = _pe_src(sim, ins)
+    if not _src_ok(sim, enc) or not 1 <= m <= sim.cfg.pe_cols:
+        raise _static(sim, E_SHAPE, f"ap1 must be SBUF from partition 0 with K <= "
+                                    f"{sim.cfg.pe_rows} partitions and M <= {sim.cfg.pe_cols} "
+                                    f"elements, not {enc}")
+    ap = _read_src(sim, enc)
+    _dense(sim, enc.dtype, "ap1")
     sim.pe_weights = (_operand(sim, sim.read_ap(ap), enc.dtype), enc.dtype)
 
 
 def _multiply_moving(sim, ins):
-    _flags_later(ins)
     c = sim.cfg
-    if "ap2" in ins.aps:
-        raise Fault(E_FLAGS, 2, "ap2 (MX scales) without the mx flag")
+    if ins.flags - {"acc"}:
+        raise _static(sim, E_FLAGS, f"multiply_moving: flags {sorted(ins.flags - {'acc'})} "
+                                    f"are [later] for SBUF-fed instructions")
+    X, n = _pe_src(sim, ins)
     P = ins.aps.get("ap0", _ZERO_AP)
-    X = ins.aps.get("ap1", _ZERO_AP)
-    sim.check_format(X, "ap1", c.formats)
-    if sim.pe_weights is not None:
-        try:
-            check_pair(resolve_dense_format(sim.pe_weights[1], c),
-                       resolve_dense_format(X.dtype, c))
-        except ValueError as e:
-            raise Fault(E_FORMAT, 1, str(e)) from None
-    sim.check_ap(P, "ap0")
-    xap = sim.check_ap(X, "ap1")
-    w, fs = _pe_weights(sim, ins)
-    K, M = w.shape
-    N = xap.count
-    if X.mem != SBUF or X.start != 0 or X.count != K or N > c.psum_bank_fp32:
-        raise Fault(E_SHAPE, 1, f"ap1 must be SBUF from partition 0 with K = {K} partitions and "
-                                f"N <= {c.psum_bank_fp32} elements, not {X}")
-    bank = _psum_ap(sim, P, N, M)
-    r = matmul(w, fs, _operand(sim, sim.read_ap(xap), X.dtype), X.dtype, c)
-    view = sim.psum32[:M, bank, :N]
-    sim.psum32[:M, bank, :N] = psum_update(view, r, "acc" in ins.flags)
+    K, M = _last(sim)
+    if (not _src_ok(sim, X) or not 1 <= n <= c.psum_bank_fp32 or not _psum_ok(sim, P, n, M)
+            or X.count > K):
+        raise _static(sim, E_SHAPE, f"multiply_moving: ap1 SBUF from partition 0 with <= K = "
+                                    f"{K} partitions and N <= {c.psum_bank_fp32}, ap0 PSUM fp32 "
+                                    f"[0:{M}] at a bank's entry 0 with the one dimension (1, N); "
+                                    f"not ap1 {X}, ap0 {P}")
+    xap = _read_src(sim, X)
+    w, fs = sim.pe_weights
+    _dense(sim, X.dtype, "ap1")
+    try:
+        check_pair(resolve_dense_format(fs, c), resolve_dense_format(X.dtype, c))
+    except ValueError as e:
+        raise Fault(E_FORMAT, 0, str(e)) from None
+    bank = P.offset // c.psum_bank_bytes
+    k = X.count                         # the engine uses the first k rows of the weights
+    r = matmul(w[:k], fs, _operand(sim, sim.read_ap(xap), X.dtype), X.dtype, c)
+    view = sim.psum32[:M, bank, :n]
+    sim.psum32[:M, bank, :n] = psum_update(view, r, "acc" in ins.flags)
 
 
 def _transpose(sim, ins):
     c = sim.cfg
     P = ins.aps.get("ap0", _ZERO_AP)
-    sim.check_ap(P, "ap0")
-    if "ap1" in ins.aps:
-        sim.check_ap(ins.aps["ap1"], "ap1")
-    w, fs = _pe_weights(sim, ins)
-    K, M = w.shape
+    K, M = _last(sim)
+    if not _psum_ok(sim, P, K, M) or K == 0:
+        raise _static(sim, E_SHAPE, f"transpose: ap0 must be PSUM fp32 [0:{M}] at a bank's "
+                                    f"entry 0 with the one dimension (1, K = {K}), not {P}")
     if K > c.psum_bank_fp32:
         raise Fault(E_SHAPE, 0, f"transpose K = {K} must be <= psum_bank_fp32 = "
                                 f"{c.psum_bank_fp32}")
-    bank = _psum_ap(sim, P, K, M)
+    w, fs = sim.pe_weights
+    bank = P.offset // c.psum_bank_bytes
     sim.psum32[:M, bank, :K] = transpose(w, fs, c)
 
 
@@ -819,9 +897,14 @@ def _pe_state(sim):
     return sim.engine_state.setdefault("pe", {"free": 0, "dispatch": 0, "load_ready": None})
 
 
+def _passes(sim, *dtypes):
+    """Issues per column: ``cfg.fp32_passes`` with an FP32 operand (docs/tensor-engine.md)."""
+    return sim.cfg.fp32_passes if "fp32" in dtypes else 1
+
+
 def _t_load(sim, ins, issue):
     st = _pe_state(sim)
-    M = _elems(ins.aps["ap1"])
+    M = _elems(ins.aps["ap1"]) * _passes(sim, ins.aps["ap1"].dtype)
     start = max(issue, st["dispatch"])
     st["load_ready"] = start + M
     return start, start + M
@@ -829,23 +912,29 @@ def _t_load(sim, ins, issue):
 
 def _t_mm(sim, ins, issue):
     st = _pe_state(sim)
-    n = _elems(ins.aps["ap1"]) if ins.op == "multiply_moving" else sim.pe_weights[0].shape[0]
+    if ins.op == "multiply_moving":
+        n = _elems(ins.aps["ap1"])
+        cols = n * _passes(sim, ins.aps["ap1"].dtype, sim.pe_weights[1])
+    else:
+        n = cols = sim.pe_weights[0].shape[0]
     start = max(issue, st["free"])
     if st["load_ready"] is not None:
         start = max(start, st["load_ready"] + 1)
         st["load_ready"] = None
     st["dispatch"] = start
-    st["free"] = start + n
+    st["free"] = start + cols
     K, M = sim.pe_weights[0].shape
-    return start, start + n + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
-                                                    else 0)
+    if ins.op == "multiply_moving":
+        K = ins.aps["ap1"].count
+    return start, start + cols + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
+                                                       else 0)
 
 
 def _pe_access(sim, ins):
-    acc = _ap_access(sim, ins)
-    if ins.op == "transpose":
-        acc = [a for a in acc if a[0] == "w"]
-    return acc
+    """The source AP read (not ap2 of a matmul, not ap1 of a transpose), the PSUM AP
+    written."""
+    return _ap_access(sim, ins, {"load_stationary": ("ap1",), "multiply_moving": ("ap0", "ap1"),
+                                 "transpose": ("ap0",)}[ins.op])
 
 
 register_op("load_stationary", _load_stationary, _t_load, _pe_access)
@@ -889,6 +978,280 @@ def _dma_start_access(sim, ins):
 
 
 register_op("dma_start", _dma_start, _t_dma_start, _dma_start_access)
+
+
+# --- vector and scalar engines (docs/vector.md, docs/scalar.md; the decoders of
+# --- rtl/core/engine_decode.py) ------------------------------------------------------------------
+#
+# Both decoders map the 128-byte instruction field for field onto the engines' decoded
+# instructions, and report an AP with a dimension beyond ``cfg.ap_dims`` (any of the three
+# slots) as E_AP_FORM before the engine sees the instruction. They do not drive the completion's
+# ``info``, so ERR_INFO is 0 for every vector and scalar error.
+
+def decoder_form(sim, ins):
+    """The decoders' own check: E_AP_FORM (info 0) for an AP using a dimension slot
+    ``>= cfg.ap_dims``."""
+    nd = sim.cfg.ap_dims
+    for slot in ("ap0", "ap1", "ap2"):
+        enc = ins.aps.get(slot)
+        if enc is not None and any(n for _s, n in enc.dims[nd:]):
+            raise Fault(E_AP_FORM, 0, f"{slot} uses a dimension beyond ap_dims = {nd}")
+
+
+def _gap(sim, enc, elem_bytes=4):
+    """:class:`golden.ap.AP` of an encoded AP as the decoder drives the AP generator: the
+    ``cfg.ap_dims`` first dimensions (``elem_bytes``: a placeholder when the engine sets it
+    from the dtype)."""
+    enc = enc or _ZERO_AP
+    return AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
+              offset=enc.offset, elem_bytes=elem_bytes, dims=enc.dims[:sim.cfg.ap_dims])
+
+
+def _dcode(enc):
+    from rtl.isa import dtype_code
+    return dtype_code((enc or _ZERO_AP).dtype)
+
+
+def vec_instr(sim, ins):
+    """The :class:`golden.vector.VecInstr` the VectorDecoder gives for ``ins``: ``ap0`` /
+    ``ap1`` / ``ap2`` -> ``dst`` / ``src0`` / ``src1`` (an all-zero slot: memory code 0), the
+    opcode, flag ``sr``, ``op0``/``op1`` (their low 4 bits), ``ctl`` bits 0-3 (rev0, rev1, sel0,
+    sel1), ``imm0``/``imm1`` (FP32 bits)."""
+    from golden.vector import VecInstr
+    g = ins.aps.get
+    imm = ins.imm
+    ctl = imm.get("ctl", 0)
+
+    def bits(v):
+        return int(v) if isinstance(v, int) else int(np.float32(v).view(np.uint32))
+    return VecInstr(opcode=OPS_BY_NAME[ins.op].code, dst=_gap(sim, g("ap0")),
+                    src0=_gap(sim, g("ap1")), src1=_gap(sim, g("ap2")),
+                    dst_dtype=_dcode(g("ap0")), src0_dtype=_dcode(g("ap1")),
+                    src1_dtype=_dcode(g("ap2")), sr=int("sr" in ins.flags),
+                    op0=imm.get("op0", 0) & 15, op1=imm.get("op1", 0) & 15,
+                    rev0=ctl & 1, rev1=ctl >> 1 & 1, sel0=ctl >> 2 & 1, sel1=ctl >> 3 & 1,
+                    imm0=bits(imm.get("imm0", 0)), imm1=bits(imm.get("imm1", 0)))
+
+
+def _vec_used(vi):
+    """``[(role, AP with its dtype's element size, dtype)]`` of the APs the engine touches."""
+    from golden import vector as gv
+    used = [("w", vi.dst, vi.dst_dtype)]
+    if gv._uses_src0(vi):
+        used.append(("r", vi.src0, vi.src0_dtype))
+    if gv._uses_src1(vi):
+        used.append(("r", vi.src1, vi.src1_dtype))
+    return used
+
+
+def _vec_execute(sim, ins):
+    from golden import vector as gv
+    decoder_form(sim, ins)
+    vi = vec_instr(sim, ins)
+    code = gv.check(sim.cfg, vi)
+    if code:
+        raise Fault(code, 0, f"{ins.op}: vector engine status {ERROR_NAMES.get(code, code)} "
+                             f"({vi})")
+    mem = gv.VecMemory.__new__(gv.VecMemory)       # the simulator's arrays, no copy
+    mem._cfg, mem.sbuf, mem.psum = sim.cfg, sim.sbuf, sim.psum
+    code = gv.run(sim.cfg, vi, mem, sim.vec_prng)
+    assert code == 0, code
+
+
+def _vec_elems(vi):
+    """Elements per lane the engine streams (the source pattern; MEMSET/IOTA: the
+    destination's)."""
+    from golden import vector as gv
+    ap = vi.src0 if gv._uses_src0(vi) else vi.dst
+    return ap.count
+
+
+#: Vector opcode -> ``(timing, cycles per element)``: extra cycles beyond the elements per lane
+#: (a :class:`Timing` field name) and the element rate (``None``: 1, or the number of PSUM
+#: operands when they share the one PSUM port). A new golden.vector opcode with the usual
+#: timing needs no entry.
+VEC_TIMING = {
+    "tensor_reduce": ("vector_reduce_overhead", None),
+    "max8": ("vector_max8_overhead", None),
+    "tensor_tensor_scan": ("vector_scan_overhead", "scan"),
+}
+
+
+def _vec_timing(sim, ins, issue):
+    vi = vec_instr(sim, ins)
+    over, rate = VEC_TIMING.get(ins.op, ("vector_overhead", None))
+    c = sim.cfg
+    if rate == "scan":                      # each result feeds the next element (serial)
+        rate = 2 + 2 * (c.mul_stages + c.add_stages) + 1
+    else:
+        rate = max(1, sum(ap.memory == PSUM for _k, ap, _d in _vec_used(vi)))
+    st = sim.engine_state.setdefault("dve", {"free": 0})
+    start = max(issue, st["free"])
+    done = start + getattr(sim.timing, over) + rate * _vec_elems(vi)
+    st["free"] = done                       # one instruction at a time (docs/vector.md)
+    return start, done
+
+
+def _vec_access(sim, ins):
+    from golden.vector import elem_bytes_of
+    import dataclasses
+    vi = vec_instr(sim, ins)
+    return [IsaSim.footprint(k, dataclasses.replace(ap, elem_bytes=elem_bytes_of(sim.cfg, dt)))
+            for k, ap, dt in _vec_used(vi)]
+
+
+def register_vector_ops():
+    """Register the vector hooks for every opcode of ``golden.vector.OPCODES`` that
+    :mod:`rtl.isa` gives to ``dve`` (so a new vector opcode in both tables plugs in here)."""
+    from golden import vector as gv
+    for code, name in gv.OPCODES.items():
+        op = OPS_BY_CODE.get(code)
+        if op is not None and op.engine == "dve" and op.name == name:
+            register_op(name, _vec_execute, _vec_timing, _vec_access)
+
+
+# scalar (activation) engine
+
+def act_instr(sim, ins):
+    """The :class:`golden.activation.ActInstr` the ScalarDecoder gives for ``ins``: ``ap0`` /
+    ``ap1`` -> ``dst`` / ``src``; ``ap2`` -> the bias AP when immediate ``bias_ap`` bit 0 is
+    set and the scale AP when ``scale_ap`` bit 0 is (both: the same AP for both), ``func``,
+    ``reduce_cmd`` (its low 2 bits), ``scale``/``bias`` (FP32 bits), flag ``sr``."""
+    from golden import activation as ga
+    g = ins.aps.get
+    imm = ins.imm
+
+    def bits(v, default):
+        if v is None:
+            return 0 if default is None else default
+        return int(v) if isinstance(v, int) else int(np.float32(v).view(np.uint32))
+
+    def eb(enc):
+        return ELEM_BYTES.get((enc or _ZERO_AP).dtype, 4)
+    a2 = _gap(sim, g("ap2"), eb(g("ap2")))
+    return ga.ActInstr(opcode=OPS_BY_NAME[ins.op].code, func=imm.get("func", 0),
+                       dst=_gap(sim, g("ap0"), eb(g("ap0"))),
+                       src=_gap(sim, g("ap1"), eb(g("ap1"))),
+                       dst_dtype=_dcode(g("ap0")), src_dtype=_dcode(g("ap1")),
+                       scale=bits(imm.get("scale"), None), bias=bits(imm.get("bias"), None),
+                       scale_ap=a2 if imm.get("scale_ap", 0) & 1 else None,
+                       bias_ap=a2 if imm.get("bias_ap", 0) & 1 else None,
+                       scale_dtype=_dcode(g("ap2")), bias_dtype=_dcode(g("ap2")),
+                       reduce_cmd=imm.get("reduce_cmd", 0) & 3, sr="sr" in ins.flags)
+
+
+def _act_execute(sim, ins):
+    from golden import activation as ga
+    from golden.ap import E_OK
+    decoder_form(sim, ins)
+    ai = act_instr(sim, ins)
+    loaded = sim.act_loaded
+    if ai.opcode == ga.OP_ACTIVATION and loaded is None:
+        raise Fault(E_OPCODE, 0, f"{ins.op}: no table loaded (act_table_load first)")
+    code = ga.check_instr(sim.cfg, ai, loaded)
+    if code != E_OK:
+        raise Fault(code, 0, f"{ins.op}: scalar engine status {ERROR_NAMES.get(code, code)} "
+                             f"(loaded table: {loaded})")
+    rand = None
+    if ai.sr:
+        n, p0, np_ = ai.src.count, ai.src.start_partition, ai.src.num_partitions
+        if ai.dst_dtype == 0:               # an fp32 write needs no rounding: no PRNG step
+            rand = np.zeros((np_, n), np.uint32)
+        else:
+            rand = np.ascontiguousarray(sim.act_prng.next_n(n)[:, p0:p0 + np_].T)
+    code = ga.execute(sim.cfg, ai, {SBUF: sim.sbuf, PSUM: sim.psum}, sim.act_acc, rand=rand,
+                      loaded=loaded)
+    assert code == E_OK, code
+
+
+def table_words(tab):
+    """The words of ``golden.activation.table_image(tab)`` in address order: what
+    ``act_table_load`` reads through its fp32 AP ``ap1``, word ``k`` being element ``k // np``
+    of partition ``start + k % np`` (``np`` = the AP's partitions: the reader's beats, lanes in
+    order, so a large table spreads over the partitions): the 10 header words, the binade map
+    (``2 x (bmax - bmin)`` words: half 0, then half 1), then 9 words per segment (centre,
+    c0..c6, flags). Words after the last segment (padding to a whole number of beats) go to
+    further segment slots, which the map never selects."""
+    from golden.activation import table_image
+    img = table_image(tab)
+    return np.array([img[a] for a in sorted(img)], np.uint32)
+
+
+def _act_table_load(sim, ins):
+    from golden import activation as ga
+    from rtl.config import ACT_BINADES
+    decoder_form(sim, ins)
+    enc = ins.aps.get("ap1", _ZERO_AP)
+    if enc.dtype != "fp32":
+        raise Fault(E_FORMAT, 0, f"act_table_load ap1 must be fp32 (32-bit table words), not "
+                                 f"{enc.dtype}")
+    ap = _gap(sim, enc, 4)
+    r = ap_check(sim.cfg, ap)
+    if r is not None:
+        raise Fault(r[0], 0, f"act_table_load ap1: {r[2]}")
+    w = sim.read_ap(ap).T.ravel()           # element-major: each beat's lanes in order
+    n = len(w)
+    nb = ((int(w[0]) >> 24) & 0xFF) - ((int(w[0]) >> 16) & 0xFF) if n else 0
+    segs = -(-(n - 10 - 2 * nb) // 9) if n >= 10 else -1
+    fid = int(w[9]) if n >= 10 else -1
+    if (n < 10 or not 0 <= nb <= ACT_BINADES or segs < 1 or segs > sim.cfg.act_segments
+            or not 0 <= fid < len(ga.FUNCTIONS) or fid != ins.imm.get("func", 0)):
+        raise Fault(E_SHAPE, 0, f"act_table_load: {n} words are not a table image of "
+                                f"function {ins.imm.get('func', 0)} (docs/kernels.md)")
+    name = ga.FUNCTIONS[fid]
+    ref = table_words(ga.table(name))
+    # words past the table land in segments its map never selects: no effect
+    if n < len(ref) or not np.array_equal(w[:len(ref)], ref):
+        raise NotImplementedError(
+            f"golden ISA simulator: act_table_load of a table other than the built-in "
+            f"{name!r} table is not modelled")
+    sim.act_loaded = name
+
+
+def _act_pipe(cfg):
+    L = cfg.mul_stages + cfg.add_stages
+    return 2 + L + 12 * L + 4 + 3
+
+
+def _act_timing(sim, ins, issue):
+    st = sim.engine_state.setdefault("act", {"free": 0})
+    start = max(issue, st["free"])
+    over = sim.timing.act_overhead
+    over = _act_pipe(sim.cfg) + 8 if over is None else over
+    n = _elems(ins.aps["ap1"]) if "ap1" in ins.aps else 0
+    if ins.op == "act_table_load":          # drain the pipeline, then one word per cycle
+        done = start + _act_pipe(sim.cfg) + n * ins.aps["ap1"].count
+    else:
+        done = start + over + n
+    st["free"] = done
+    return start, done
+
+
+def _act_access(sim, ins):
+    if ins.op == "act_table_load":
+        return [IsaSim.footprint("r", _gap(sim, ins.aps["ap1"], 4))]
+    ai = act_instr(sim, ins)
+    out = [IsaSim.footprint("w", ai.dst), IsaSim.footprint("r", ai.src)]
+    for ap in {id(a): a for a in (ai.scale_ap, ai.bias_ap) if a is not None}.values():
+        out.append(IsaSim.footprint("r", ap))
+    return out
+
+
+def register_scalar_ops():
+    """Register ``act_table_load`` and the scalar opcodes ``golden.activation.execute`` runs
+    (ACTIVATION, and COPY once :mod:`rtl.isa` gives it a row)."""
+    from golden import activation as ga
+    for op in OPCODES_ALL:
+        if op.engine != "act":
+            continue
+        if op.code == ga.OP_ACT_TABLE_LOAD:
+            register_op(op.name, _act_table_load, _act_timing, _act_access)
+        elif op.code in (ga.OP_ACTIVATION, ga.OP_COPY):
+            register_op(op.name, _act_execute, _act_timing, _act_access)
+
+
+register_vector_ops()
+register_scalar_ops()
 
 
 # --- races ------------------------------------------------------------------------------------

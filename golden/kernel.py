@@ -79,6 +79,24 @@ class Tile:
     uid: int
     bank: int | None = None
 
+    def view(self, col0=0, cols=None, parts=None):
+        """Columns ``[col0, col0 + cols)`` (and the first ``parts`` partitions) of this tile as
+        a tile of its own: the same resource for the dependency tracking."""
+        cols = self.elems - col0 if cols is None else cols
+        parts = self.parts if parts is None else parts
+        if not (0 <= col0 and 1 <= cols and col0 + cols <= self.elems
+                and 1 <= parts <= self.parts):
+            raise ValueError(f"tile {self.name} view [{parts} x {col0}:{col0 + cols}] must lie "
+                             f"in [{self.parts} x 0:{self.elems}]")
+        return Tile(self.mem, parts, cols, self.dtype, self.offset + col0 * ELEM_BYTES[self.dtype],
+                    self.name, self.uid, self.bank)
+
+    def bcast(self, n):
+        """The :class:`rtl.isa.APEnc` reading element 0 of each partition ``n`` times (step 0):
+        a per-partition scalar as the second source of an ``n``-element vector operation."""
+        return APEnc(mem=self.mem, start=0, count=self.parts, dtype=self.dtype,
+                     offset=self.offset, dims=((0, n),))
+
     def ap(self, col0=0, cols=None):
         """The :class:`rtl.isa.APEnc` of columns ``[col0, col0 + cols)`` of the tile."""
         cols = self.elems - col0 if cols is None else cols
@@ -186,6 +204,7 @@ class Kernel:
         self._readers = {}                        # resource -> {stream: count}
         self._waited = {e: {} for e in ENGINES}   # issuer -> stream -> count already waited
         self._pe_loaded = None                    # (AP, its writer) of the loaded weights
+        self._act_table = None                    # function whose table the scalar engine holds
         nsem = len(ENGINES) + cfg.dma_engines * cfg.dma_queues
         if nsem > cfg.semaphores:
             raise ValueError(f"Kernel needs {nsem} semaphores (one per engine and DMA queue), "
@@ -480,17 +499,171 @@ class Kernel:
                    lambda w, p: Instr(op=opname, wait=w, post=p, flags=frozenset(flags),
                                       aps=aps, imm=dict(imm or {})))
 
-    def copy(self, dst, src):
+    def copy(self, dst, src, sr=False):
         """``dst = src`` with the formats' cast (vector engine ``tensor_copy``): how a PSUM
         result reaches the SBUF, and then DRAM."""
-        self.op("tensor_copy", dst, [src])
+        self._vec("tensor_copy", dst, src, sr=sr)
 
-    def activation(self, dst, src, func, scale=1.0, bias=0.0, bias_tile=None):
-        """``dst = f(src * scale + bias)`` on the scalar engine (``activation``; ``func`` the
-        id of the engine's function table, ``bias_tile`` a per-partition bias AP)."""
-        imm = {"func": func, "scale": scale, "bias": bias, "bias_ap": int(bias_tile is not None)}
-        self.op("activation", dst, [src] + ([bias_tile] if bias_tile is not None else []),
-                imm=imm)
+    # --- vector engine (docs/vector.md; ALU operations by name or code) ----------------------
+    def _vec(self, opname, dst, src0=None, src1=None, *, src1_ap=None, op0=0, op1=0, imm0=0.0,
+             imm1=0.0, rev0=False, rev1=False, sel0=False, sel1=False, sr=False):
+        aps, reads = {"ap0": dst.ap()}, []
+        if src0 is not None:
+            aps["ap1"] = src0.ap()
+            reads.append(src0)
+        if src1 is not None:
+            aps["ap2"] = src1_ap or src1.ap()
+            reads.append(src1)
+        imm = {"op0": _alu(op0), "op1": _alu(op1),
+               "ctl": int(rev0) | int(rev1) << 1 | int(sel0) << 2 | int(sel1) << 3,
+               "imm0": imm0, "imm1": imm1}
+        imm = {k: v for k, v in imm.items() if _nonzero(v)}
+        self._emit("dve", "dve", reads, [dst],
+                   lambda w, p: Instr(op=opname, wait=w, post=p, aps=aps, imm=imm,
+                                      flags=frozenset({"sr"} if sr else ())))
+
+    def _operand(self, x, n):
+        """``(imm, src1 tile, src1 AP, sel)`` of a stage operand: a number (the immediate) or a
+        per-partition ``[parts, 1]`` tile (the src1 AP with step 0)."""
+        if isinstance(x, Tile):
+            return 0.0, x, x.bcast(n), True
+        return x, None, None, False
+
+    def tensor_tensor(self, dst, a, b, op, sr=False):
+        """``dst = a op b`` element-wise (``op`` an ALU operation name of
+        ``golden.vector.ALU_NAMES`` or its code)."""
+        self._vec("tensor_tensor", dst, a, b, op0=op, sr=sr)
+
+    def tensor_scalar(self, dst, src, op0, operand0=0.0, op1="bypass", operand1=0.0,
+                      reverse0=False, reverse1=False, sr=False):
+        """``dst = (src op0 operand0) op1 operand1``; an operand is a number (an FP32
+        immediate) or a per-partition ``[parts, 1]`` tile (both tiles, if two: the same one).
+        ``reverse``: the operand comes first (``operand - x``)."""
+        n = src.elems
+        i0, t0, a0, s0 = self._operand(operand0, n)
+        i1, t1, a1, s1 = self._operand(operand1, n)
+        if t0 is not None and t1 is not None and t0 != t1:
+            raise ValueError("tensor_scalar: both operands from tiles must be the same tile "
+                             "(one src1 AP)")
+        t, a = (t0, a0) if t0 is not None else (t1, a1)
+        self._vec("tensor_scalar", dst, src, t, src1_ap=a, op0=op0, op1=op1, imm0=i0, imm1=i1,
+                  rev0=reverse0, rev1=reverse1, sel0=s0, sel1=s1, sr=sr)
+
+    def tensor_reduce(self, dst, src, op="add", pre_op="bypass", pre_operand=0.0, sr=False):
+        """``dst[p, 0] = op-reduction of (src pre_op pre_operand)[p, :]`` (``op`` add, max or
+        min; the engine's interleaved order, docs/vector.md §1.5)."""
+        i0, t0, a0, s0 = self._operand(pre_operand, src.elems)
+        self._vec("tensor_reduce", dst, src, t0, src1_ap=a0, op0=pre_op, op1=op, imm0=i0,
+                  sel0=s0, sr=sr)
+
+    def memset(self, dst, value, sr=False):
+        """``dst = value`` (FP32, encoded to the tile's format)."""
+        self._vec("memset", dst, imm0=value, sr=sr)
+
+    def iota(self, dst, op0="bypass", imm0=0.0, op1="bypass", imm1=0.0, sel0=False,
+             sel1=False):
+        """``dst[p, i] = (i op0 y0) op1 y1`` with ``y`` the immediate or, with ``sel``, the
+        partition index ``p`` (e.g. ``op1="add", sel1=True``: ``i + p``)."""
+        self._vec("iota", dst, op0=op0, op1=op1, imm0=imm0, imm1=imm1, sel0=sel0, sel1=sel1)
+
+    def select(self, dst, mask, on_true, otherwise=0.0, sr=False):
+        """``dst = on_true if mask != 0 else otherwise`` (an immediate)."""
+        self._vec("select", dst, mask, on_true, imm0=otherwise, sr=sr)
+
+    def max8(self, dst, src, indices=False):
+        """``dst[p, :8]`` = the 8 largest of ``src[p, :]`` (or their indices), largest first."""
+        self._vec("max8", dst, src, op1=int(indices))
+
+    # --- scalar engine ------------------------------------------------------------------------
+    def load_table(self, name):
+        """Load function ``name``'s table into the scalar engine, unless it holds it: the image
+        (``golden.isasim.table_words``, element-major over every partition) as a DRAM tensor,
+        DMA to a temporary SBUF tile, ``act_table_load``, the tile freed."""
+        from golden import activation as ga
+        from golden.isasim import table_words
+        if name not in ga.FUNCTION_IDS:
+            raise ValueError(f"activation func must be one of {ga.FUNCTIONS}, not {name!r}")
+        if self._act_table == name:
+            return
+        P = self.cfg.partitions
+        w = table_words(ga.table(name))
+        cols = -(-len(w) // P)
+        img = np.zeros(cols * P, np.uint32)
+        img[:len(w)] = w
+        key = f"__table_{name}"
+        t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32",
+                                                      data=img.reshape(cols, P).T)
+        tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
+        self.load(tile, t)
+        fid = ga.FUNCTION_IDS[name]
+        self._emit("act", "act", [tile], [],
+                   lambda w_, p: Instr(op="act_table_load", wait=w_, post=p,
+                                       aps={"ap1": tile.ap()}, imm={"func": fid}))
+        self.free(tile)
+        self._act_table = name
+
+    def activation(self, dst, src, func, scale=1.0, bias=0.0, bias_tile=None, scale_tile=None,
+                   reduce=None, sr=False):
+        """``dst = f(src * scale + bias)`` on the scalar engine (``func`` a name of
+        ``golden.activation.FUNCTIONS``; its table is loaded first when the engine holds
+        another). ``bias_tile`` / ``scale_tile``: a per-partition ``[parts, 1]`` tile instead
+        of the immediate (one AP slot: both from the same tile, if both). ``reduce``: ``None``,
+        ``"reset"``, ``"reduce"`` or ``"reset_reduce"`` (the engine's accumulators)."""
+        from golden import activation as ga
+        self.load_table(func)
+        per = bias_tile if bias_tile is not None else scale_tile
+        if bias_tile is not None and scale_tile is not None and bias_tile != scale_tile:
+            raise ValueError("activation: bias_tile and scale_tile share the one AP slot ap2")
+        cmd = {None: 0, "reset": 1, "reduce": 2, "reset_reduce": 3}
+        if reduce not in cmd:
+            raise ValueError(f"activation reduce must be one of {list(cmd)}, not {reduce!r}")
+        imm = {"func": ga.FUNCTION_IDS[func], "reduce_cmd": cmd[reduce],
+               "bias_ap": int(bias_tile is not None), "scale_ap": int(scale_tile is not None),
+               "scale": scale, "bias": bias}
+        imm = {k: v for k, v in imm.items() if _nonzero(v)}
+        aps = {"ap0": dst.ap(), "ap1": src.ap()}
+        if per is not None:
+            aps["ap2"] = per.ap()
+        self._emit("act", "act", [src] + ([per] if per is not None else []), [dst],
+                   lambda w, p: Instr(op="activation", wait=w, post=p, aps=aps, imm=imm,
+                                      flags=frozenset({"sr"} if sr else ())))
+
+    # --- N:M sparse weights -------------------------------------------------------------------
+    def sparse_load(self, tile, values, tags, pattern, row0=0, col0=0, queue=None):
+        """Decompress N:M weights into the dense SBUF ``tile`` [K_log, M] (bf16 or any 2-byte
+        dense format): ``values`` is the DRAM tensor of kept values ``[K_phys, F]``
+        (``golden.sparse.compress`` layout, ``K_phys = K_log n / m``), ``tags`` their positions
+        (a numpy array, known when the kernel is built), the tile's rows ``row0 ..`` of the
+        logical weights and columns ``col0 ..``. The tile is cleared (``memset``), then every kept value is copied into
+        place by a one-element DMA descriptor (the tags become the addresses). The SBUF-fed
+        sparse load of the tensor engine is [later] in the RTL (``E_FLAGS``), so this is how a
+        kernel keeps weights compressed in DRAM today. Returns the descriptor count."""
+        from golden import sparse as gs
+        n, m = gs.pattern_params(pattern, self.cfg)
+        tags = np.asarray(tags)
+        if tile.mem != SBUF or tile.dtype != values.dtype or ELEM_BYTES[tile.dtype] != 2:
+            raise ValueError(f"sparse_load tile must be an SBUF tile of the values' 2-byte "
+                             f"format {values.dtype}, not {tile.mem} {tile.dtype}")
+        if tags.shape != values.shape:
+            raise ValueError(f"sparse_load tags must have the values' shape {values.shape}, "
+                             f"not {tags.shape}")
+        self.memset(tile, 0.0)
+        es, SBP = 2, self.cfg.sbuf_bytes_per_partition
+        count = 0
+        for r in range(tile.parts):
+            g, pos = divmod(row0 + r, m)
+            for j in range(tile.elems):
+                hit = [kp for kp in range(g * n, (g + 1) * n) if tags[kp, col0 + j] == pos]
+                if not hit:
+                    continue
+                d = gdma.Descriptor(src=values.addr + hit[0] * values.pitch + es * (col0 + j),
+                                    dst=r * SBP + tile.offset + es * j, src_space=gdma.DRAM,
+                                    dst_space=gdma.SBUF, dims=((1, es, es),),
+                                    src_dtype=gdma.DTYPE_CODES[values.dtype],
+                                    dst_dtype=gdma.DTYPE_CODES[values.dtype])
+                self.descriptor(d, reads=[values], writes=[tile], queue=queue)
+                count += 1
+        return count
 
     def output(self, name, where):
         """Name where a result lives (a :class:`DramTensor` or a dict of tiles)."""
@@ -596,6 +769,25 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                     tiles[(m0, n0)] = ps[m0]
     k.output("C", c if evacuate else tiles)
     return k.build()
+
+
+def _alu(op):
+    """An ALU operation code from its ``golden.vector.ALU_NAMES`` name (or the code)."""
+    from golden.vector import ALU_NAMES
+    if isinstance(op, str):
+        if op not in ALU_NAMES:
+            raise ValueError(f"ALU operation must be one of {ALU_NAMES}, not {op!r}")
+        return ALU_NAMES.index(op)
+    if isinstance(op, bool) or not isinstance(op, int) or not 0 <= op < len(ALU_NAMES):
+        raise ValueError(f"ALU operation must be a name or a code in [0, 15], not {op!r}")
+    return op
+
+
+def _nonzero(v):
+    """Whether an immediate has a nonzero encoding (``-0.0`` does)."""
+    if isinstance(v, float):
+        return v != 0.0 or np.signbit(v)
+    return bool(v)
 
 
 def _sub(t, parts, elems):

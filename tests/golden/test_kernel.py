@@ -12,7 +12,7 @@ import pytest
 
 from golden.arith import add_fp32
 from golden.formats import decode
-from golden.isasim import OP_HOOKS, IsaSim, find_races, register_op
+from golden.isasim import OP_HOOKS, IsaSim, find_races
 from golden.kernel import Kernel, gemm_kernel
 from golden.tensor import matmul
 from rtl.config import DEFAULT, SMALL
@@ -78,39 +78,26 @@ def test_gemm_in_psum_bit_exact_and_close_to_float64(K, M, N, seed):
         assert np.array_equal(s2.psum, sim.psum) and s2.mem.sbuf == sim.mem.sbuf
 
 
-def _copy_hook(sim, ins):
-    """tensor_copy for equal formats only (a stand-in until golden/vector.py lands)."""
-    d = sim.check_ap(ins.aps["ap0"], "ap0")
-    s = sim.check_ap(ins.aps["ap1"], "ap1")
-    assert ins.aps["ap0"].dtype == ins.aps["ap1"].dtype
-    sim.write_ap(d, sim.read_ap(s))
-
-
-def test_gemm_evacuated_to_dram_with_a_copy_hook():
+def test_gemm_evacuated_to_dram_through_the_vector_engine():
     rng = np.random.default_rng(7)
     K, M, N = 9, 10, 70
     AT, B = _bf16(rng, (K, M)), _bf16(rng, (K, N))
     kp = gemm_kernel(CFG, AT, B, evacuate=True)
-    old = OP_HOOKS.get("tensor_copy")
+    sim = IsaSim(CFG, dram_bytes=kp.dram)         # the vector engine's tensor_copy hook
+    assert sim.run(kp.programs) is None
+    C = kp.outputs["C"].read(sim.mem.dram)
+    assert np.array_equal(C, _chain_reference(CFG, AT, B))
+    assert np.array_equal(kp.read_outputs(sim)["C"], C)
+    assert find_races(sim) == []
+    s2 = IsaSim(CFG, dram_bytes=kp.dram)
+    assert s2.run(kp.programs, policy=random.Random(5)) is None
+    assert s2.mem.dram == sim.mem.dram
+    old = OP_HOOKS.pop("tensor_copy")
     try:
-        register_op("tensor_copy", _copy_hook)
-        sim = IsaSim(CFG, dram_bytes=kp.dram)
-        assert sim.run(kp.programs) is None
-        C = kp.outputs["C"].read(sim.mem.dram)
-        assert np.array_equal(C, _chain_reference(CFG, AT, B))
-        assert np.array_equal(kp.read_outputs(sim)["C"], C)
-        assert find_races(sim) == []
-        s2 = IsaSim(CFG, dram_bytes=kp.dram)
-        assert s2.run(kp.programs, policy=random.Random(5)) is None
-        assert s2.mem.dram == sim.mem.dram
-    finally:
-        if old is None:
-            OP_HOOKS.pop("tensor_copy", None)
-        else:
-            OP_HOOKS["tensor_copy"] = old
-    if old is None:
         with pytest.raises(NotImplementedError, match="tensor_copy"):
             IsaSim(CFG, dram_bytes=kp.dram).run(kp.programs)
+    finally:
+        OP_HOOKS["tensor_copy"] = old
 
 
 def test_gemm_default_preset_one_tile_timeline():
