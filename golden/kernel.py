@@ -638,8 +638,8 @@ class Kernel:
         place by a one-element DMA descriptor (the tags become the addresses). The SBUF-fed
         sparse load of the tensor engine is [later] in the RTL (``E_FLAGS``), so this is how a
         kernel keeps weights compressed in DRAM today. Returns the descriptor count."""
-        from golden import sparse as gs
-        n, m = gs.pattern_params(pattern, self.cfg)
+        from rtl.config import parse_sparse_pattern
+        n, m = parse_sparse_pattern(pattern)      # decompressed by DMA: any pattern will do
         tags = np.asarray(tags)
         if tile.mem != SBUF or tile.dtype != values.dtype or ELEM_BYTES[tile.dtype] != 2:
             raise ValueError(f"sparse_load tile must be an SBUF tile of the values' 2-byte "

@@ -1,37 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Kernels the whole core runs (``make sim``, the core benchmark, ``tests/test_core.py``): each
-case builds a :class:`golden.kernel.KernelProgram` (per-engine programs, DRAM image) and the
-expected outputs, computed without the ISA simulator (``golden.tensor`` / ``golden.vector`` /
-``golden.activation`` called directly), so RTL and golden simulator are both checked against
-an independent composition."""
+"""Kernels the whole core runs (``make sim``, the core benchmark, ``tests/test_core.py``): the
+:mod:`golden.kernels` cases (MLP, attention head, layer norm, sparse MLP: each a
+:class:`golden.kernels.KernelCase` with its program, the expected output composed from the
+golden modules directly, and a float64 bound) plus a tiled GEMM from DRAM. The core runs the
+same binary programs; its outputs must equal ``expected`` bit for bit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from golden import kernels as gk
 from golden.kernel import gemm_kernel
 from golden.tensor import add_fp32, matmul
 
-__all__ = ["KernelCase", "KERNELS", "build_case", "bf16_codes", "gemm_reference"]
-
-
-@dataclass
-class KernelCase:
-    """``program`` (KernelProgram), ``expected`` ({output name: uint32 codes}), ``flops``
-    (multiply-adds x 2 of the tensor engine), ``dram_bytes`` (bytes the DMA moves)."""
-    name: str
-    program: object
-    expected: dict
-    flops: int = 0
-    dram_bytes: int = 0
-
-
-def bf16_codes(rng, shape, scale=2.0):
-    """bf16 codes (uint32) of random normal values, truncated from FP32 (finite)."""
-    x = (rng.standard_normal(shape) * scale).astype(np.float32)
-    return (x.view(np.uint32) >> 16).astype(np.uint32)
+__all__ = ["KERNELS", "build_case", "gemm_case", "gemm_reference", "dram_traffic"]
 
 
 def gemm_reference(cfg, AT, B, dtype="bf16"):
@@ -52,25 +34,56 @@ def gemm_reference(cfg, AT, B, dtype="bf16"):
     return C
 
 
-def _gemm(cfg, rng, K=None, M=None, N=None, dram_bytes=1 << 20):
+def gemm_case(cfg, seed=0, K=None, M=None, N=None, dram_bytes=1 << 20):
     """Tiled GEMM from DRAM: bf16 A^T [K, M] and B [K, N] loaded by DMA (double-buffered),
     FP32 accumulation in PSUM over the K tiles, evacuated by the vector engine and stored to
-    DRAM as C [M, N] fp32."""
+    DRAM as C [M, N] fp32. Float64 bound: one FP32 rounding per product-sum step of a K tile
+    and per K-tile accumulate, ``(K + K / pe_rows + 1) * 2**-24 * (|A|^T |B|)``."""
+    rng = np.random.default_rng(seed)
     K = K or 4 * cfg.pe_rows
     M = M or 2 * cfg.pe_cols
     N = N or 2 * cfg.psum_bank_fp32
-    AT, B = bf16_codes(rng, (K, M)), bf16_codes(rng, (K, N))
+    AT = gk._bf16(rng, (K, M))
+    B = gk._bf16(rng, (K, N))
     kp = gemm_kernel(cfg, AT, B, evacuate=True, dram_bytes=dram_bytes)
-    return KernelCase("gemm", kp, {"C": gemm_reference(cfg, AT, B)}, flops=2 * K * M * N,
-                      dram_bytes=2 * (K * M + K * N) + 4 * M * N)
+    a, b = gk.decode_f64(cfg, AT, "bf16"), gk.decode_f64(cfg, B, "bf16")
+    steps = K + -(-K // cfg.pe_rows) + 1
+    tol = steps * 2.0 ** -24 * (np.abs(a).T @ np.abs(b)) + 2.0 ** -149
+    return gk.KernelCase("gemm", cfg, kp, {"C": gemm_reference(cfg, AT, B)}, {"C": a.T @ b},
+                         {"C": tol}, {"C": "fp32"}, flops=2 * K * M * N)
 
 
-#: name -> builder(cfg, rng, **params) -> KernelCase
-KERNELS = {"gemm": _gemm}
+def _golden(name):
+    def build(cfg, seed=0, **sizes):
+        return gk.KERNELS[name](cfg, *gk.random_inputs(cfg, name, seed, **sizes))
+    return build
+
+
+#: name -> builder(cfg, seed, **params) -> golden.kernels.KernelCase
+KERNELS = {"gemm": gemm_case, **{n: _golden(n) for n in gk.KERNELS}}
 
 
 def build_case(name, cfg, seed=0, **params):
-    """The :class:`KernelCase` ``name`` (one of :data:`KERNELS`) for ``cfg``."""
+    """The :class:`golden.kernels.KernelCase` ``name`` (one of :data:`KERNELS`) for ``cfg``."""
     if name not in KERNELS:
         raise ValueError(f"kernel must be one of {sorted(KERNELS)}, not {name!r}")
-    return KERNELS[name](cfg, np.random.default_rng(seed), **params)
+    return KERNELS[name](cfg, seed, **params)
+
+
+def dram_traffic(kp):
+    """Bytes the kernel's DMA descriptors move to or from DRAM (each descriptor counted once,
+    as often as ``dma_start`` names it)."""
+    from golden import dma as gdma
+    from rtl import isa
+    total = 0
+    raw = kp.programs.get("sp", b"")
+    for i in range(0, len(raw), isa.INSTR_BYTES):
+        ins = isa.decode(raw[i:i + isa.INSTR_BYTES])
+        if ins.op != "dma_start":
+            continue
+        for j in range(ins.imm["count"]):
+            a = ins.imm["desc_addr"] + 64 * j - kp.dram_base
+            d = gdma.Descriptor.unpack(bytes(kp.dram[a:a + 64]))
+            total += d.count * (gdma._esize(d.src_dtype) * (d.src_space == gdma.DRAM)
+                                + gdma._esize(d.dst_dtype) * (d.dst_space == gdma.DRAM))
+    return total

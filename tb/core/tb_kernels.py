@@ -12,13 +12,14 @@ import cocotb
 import numpy as np
 
 from rtl.core.neuroncore import ENGINES_BUILT
-from tb.core.kernels import build_case
+from golden.kernel import DramTensor
+from tb.core.kernels import build_case, dram_traffic
 from tb.core.tb_core import CoreTB
 
 
 async def run_kernel(tb, case):
     """Run one :class:`~tb.core.kernels.KernelCase`; returns its record."""
-    kp = case.program
+    kp = case.kp
     queues = kp.place_queues()
     if kp.dram_base + len(kp.dram) > tb.ram.size:
         raise ValueError(f"kernel {case.name}: DRAM image of {len(kp.dram)} bytes at "
@@ -38,18 +39,26 @@ async def run_kernel(tb, case):
         pc, info = await tb.rd("ERR_PC"), await tb.rd("ERR_INFO")
         raise AssertionError(tb.fail_text(case.name, f"error {err:#x} at index {pc}, info "
                                                      f"{info:#x}"))
+    image = tb.ram.read(kp.dram_base, len(kp.dram))
+    outputs = {}
+    for name, where in kp.outputs.items():
+        if not isinstance(where, DramTensor):
+            raise ValueError(f"kernel {case.name}: output {name} must be a DRAM tensor to be "
+                             f"read back from the core")
+        outputs[name] = where.read(image, kp.dram_base)
     for name, want in case.expected.items():
-        t = kp.tensors[name]
-        got = t.read(tb.ram.read(kp.dram_base, len(kp.dram)), kp.dram_base)
-        tb.check_equal(f"{case.name} {name}", got.ravel(), np.asarray(want).ravel(),
-                       lambda j, n=want.shape[1], t=name: f"{t}[{j // n}, {j % n}]")
+        want = np.asarray(want)
+        tb.check_equal(f"{case.name} {name}", outputs[name].ravel(), want.ravel(),
+                       lambda j, n=want.shape[-1], t=name: f"{t}[{j // n}, {j % n}]")
+    check = case.check(outputs)
     busy = {e: (c1[e] - c0[e]) & 0xFFFFFFFF for e in ENGINES_BUILT}
     busy["dma"] = (c1["dma"] - c0["dma"]) & 0xFFFFFFFF
     t0 = log[0][0] if log else 0
     return {"kernel": case.name, "cycles": cycles, "busy": busy,
             "instructions": kp.instructions(), "flops": case.flops,
-            "dram_bytes": case.dram_bytes, "checked": {n: int(np.asarray(v).size)
-                                                       for n, v in case.expected.items()},
+            "dram_bytes": dram_traffic(kp), "checked": {n: int(np.asarray(v).size)
+                                                        for n, v in case.expected.items()},
+            "worst_vs_bound": {n: q for n, (_, q) in check.items()},
             "timeline": [(c - t0, v) for c, v in log], "wall_seconds": wall}
 
 
