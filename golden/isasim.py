@@ -778,8 +778,13 @@ def _rtl_elems(enc, nd):
     return n
 
 
+#: Detail prefix of the tensor decoder's static faults (before anything is issued).
+STATIC_DETAIL = "decoder: "
+
+
 def _static(sim, code, msg):
-    return Fault(code, sim.cur_index, msg)
+    # the tensor decoder's static checks report ERR_INFO 0, like every engine status
+    return Fault(code, 0, STATIC_DETAIL + msg)
 
 
 def _pe_src(sim, ins):

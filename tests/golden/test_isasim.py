@@ -265,17 +265,16 @@ ERROR_CASES = [
     ("deadlock", {"pe": "nop post=s1+1\nnop wait=s2>=1",
                   "act": "nop wait=s1>=1\nnop wait=s3>=1\nnop post=s2+1"},
      E_TIMEOUT, "pe", 1, 2),
-    # tensor engine (rtl/core/tensor_decode.py): the decoder's static checks report the
-    # instruction's queue index as ERR_INFO; the reader's AP codes and the engine's own
-    # (after the AP was accepted) report 0
+    # tensor engine (rtl/core/tensor_decode.py): the decoder's static checks, the reader's AP
+    # codes and the engine's own (after the AP was accepted) all report ERR_INFO 0
     ("sparse_flag", {"pe": "load_stationary.sparse ap1=sbuf.bf16[0:4]@0x0{1x4} sp_n=2 sp_m=4"},
      E_FLAGS, "pe", 0, 0),
     ("acc_flag_on_load", {"pe": "nop\nload_stationary.mx ap1=sbuf.bf16[0:4]@0x0{1x4}"},
-     E_FLAGS, "pe", 1, 1),
+     E_FLAGS, "pe", 1, 0),
     ("format_e8m0_weights", {"pe": "load_stationary ap1=sbuf.e8m0[0:4]@0x0{1x4}"},
      E_FORMAT, "pe", 0, 0),
     ("format_fp4", {"pe": "nop\nload_stationary ap1=sbuf.fp4_e2m1[0:4]@0x0{1x4}"},
-     E_FORMAT, "pe", 1, 1),
+     E_FORMAT, "pe", 1, 0),
     ("format_pair", {"pe": "load_stationary ap1=sbuf.fp32[0:4]@0x0{1x4}\n" + MM},
      E_FORMAT, "pe", 1, 0),
     ("ap_form", {"pe": "load_stationary ap1=sbuf.bf16[0:4]@0x0{1x2,1x0,1x2}"},
@@ -286,9 +285,9 @@ ERROR_CASES = [
     ("ap_range_moving", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{1x8} "
                          "ap1=sbuf.bf16[0:4]@0xff8{1x8}"}, E_AP_RANGE, "pe", 1, 0),
     ("shape_psum_offset", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0xf8{1x8} "
-                           "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+                           "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
     ("shape_psum_bank", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x400{1x8} "
-                         "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+                         "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
     ("shape_before_ap_range", {"pe": "load_stationary ap1=sbuf.bf16[0:4]@0xffc{1x5}"},
      E_SHAPE, "pe", 0, 0),
     ("shape_m", {"pe": "load_stationary ap1=sbuf.bf16[0:4]@0x0{1x5}"}, E_SHAPE, "pe", 0, 0),
@@ -301,21 +300,21 @@ ERROR_CASES = [
     ("shape_no_load", {"pe": MM}, E_SHAPE, "pe", 0, 0),
     ("shape_k", {"pe": "load_stationary ap1=sbuf.bf16[0:2]@0x0{1x4}\n"
                  "multiply_moving ap0=psum.fp32[0:4]@0x0{1x8} ap1=sbuf.bf16[0:4]@0x40{1x8}"},
-     E_SHAPE, "pe", 1, 1),
+     E_SHAPE, "pe", 1, 0),
     ("shape_n", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{1x8} "
-                 "ap1=sbuf.bf16[0:4]@0x40{1x65}"}, E_SHAPE, "pe", 1, 1),
+                 "ap1=sbuf.bf16[0:4]@0x40{1x65}"}, E_SHAPE, "pe", 1, 0),
     ("shape_psum_m", {"pe": LS + "multiply_moving ap0=psum.fp32[0:2]@0x0{1x8} "
-                      "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+                      "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
     ("shape_psum_entry", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x4{1x8} "
-                          "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+                          "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
     ("shape_psum_dims", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{1x4,4x2} "
-                         "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+                         "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
     ("shape_psum_dtype", {"pe": LS + "multiply_moving ap0=psum.bf16[0:4]@0x0{1x8} "
-                          "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+                          "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
     ("shape_psum_step", {"pe": LS + "multiply_moving ap0=psum.fp32[0:4]@0x0{2x8} "
-                         "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 1),
+                         "ap1=sbuf.bf16[0:4]@0x40{1x8}"}, E_SHAPE, "pe", 1, 0),
     ("shape_transpose", {"pe": LS + "transpose ap0=psum.fp32[0:4]@0x0{1x8}"},
-     E_SHAPE, "pe", 1, 1),
+     E_SHAPE, "pe", 1, 0),
     ("dma_desc_align", {"sp": "dma_start count=1 desc_addr=0x20"}, E_DESC, "sp", 0, 0),
     ("dma_queue_range", {"sp": f"dma_start queue={CFG.dma_queues} count=1 desc_addr=0"},
      E_DESC, "sp", 0, 0),

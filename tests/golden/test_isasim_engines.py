@@ -18,7 +18,7 @@ import pytest
 
 from golden import activation as ga
 from golden import vector as gv
-from golden.isasim import (E_AP_FORM, E_AP_PART, E_AP_RANGE, E_FORMAT, E_OPCODE, E_SHAPE,
+from golden.isasim import (STATIC_DETAIL, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_FORMAT, E_OPCODE, E_SHAPE,
                            IsaSim, find_races, table_words, vec_instr)
 from golden.ap import AP
 from golden.prng import XorWowLanes
@@ -439,13 +439,14 @@ def test_matmul_ap2_is_not_read_and_fewer_moving_rows_use_the_first_weight_rows(
 def test_mx_element_format_passes_the_decoder_and_fails_in_the_engine():
     """An MX element format that is not a dense format passes the decoder's format check
     (it is one of the engine's formats) and the engine rejects it: E_FORMAT with ERR_INFO 0,
-    after the AP check; e8m0 fails in the decoder (ERR_INFO = the queue index)."""
+    after the AP check; e8m0 fails in the decoder (ERR_INFO 0 too, its detail says so)."""
     cfg = CFG.replace(formats=("fp32", "bf16"))
     nop = Instr(op="nop")
-    for dt, info in (("fp8_e4m3fn", 0), ("e8m0", 1)):
+    for dt, static in (("fp8_e4m3fn", False), ("e8m0", True)):
         err = IsaSim(cfg).run({"pe": [nop, Instr(op="load_stationary",
                                                  aps={"ap1": ap(0, 4, dt)})]})
-        assert (err.code, err.index, err.info) == (E_FORMAT, 1, info), (dt, err)
+        assert (err.code, err.index, err.info) == (E_FORMAT, 1, 0), (dt, err)
+        assert err.detail.startswith(STATIC_DETAIL) == static, (dt, err)
     err = IsaSim(cfg).run({"pe": [nop, Instr(op="load_stationary",
                                              aps={"ap1": ap(4094, 4, "fp8_e4m3fn")})]})
     assert (err.code, err.info) == (E_AP_RANGE, 0)
