@@ -38,11 +38,11 @@ docs: $(STAMP)
 
 ## make test: lint, then the regression (small preset), RTL against the golden model bit for bit
 test: $(STAMP) lint
-	CONFIG=$(TEST_CONFIG) $(PY) -m pytest -n $(JOBS) -m "not full" tests
+	CONFIG=$(TEST_CONFIG) $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not full" tests
 
 ## make test-full: the long regression (default preset, millions of random cases)
 test-full: $(STAMP)
-	CONFIG=$(FULL_CONFIG) $(PY) -m pytest -n $(JOBS) tests
+	CONFIG=$(FULL_CONFIG) $(PY) -m pytest -n $(JOBS) --dist loadgroup tests
 
 ## make bench [BENCH=name]: benchmarks, one JSON file each under build/bench/
 bench: $(STAMP)

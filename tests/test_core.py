@@ -4,16 +4,30 @@ DMA-fed matmul chain, every injected error class with soft-reset recovery, soft 
 traffic in flight, and the kernels of tb/core/kernels.py, on the preset
 narrowed to BF16 (``integration_cfg``: formats, MX and sparsity are verified block by block)."""
 
+import functools
+
+import pytest
+
 from tb.core.build import core_sim, integration_cfg
 
 
+@functools.cache
+def _sim(cfg):
+    """One elaboration and build per session for both tests (elaborating the core takes a
+    minute of Python)."""
+    return core_sim(integration_cfg(cfg))
+
+
+# one worker for both (make test: --dist loadgroup), so the core is elaborated once
+@pytest.mark.xdist_group("core")
 def test_core(cfg, seed):
-    sim = core_sim(integration_cfg(cfg))
+    sim = _sim(cfg)
     sim.run("tb.core.tb_core", params={"seed": seed})
 
 
+@pytest.mark.xdist_group("core")
 def test_core_kernels(cfg, seed):
     """The kernels of ``tb/core/kernels.py`` on the core, outputs bit for bit vs golden."""
-    sim = core_sim(integration_cfg(cfg))
+    sim = _sim(cfg)
     sim.run("tb.core.tb_kernels", params={"seed": seed, "kernels": [{"name": "gemm"}]},
             tag="kernels")

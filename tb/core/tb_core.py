@@ -9,9 +9,11 @@ good program (recovery)."""
 
 from __future__ import annotations
 
+import logging
+
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, Edge
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
@@ -34,6 +36,10 @@ class CoreTB(TB):
                           size=max(DRAM_BYTES, int(self.params.get("dram_bytes", 0))))
         self.host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "host", bus_separator="__"),
                                   dut.clk, dut.rst)
+        # one log line per burst costs more than simulating it
+        for part in (self.ram, self.host):
+            for side in (part.write_if, part.read_if):
+                side.log.setLevel(logging.WARNING)
         #: When set, :meth:`run_program` returns that many cycles after the start.
         self.cut_after = None
 
@@ -95,7 +101,7 @@ class CoreTB(TB):
         """Append ``(cycle, activity bits)`` to ``log`` at every change of the core's
         ``activity`` port (event-driven: one callback per change, not per cycle)."""
         while True:
-            await Edge(self.dut.activity)
+            await self.dut.activity.value_change
             log.append((int(cocotb.utils.get_sim_time("ns") // CLOCK_NS),
                         int(self.dut.activity.value)))
 
