@@ -8,9 +8,12 @@ bit for bit against golden by the cocotb test that produces the figures.
   the engines' start to the idle interrupt). Goal >= 0.90 on the default preset. Next to it the
   kernel's DRAM-traffic bound as a fraction of its cycles (``gemm_dram_bound_fraction``) and
   each engine's busy fraction.
+* ``golden_cycle_error``: mean of |golden estimate - RTL cycles| / RTL cycles over the
+  ``make sim`` kernels (``tb/core/sim.py`` SIM_KERNELS) on the small preset, each kernel's
+  figures next to it.
 * ``sim_cycles_per_second``: simulated cycles over the wall seconds of that kernel's run (from
   the start write to the interrupt; C++ at -O3), and of
-  the small preset's ``make sim`` GEMM (``small_sim_cycles_per_second``, -O0 build as in
+  the small preset's ``make sim`` kernels (``small_sim_cycles_per_second``, -O0 build as in
   ``make test``).
 """
 
@@ -65,10 +68,26 @@ def run(cfg, seed=1):
         m[f"gemm_busy_{e}"] = b / cyc
     m["sim_cycles_per_second"] = cyc / r["wall_seconds"]
     m["verilator_build_seconds_cached_or_cold"] = round(sim.build_seconds, 1)
+    # the make-sim kernels on the small preset: RTL cycles against the golden estimate
+    from golden.kernels import run_golden
+    from tb.core.build import integration_cfg
+    from tb.core.kernels import build_case
+    from tb.core.sim import SIM_KERNELS
     small = get_preset("small")
-    recs, wall, _ = _run(small, [{"name": "gemm", "seed": seed}], False, 1 << 20)
-    m["small_gemm_cycles"] = recs[0]["cycles"]
-    m["small_sim_cycles_per_second"] = recs[0]["cycles"] / recs[0]["wall_seconds"]
+    specs = [dict(k, seed=seed) for k in SIM_KERNELS]
+    recs, wall, _ = _run(small, specs, False, 1 << 20)
+    errs = []
+    for spec, r in zip(specs, recs):
+        spec = dict(spec)
+        name = spec.pop("name")
+        est = run_golden(build_case(name, integration_cfg(small), **spec))["cycles"]
+        m[f"small_{name}_cycles"] = r["cycles"]
+        m[f"small_{name}_golden_estimate"] = est
+        errs.append(abs(est - r["cycles"]) / r["cycles"])
+    m["golden_cycle_error"] = sum(errs) / len(errs)
+    m["golden_cycle_error_max"] = max(errs)
+    m["small_sim_cycles_per_second"] = (sum(r["cycles"] for r in recs)
+                                        / sum(r["wall_seconds"] for r in recs))
     m["bench_wall_seconds"] = time.monotonic() - t0
     return m
 

@@ -65,10 +65,12 @@ class NeuronCore(wiring.Component):
     host : In(AXI4LiteSignature())
         The host registers (ports ``host__*``).
     irq : Out(1)
-    activity : Out(len(rtl.isa.ENGINES) + 1)
+    activity : Out(2 * len(rtl.isa.ENGINES) + 1)
         Trace port: bit ``e`` = the sequencer of engine ``e`` (``rtl.isa.ENGINES`` order) is
-        busy, the last bit = some DMA engine is not idle (testbenches draw timelines from it;
-        the host reads the same as cycle counts in the ``Q_BUSY`` / ``DMA_BUSY`` registers).
+        busy, bit ``len(ENGINES)`` = some DMA engine is not idle (the host reads the same as
+        cycle counts in the ``Q_BUSY`` / ``DMA_BUSY`` registers), bit ``len(ENGINES) + 1 + e``
+        toggles when engine ``e`` retires an instruction. Testbenches draw timelines and time
+        each instruction from it.
     """
 
     class Signature(wiring.Signature):
@@ -77,7 +79,7 @@ class NeuronCore(wiring.Component):
             self.managers = len(ENGINES_BUILT) + 1 + cfg.dma_engines
             self.mux = AXI4Mux.Signature(cfg, self.managers)
             super().__init__({"axi": Out(self.mux.out_sig), "host": In(AXI4LiteSignature()),
-                              "irq": Out(1), "activity": Out(len(isa.ENGINES) + 1)})
+                              "irq": Out(1), "activity": Out(2 * len(isa.ENGINES) + 1)})
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
         super().__init__(self.Signature(cfg))
@@ -212,7 +214,10 @@ class NeuronCore(wiring.Component):
                     m.d.comb += [dma_err.eq(1), dma_code.eq(d.q_code[q]),
                                  dma_info.eq(d.q_info[q])]
         dma_idle = Cat(d.idle for d in dmas).all()
-        m.d.comb += [self.activity.eq(Cat(csr.seq_busy, ~dma_idle | draining))]
+        retired = Signal(len(isa.ENGINES))
+        for e in ENGINES_BUILT:
+            m.d.comb += retired[isa.ENGINES.index(e)].eq(seqs[e].retired)
+        m.d.comb += [self.activity.eq(Cat(csr.seq_busy, ~dma_idle | draining, retired))]
         m.d.comb += [csr.dma_err.eq(dma_err), csr.dma_code.eq(dma_code),
                      csr.dma_info.eq(dma_info), csr.dma_idle.eq(dma_idle & ~draining)]
         return m

@@ -121,6 +121,8 @@ class Sequencer(wiring.Component):
         count while halted, stopped or after an error).
     err : Out(1); err_code : Out(8); err_pc : Out(QUEUE_INDEX_BITS); err_info : Out(32)
     notify, irq_done : Out(1); notify_code : Out(16)
+    retired : Out(1)
+        Toggles at every retire (trace: one edge per instruction, also when back to back).
     """
 
     class Signature(wiring.Signature):
@@ -151,6 +153,7 @@ class Sequencer(wiring.Component):
                 "busy": Out(1), "halted": Out(1),
                 "err": Out(1), "err_code": Out(8), "err_pc": Out(Q), "err_info": Out(32),
                 "notify": Out(1), "notify_code": Out(16), "irq_done": Out(1),
+                "retired": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, engine: str):
@@ -317,7 +320,8 @@ class Sequencer(wiring.Component):
         with m.If(finish):
             m.d.sync += posting.eq(0)
             m.d.comb += infl.r_en.eq(1)
-            m.d.sync += [self.irq_done.eq(head_rec.irq & ~err),
+            m.d.sync += [self.retired.eq(~self.retired),
+                         self.irq_done.eq(head_rec.irq & ~err),
                          self.notify.eq(head_rec.notify & ~err),
                          self.notify_code.eq(head_rec.code)]
         with m.Else():

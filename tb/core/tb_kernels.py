@@ -11,6 +11,7 @@ import time
 import cocotb
 import numpy as np
 
+from rtl import isa
 from rtl.core.neuroncore import ENGINES_BUILT
 from golden.kernel import DramTensor
 from tb.core.kernels import build_case, dram_traffic
@@ -54,12 +55,22 @@ async def run_kernel(tb, case):
     busy = {e: (c1[e] - c0[e]) & 0xFFFFFFFF for e in ENGINES_BUILT}
     busy["dma"] = (c1["dma"] - c0["dma"]) & 0xFFFFFFFF
     t0 = log[0][0] if log else 0
+    # retire times per engine: the toggles of the trace's retire bits
+    ne = len(isa.ENGINES)
+    retires, prev = {e: [] for e in ENGINES_BUILT}, 0
+    for c, v in log:
+        for e in ENGINES_BUILT:
+            b = ne + 1 + isa.ENGINES.index(e)
+            if (v ^ prev) >> b & 1:
+                retires[e].append(c - t0)
+        prev = v
     return {"kernel": case.name, "cycles": cycles, "busy": busy,
             "instructions": kp.instructions(), "flops": case.flops,
             "dram_bytes": dram_traffic(kp), "checked": {n: int(np.asarray(v).size)
                                                         for n, v in case.expected.items()},
             "worst_vs_bound": {n: q for n, (_, q) in check.items()},
-            "timeline": [(c - t0, v) for c, v in log], "wall_seconds": wall}
+            "timeline": [(c - t0, v & ((2 << ne) - 1)) for c, v in log], "retires": retires,
+            "wall_seconds": wall}
 
 
 @cocotb.test()
