@@ -85,6 +85,12 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
             nums.append(n)
             total *= n
         start, count = random_partitions(rng, cfg.partitions)
+        if op == gv.OP_BN_AGGR:
+            nums[0] = gv.BN_STATS_N
+        if op == gv.OP_TRANSPOSE:
+            B = gv.transpose_block(cfg)
+            nums = [B]
+            start, count = B * int(rng.integers(0, cfg.partitions // B)), B
         dt = {r: int(rng.choice(fmts)) for r in ("src0", "src1", "dst")}
         kw = dict(opcode=op, sr=int(sr and rng.random() < 0.3),
                   op0=int(rng.integers(0, 16)), op1=int(rng.integers(0, 16)),
@@ -96,12 +102,18 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
             kw["op1"] = int(rng.choice(gv.REDUCE_OPS))
         if op == gv.OP_MAX8:
             kw["op1"] = int(rng.integers(0, 2))
+        if op == gv.OP_AFFINE_SELECT:
+            kw["op0"] = int(rng.choice(gv.AFFINE_CMPS))
+            kw["imm1"] = gv.affine_imm1(int(rng.integers(-total - 4, total + 5)),
+                                        int(rng.integers(-3, 4)), int(rng.integers(-3, 4)))
         aps = {}
         for role in ("src0", "src1", "dst"):
             mem = int(rng.choice([SBUF, PSUM]))
             shape = nums
-            if role == "dst" and op in (gv.OP_TENSOR_REDUCE, gv.OP_MAX8):
-                shape = [1] if op == gv.OP_TENSOR_REDUCE else [gv.MAX8_K]
+            fixed = {gv.OP_TENSOR_REDUCE: 1, gv.OP_MAX8: gv.MAX8_K, gv.OP_BN_STATS: gv.BN_STATS_N,
+                     gv.OP_BN_AGGR: gv.BN_AGGR_N}
+            if role == "dst" and op in fixed:
+                shape = [fixed[op]]
             if role == "src1" and rng.random() < 0.3:
                 ap = _fit_ap(rng, cfg, mem, role, gv.elem_bytes_of(cfg, dt[role]), shape,
                              start, count)
