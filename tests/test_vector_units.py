@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import golden.vector as gv
+from golden.ap import AP, PSUM, SBUF
 from golden.prng import XorWowLanes
 from rtl.config import get_preset
 from rtl.vector.engine import VectorEngine
@@ -34,11 +35,12 @@ def golden_run(cfg, instrs, sbuf, psum):
     return [gv.run(cfg, i, mem, prng) for i in instrs], mem
 
 
-def run_and_compare(bench, instrs, rng, seed, **kw):
+def run_and_compare(bench, instrs, rng, seed, mems=None, **kw):
     """Run ``instrs``; after every instruction, the memories with the RTL's writes so far
     applied equal golden's (so a result overwritten later is still checked); the statuses and
-    the final memory dumps equal golden's."""
-    sbuf, psum = random_memories(rng, SMALL)
+    the final memory dumps equal golden's. ``mems``: the initial ``(sbuf, psum)`` (default
+    random)."""
+    sbuf, psum = random_memories(rng, SMALL) if mems is None else mems
     job, out = program_job(bench.dut, instrs, sbuf=sbuf, psum=psum, rng=rng, **kw)
     bench.run(job)
     mem = gv.VecMemory(SMALL, sbuf=sbuf, psum=psum)
@@ -209,3 +211,44 @@ def test_other_alu_latencies_reduce_and_elementwise(stages, seed):
             apply_write(rs, rp, w)
         assert np.array_equal(rs, mem.sbuf) and np.array_equal(rp, mem.psum), \
             f"seed {seed}: instruction {k} ({gv.OPCODES[ins.opcode]}) differs: {ins}"
+
+
+def test_bn_chain_affine_diagonal_and_transpose(bench, seed):
+    """Directed: bn_stats over two chunks (FP32 and BF16 sources) into FP32 triples, bn_aggr of
+    those into mean/var (FP32, ordinary data: the Newton steps and the final max matter);
+    affine_select on the causal diagonal ``p - i`` for every comparison (``e == 0`` occurs);
+    transposes into every enabled format."""
+    rng = np.random.default_rng([seed, 28])
+    P = SMALL.partitions
+    sbuf, psum = random_memories(rng, SMALL)
+    x = (rng.standard_normal((P, 64)) * 2 + rng.uniform(-5, 5, (P, 1))).astype(np.float32)
+    sbuf[:, :256] = x.view(np.uint8)
+    bf, f32 = gv.DTYPE_CODES["bf16"], gv.DTYPE_CODES["fp32"]
+    st = 2048
+
+    def ap(mem, off, dims, **kw):
+        return AP(memory=mem, offset=off, dims=dims, num_partitions=kw.pop("n", P), **kw)
+    instrs = [
+        gv.VecInstr(opcode=gv.OP_BN_STATS, src0=ap(SBUF, 0, ((1, 20), (-20, 2))),
+                    dst=ap(SBUF, st, ((1, 3),))),
+        gv.VecInstr(opcode=gv.OP_BN_STATS, src0=ap(SBUF, 256, ((1, 17),)), src0_dtype=bf,
+                    dst=ap(SBUF, st + 12, ((1, 3),))),
+        gv.VecInstr(opcode=gv.OP_BN_STATS, src0=ap(SBUF, 200, ((1, 1),)),
+                    dst=ap(PSUM, 2 * SMALL.psum_bank_bytes, ((1, 3),))),
+    ]
+    instrs.append(gv.VecInstr(opcode=gv.OP_BN_AGGR, src0=ap(SBUF, st, ((1, 3), (3, 2))),
+                              dst=ap(SBUF, st + 64, ((1, 2),)), dst_dtype=f32))
+    instrs.append(gv.VecInstr(opcode=gv.OP_BN_AGGR, src0=ap(SBUF, st, ((1, 3), (3, 1))),
+                              dst=ap(PSUM, 2 * SMALL.psum_bank_bytes + 16, ((1, 2),))))
+    for k, cmp in enumerate(gv.AFFINE_CMPS):
+        instrs.append(gv.VecInstr(opcode=gv.OP_AFFINE_SELECT, op0=cmp, imm0=0xFF800000,
+                                  imm1=gv.affine_imm1(k % 2, -1, 1),
+                                  src0=ap(SBUF, 4 * k, ((1, 6),)),
+                                  dst=ap(SBUF, st + 128 + 32 * k, ((1, 6),))))
+    B = gv.transpose_block(SMALL)
+    for k, d in enumerate(gv.vector_formats(SMALL)):
+        instrs.append(gv.VecInstr(opcode=gv.OP_TRANSPOSE, src0=ap(SBUF, 8 * k + 124, ((-1, B),),
+                                                                  n=B),
+                                  dst=ap(SBUF, st + 512 + 128 * k, ((1, B),), n=B),
+                                  dst_dtype=d, sr=k % 2))
+    run_and_compare(bench, instrs, rng, seed, mems=(sbuf, psum), p_hog=0.2, p_ready=0.7)
