@@ -252,3 +252,46 @@ def test_bn_chain_affine_diagonal_and_transpose(bench, seed):
                                   dst=ap(SBUF, st + 512 + 128 * k, ((1, B),), n=B),
                                   dst_dtype=d, sr=k % 2))
     run_and_compare(bench, instrs, rng, seed, mems=(sbuf, psum), p_hog=0.2, p_ready=0.7)
+
+
+def test_decoder_new_opcodes_reach_the_engine_fields():
+    """bn_stats, bn_aggr, affine_select (imm1 as raw bits) and transpose are dve opcodes of the
+    encoding (well formed for the dve sequencer) and the VectorDecoder fills the engine's
+    fields from them, as for the older opcodes."""
+    from amaranth.sim import Simulator
+
+    from golden.asm import parse_instr
+    from rtl import isa
+    from rtl.core.engine_decode import VectorDecoder
+    texts = {
+        gv.OP_BN_STATS: "bn_stats ap0=sbuf.fp32[0:4]@0x40{1x3} ap1=psum.bf16[0:4]@0x0{1x9}",
+        gv.OP_BN_AGGR: "bn_aggr ap0=sbuf.fp32[0:4]@0x40{1x2} ap1=sbuf.fp32[0:4]@0x0{1x3,3x2}",
+        gv.OP_AFFINE_SELECT: ("affine_select ap0=sbuf.bf16[0:4]@0x40{1x8} "
+                              "ap1=sbuf.fp32[0:4]@0x0{1x8} op0=11 imm0=-inf "
+                              f"imm1=bits:0x{gv.affine_imm1(-3, -1, 1):08x}"),
+        gv.OP_TRANSPOSE: "transpose.sr ap0=sbuf.bf16[0:4]@0x40{1x4} ap1=sbuf.fp32[0:4]@0x0{-1x4}",
+    }
+    for code, text in texts.items():
+        raw = isa.encode(parse_instr(text))
+        assert isa.check_reserved(raw, "dve") is None, text
+        dut = VectorDecoder(SMALL)
+        res = {}
+
+        async def tb(ctx, dut=dut, raw=raw, res=res):
+            ctx.set(dut.issue.payload.raw, int.from_bytes(raw, "little"))
+            ctx.set(dut.issue.valid, 1)
+            ctx.set(dut.instr.ready, 1)
+            assert ctx.get(dut.instr.valid)
+            res["i"] = ctx.get(dut.instr.payload)
+        sim = Simulator(dut)
+        sim.add_testbench(tb)
+        sim.run()
+        i = res["i"]
+        assert i.opcode == code, text
+        if code == gv.OP_AFFINE_SELECT:
+            assert (i.op0, i.imm0, i.imm1) == (11, 0xFF800000, gv.affine_imm1(-3, -1, 1))
+            assert gv.affine_fields(i.imm1) == (-3, -1, 1)
+        if code == gv.OP_TRANSPOSE:
+            assert (i.sr, i.dst_dtype, i.src0.dims[0].step) == (1, 2, -1)
+        if code == gv.OP_BN_AGGR:
+            assert (i.src0.dims[0].num, i.src0.dims[1].num, i.dst.dims[0].num) == (3, 2, 2)
