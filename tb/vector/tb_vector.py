@@ -193,7 +193,7 @@ async def random_program(dut):
     elems = sum(max(i.dst.count, i.src0.count) for i in instrs)
     limit = int((elems * 10 + 60 * len(instrs)) / max(0.1, p_ready) / max(0.1, 1 - p_hog)) + 500
     j, offer = 0, False
-    for t in range(limit):
+    for _ in range(limit):
         if not offer and j < len(instrs) and rng.random() >= p_gap:
             offer = True
             dut.instr__payload.value = words[j]
@@ -245,8 +245,8 @@ async def random_program(dut):
                     f"{a}: {got[p, a]:#x} vs {exp[p, a]:#x}; {ins}"))
     tb.check_equal("statuses", statuses, want, lambda k: f"instruction {k} "
                    f"({gv.OPCODES.get(instrs[k].opcode, hex(instrs[k].opcode))})")
-    got_s = tb.peek_rows(SBUF, cfg.sbuf_bytes_per_partition // 4)
-    got_s = (await got_s).view(np.uint8).reshape(P, -1)
+    got_s = (await tb.peek_rows(SBUF, cfg.sbuf_bytes_per_partition // 4)).view(
+        np.uint8).reshape(P, -1)
     got_p = (await tb.peek_rows(PSUM, cfg.psum_banks * cfg.psum_bank_fp32)).view(
         np.uint8).reshape(P, -1)
     for name, got, exp in (("SBUF", got_s, mem.sbuf), ("PSUM", got_p, mem.psum)):
