@@ -189,13 +189,15 @@ def test_iota_index_conversion_exact(seed):
 ])
 def test_other_alu_latencies_reduce_and_elementwise(stages, seed):
     """Shorter FMA pipelines change the reduction's partial count (K = latency + 1: 2, and 1
-    with no combine step at all); reductions and elementwise ops stay bit-exact with golden."""
+    with no combine step at all) and the BN tail programs' step timing; reductions, BN_STATS /
+    BN_AGGR, transposes and elementwise ops stay bit-exact with golden."""
     cfg = SMALL.replace(mul_stages=stages[0], add_stages=stages[1])
     b = SimBench(VecRig(cfg))
     assert b.dut.dut.signature.ways == gv.reduce_ways(cfg) == sum(stages) + 1
     rng = np.random.default_rng([seed, 27])
-    instrs = [random_instr(rng, cfg, max_elems=30, opcodes=[gv.OP_TENSOR_REDUCE])
-              for _ in range(3)]
+    instrs = [random_instr(rng, cfg, max_elems=30, opcodes=[op])
+              for op in (gv.OP_TENSOR_REDUCE, gv.OP_TENSOR_REDUCE, gv.OP_BN_STATS,
+                         gv.OP_BN_AGGR, gv.OP_TRANSPOSE, gv.OP_AFFINE_SELECT)]
     instrs += [random_instr(rng, cfg, max_elems=12,
                             opcodes=[gv.OP_TENSOR_TENSOR, gv.OP_TENSOR_SCALAR])
                for _ in range(3)]
