@@ -18,6 +18,9 @@ engine joined to a real SBUF and PSUM; every result checked bit for bit against
   (add, one output per partition; overhead includes the partial-combine tail); cycles per
   element of a 64-element TENSOR_TENSOR_SCAN (serial: each result feeds the next element);
   MAX8 (indices) over F elements.
+* BN_STATS over F elements (overhead: the partial-combine tail and 3 output beats), BN_AGGR of
+  one triple (overhead: the tail program with the Newton reciprocal), AFFINE_SELECT over F
+  elements (rate and overhead), TRANSPOSE of one B x B block (B in, B out).
 """
 
 from __future__ import annotations
@@ -91,7 +94,20 @@ def run(cfg, seed=1):
                        dst=_ap(PSUM, P, 2 * cfg.psum_bank_bytes, 8, 4), dst_dtype=fp32)
     short = [gv.VecInstr(opcode=gv.OP_TENSOR_COPY, src0=_ap(SBUF, P, BK + 32 * k, 8, 4),
                          dst=_ap(SBUF, P, 32 * k, 8, 4)) for k in range(8)]
-    instrs = [tt, ts, red, scan, top8] + short
+    B3 = 3 * cfg.psum_bank_bytes
+    TB = gv.transpose_block(cfg)
+    bns = gv.VecInstr(opcode=gv.OP_BN_STATS, src0=_ap(SBUF, P, BK, F, 4), src0_dtype=fp32,
+                      dst=_ap(PSUM, P, B3, 3, 4), dst_dtype=fp32)
+    bna = gv.VecInstr(opcode=gv.OP_BN_AGGR, src0=_ap(PSUM, P, B3, 3, 4), src0_dtype=fp32,
+                      dst=_ap(PSUM, P, B3 + 16, 2, 4), dst_dtype=fp32)
+    aff = gv.VecInstr(opcode=gv.OP_AFFINE_SELECT, op0=gv.ALU_GE, imm0=0xFF800000,
+                      imm1=gv.affine_imm1(0, -1, 1), src0=_ap(SBUF, P, BK, F, 4),
+                      src0_dtype=fp32, dst=_ap(SBUF, P, 2 * BK + 2 * F + 256, F, 4),
+                      dst_dtype=fp32)
+    trn = gv.VecInstr(opcode=gv.OP_TRANSPOSE, src0=_ap(SBUF, TB, BK, TB, 4), src0_dtype=fp32,
+                      dst=_ap(PSUM, TB, B3 + 128, TB, 4), dst_dtype=fp32)
+    new = [bns, bna, aff, trn]
+    instrs = [tt, ts, red, scan, top8] + short + new
     job, out = program_job(bench.dut, instrs, sbuf=sbuf, psum=None, rng=rng, dump=False)
     t1 = time.monotonic()
     bench.run(job)
@@ -114,7 +130,15 @@ def run(cfg, seed=1):
     m["tensor_tensor_scan_cycles_per_elem"] = (dones[3] - takes[3] + 1) / 64
     m["max8_cycles"] = dones[4] - takes[4] + 1
     m["max8_overhead_cycles"] = m["max8_cycles"] - F
-    b2b = [dones[k] - dones[k - 1] - 8 for k in range(6, len(instrs))]
+    b2b = [dones[k] - dones[k - 1] - 8 for k in range(6, 5 + len(short))]
+    k0 = 5 + len(short)
+    cyc = [dones[k0 + k] - takes[k0 + k] + 1 for k in range(len(new))]
+    m["bn_stats_cycles"], m["bn_stats_overhead_cycles"] = cyc[0], cyc[0] - F
+    m["bn_aggr_cycles"], m["bn_aggr_overhead_cycles"] = cyc[1], cyc[1] - 3
+    m["affine_select_elems_per_lane_cycle"] = F / cyc[2]
+    m["affine_select_overhead_cycles"] = cyc[2] - F
+    m["transpose_block"] = TB
+    m["transpose_cycles"], m["transpose_overhead_cycles"] = cyc[3], cyc[3] - TB
     m["instruction_overhead_cycles_b2b"] = sum(b2b) / len(b2b)
     m["free_size"] = F
     m["partitions"] = P

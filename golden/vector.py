@@ -27,6 +27,17 @@ MAX8 keeps, per partition, the 8 largest stage-0 results ``r0`` in IEEE 754 tota
 (``-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN``), largest first, equal keys in element
 order; with ``op1`` = 1 it writes their element indices (pattern order, as FP32) instead.
 Fewer than 8 elements: the missing slots hold ``0xFFFFFFFF`` (values) / ``-1.0`` (indices).
+
+BN_STATS / BN_AGGR (layer-norm statistics, ``docs/vector.md`` §1.7): BN_STATS writes per
+partition ``[n, S, Q]`` (the element count as FP32, ``S = sum x`` and ``Q = sum x*x``, each in
+``K`` interleaved partials like TENSOR_REDUCE, ``Q``'s partials with one fused multiply-add per
+element); BN_AGGR reads triples ``[n, S, Q]`` (innermost dimension of 3), sums them in ``3K``
+interleaved partials and writes ``[mean, var]`` with a Newton reciprocal of the total count.
+
+AFFINE_SELECT: ``dst = src0 if (off + cp*p + ci*i) cmp 0 else imm0`` (integers: ``p`` the
+absolute partition, ``i`` the element index in pattern order; ``imm1`` packs ``off``, ``ci``,
+``cp``; ``op0`` is the comparison). TRANSPOSE: a ``B x B`` block (``B = min(32, partitions)``),
+``dst[s + j, i] = src0[s + i, j]`` in pattern order.
 """
 
 from __future__ import annotations
@@ -37,9 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden.ap import AP, E_OK, PSUM, addresses, error_code
+from golden.arith import fma_fp32
 from golden.formats import FP32_QNAN, convert_rne_bits, convert_sr_bits, decode_bits
 from golden.prng import XorWowLanes
-from rtl.config import CoreConfig, check_config
+from rtl.config import FP32, CoreConfig, check_config
 
 __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
@@ -49,16 +61,26 @@ __all__ = [
     "ALU_SEL", "ALU_NAMES", "REDUCE_OPS", "DTYPE_CODES", "DTYPE_NAMES", "E_OPCODE", "E_FORMAT",
     "E_SHAPE", "FP32_ONE", "VecInstr", "VecMemory", "alu", "reduce_ways", "reduce_lanes",
     "vector_formats", "elem_bytes_of", "check", "run",
+    "OP_BN_STATS", "OP_BN_AGGR", "OP_AFFINE_SELECT", "OP_TRANSPOSE", "BN_STATS_N",
+    "BN_AGGR_N", "BN_RCP_MAGIC", "BN_NEWTON_STEPS", "bn_stats_lanes", "bn_aggr_lanes",
+    "affine_fields", "affine_imm1", "transpose_block", "fma", "AFFINE_CMPS",
 ]
 
 #: Opcodes (docs/architecture.md §8.4, the vector range 0x20-0x2F).
 OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
 OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
 OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
+OP_BN_STATS, OP_BN_AGGR, OP_AFFINE_SELECT, OP_TRANSPOSE = 0x29, 0x2A, 0x2B, 0x2C
 OPCODES = {OP_TENSOR_TENSOR: "tensor_tensor", OP_TENSOR_SCALAR: "tensor_scalar",
            OP_TENSOR_REDUCE: "tensor_reduce", OP_TENSOR_COPY: "tensor_copy",
            OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota",
-           OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan", OP_MAX8: "max8"}
+           OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan", OP_MAX8: "max8",
+           OP_BN_STATS: "bn_stats", OP_BN_AGGR: "bn_aggr", OP_AFFINE_SELECT: "affine_select",
+           OP_TRANSPOSE: "transpose"}
+#: BN_STATS writes ``[n, S, Q]``; BN_AGGR reads triples and writes ``[mean, var]``.
+BN_STATS_N, BN_AGGR_N = 3, 2
+#: BN_AGGR's reciprocal seed (``bits(r0) = BN_RCP_MAGIC - bits(n)``) and Newton steps.
+BN_RCP_MAGIC, BN_NEWTON_STEPS = 0x7EF311C3, 3
 #: MAX8: values kept per partition.
 MAX8_K = 8
 #: IOTA's element index is taken modulo this (exact in FP32).
@@ -250,6 +272,88 @@ def reduce_lanes(op, x, ways):
     return r
 
 
+def fma(a, b, c):
+    """``RNE_fp32(a * b + c)`` with one rounding (the FMA of ``rtl/fp``; canonical NaN)."""
+    a, b, c = np.broadcast_arrays(np.asarray(a, np.uint32), np.asarray(b, np.uint32),
+                                  np.asarray(c, np.uint32))
+    return np.asarray(fma_fp32(c, a, FP32, b, FP32), dtype=np.uint32)
+
+
+def _fold(parts, op):
+    r = parts[0]
+    for j in range(1, len(parts)):
+        r = alu(op, r, parts[j], 0)
+    return r
+
+
+def bn_stats_lanes(x, ways):
+    """BN_STATS of ``x`` (``(n, lanes)`` FP32 bits, n >= 1): ``(3, lanes)`` rows ``n`` (FP32 of
+    ``n mod 2**24``), ``S`` and ``Q``. ``S``: element i added into partial ``i % ways`` (each
+    starting at -0), the partials then added left to right (TENSOR_REDUCE's order). ``Q``:
+    partial ``q_j = fma(x_i, x_i, q_j)`` (one rounding per element), the partials added left
+    to right."""
+    n, lanes = x.shape
+    q = np.full((ways, lanes), 0x80000000, np.uint32)
+    for i in range(n):
+        q[i % ways] = fma(x[i], x[i], q[i % ways])
+    cnt = np.float32(n % IOTA_MOD).view(np.uint32)
+    return np.stack([np.full(lanes, cnt, np.uint32), reduce_lanes(ALU_ADD, x, ways),
+                     _fold(q, ALU_ADD)]).astype(np.uint32)
+
+
+def bn_aggr_lanes(x, ways):
+    """BN_AGGR of ``x`` (``(3k, lanes)``: k triples ``n, S, Q`` in pattern order):
+    ``(2, lanes)`` rows ``mean``, ``var``.
+
+    1. element i added into partial ``i % (3 * ways)`` (each starting at -0); then for t = 0,
+       1, 2: ``A_t = ((p_t + p_{t+3}) + p_{t+6}) ... + p_{t+3(ways-1)}``: ``N, S, Q = A``.
+    2. ``r = bits(BN_RCP_MAGIC - bits(N))``; ``BN_NEWTON_STEPS`` times: ``e = fma(-N, r, 1)``,
+       ``r = fma(r, e, r)``.
+    3. ``mean = RNE(S * r)``, ``var = max(fma(-mean, mean, RNE(Q * r)), +0)``.
+    """
+    n, lanes = x.shape
+    W = 3 * ways
+    parts = np.full((W, lanes), 0x80000000, np.uint32)
+    for i in range(n):
+        parts[i % W] = alu(ALU_ADD, parts[i % W], x[i], 0)
+    N, S, Q = (_fold(parts[t::3], ALU_ADD) for t in range(3))
+    neg_n = N ^ _SIGN
+    r = (np.uint32(BN_RCP_MAGIC) - N).astype(np.uint32)
+    for _ in range(BN_NEWTON_STEPS):
+        e = fma(neg_n, r, FP32_ONE)
+        r = fma(r, e, r)
+    mean = alu(ALU_MUL, S, r, 0)
+    ex2 = alu(ALU_MUL, Q, r, 0)
+    var = alu(ALU_MAX, fma(mean ^ _SIGN, mean, ex2), 0, 0)
+    return np.stack([mean, var]).astype(np.uint32)
+
+
+def affine_fields(imm1):
+    """``(off, ci, cp)`` of AFFINE_SELECT's ``imm1``: bits 15:0 ``off`` (int16), 23:16 ``ci``
+    (int8, per element index), 31:24 ``cp`` (int8, per partition index)."""
+    v = int(imm1) & 0xFFFFFFFF
+
+    def sx(x, w):
+        return x - (1 << w) if x >> (w - 1) & 1 else x
+    return sx(v & 0xFFFF, 16), sx(v >> 16 & 0xFF, 8), sx(v >> 24, 8)
+
+
+def affine_imm1(off, ci, cp):
+    """The ``imm1`` of AFFINE_SELECT for ``off`` in [-32768, 32767], ``ci`` and ``cp`` in
+    [-128, 127] (ValueError otherwise)."""
+    for name, v, w in (("off", off, 16), ("ci", ci, 8), ("cp", cp, 8)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) \
+                or not -(1 << (w - 1)) <= v < 1 << (w - 1):
+            raise ValueError(f"affine_imm1 field '{name}' must be in "
+                             f"[{-(1 << (w - 1))}, {(1 << (w - 1)) - 1}], not {v!r}")
+    return (off & 0xFFFF) | (ci & 0xFF) << 16 | (cp & 0xFF) << 24
+
+
+def transpose_block(cfg: CoreConfig):
+    """TRANSPOSE's block size ``B = min(32, partitions)``."""
+    return min(32, check_config(cfg, "transpose_block").partitions)
+
+
 # --- check and run -----------------------------------------------------------------------------
 
 def _uses_src1(ins):
@@ -264,6 +368,13 @@ def _uses_src1(ins):
 
 def _uses_src0(ins):
     return ins.opcode not in (OP_MEMSET, OP_IOTA)
+
+
+#: AFFINE_SELECT's comparisons (``op0``).
+AFFINE_CMPS = (ALU_EQ, ALU_NE, ALU_LT, ALU_LE, ALU_GT, ALU_GE)
+#: Destination elements (first slot ``num``) of the ops writing a fixed count per partition.
+_FIXED_DST = {OP_TENSOR_REDUCE: None, OP_MAX8: MAX8_K, OP_BN_STATS: BN_STATS_N,
+              OP_BN_AGGR: BN_AGGR_N}
 
 
 def _effective(ins):
@@ -281,6 +392,8 @@ def _effective(ins):
         return ins.op0, ins.op1, 0, 1, ins.rev0, ins.rev1
     if o == OP_MAX8:
         return ins.op0, ALU_BYPASS, ins.sel0, 0, ins.rev0, 0
+    if o in (OP_BN_STATS, OP_BN_AGGR, OP_TRANSPOSE, OP_AFFINE_SELECT):
+        return ALU_BYPASS, ALU_BYPASS, 0, 0, 0, 0
     return ins.op0, ins.op1, ins.sel0, ins.sel1, ins.rev0, ins.rev1
 
 
@@ -299,7 +412,10 @@ def check(cfg: CoreConfig, ins: VecInstr):
     or ``num`` in any slot; TENSOR_REDUCE: a destination of more than one element), then the AP
     checks of :mod:`golden.ap` in the order src0, src1, dst. (MAX8: ``op1`` not 0/1 is
     E_OPCODE; a destination other than ``num = 8`` in the first slot and <= 1 in the others is
-    E_SHAPE.)"""
+    E_SHAPE. BN_STATS / BN_AGGR: likewise with 3 / 2 destination elements; BN_AGGR's src0
+    first ``num`` must be 3. AFFINE_SELECT: ``op0`` not a comparison is E_OPCODE.
+    TRANSPOSE: partition count ``B``, start a multiple of ``B``, first ``num`` ``B`` and the
+    others <= 1, else E_SHAPE.)"""
     check_config(cfg, "vector check")
     if ins.opcode not in OPCODES:
         return E_OPCODE
@@ -311,6 +427,8 @@ def check(cfg: CoreConfig, ins: VecInstr):
             return E_OPCODE
     if ins.opcode == OP_MAX8 and ins.op1 not in (0, 1):
         return E_OPCODE
+    if ins.opcode == OP_AFFINE_SELECT and ins.op0 not in AFFINE_CMPS:
+        return E_OPCODE
     ok = vector_formats(cfg)
     used = [("dst", ins.dst, ins.dst_dtype)]
     if _uses_src0(ins):
@@ -320,11 +438,19 @@ def check(cfg: CoreConfig, ins: VecInstr):
     if any(dt not in ok for _, _, dt in used):
         return E_FORMAT
     shapes = {n: _shape(ap) for n, ap, _ in used}
-    if ins.opcode in (OP_TENSOR_REDUCE, OP_MAX8):
+    if ins.opcode in _FIXED_DST:
         d = shapes.pop("dst")
-        first_ok = d[2][0] == MAX8_K if ins.opcode == OP_MAX8 else d[2][0] <= 1
+        want = _FIXED_DST[ins.opcode]
+        first_ok = d[2][0] <= 1 if want is None else d[2][0] == want
         if (not first_ok or any(n > 1 for n in d[2][1:])
                 or any(s[:2] != d[:2] for s in shapes.values())):
+            return E_SHAPE
+        if ins.opcode == OP_BN_AGGR and shapes["src0"][2][0] != BN_STATS_N:
+            return E_SHAPE
+    if ins.opcode == OP_TRANSPOSE:
+        B = transpose_block(cfg)
+        s0 = shapes["src0"]
+        if s0[1] != B or s0[0] % B or s0[2][0] != B or any(n > 1 for n in s0[2][1:]):
             return E_SHAPE
     if len(set(shapes.values())) > 1:
         return E_SHAPE
@@ -402,6 +528,21 @@ def run(cfg: CoreConfig, ins: VecInstr, mem: VecMemory, prng: XorWowLanes | None
             prev = r[i] = alu(op1, a, b, ins.imm1)
     elif ins.opcode == OP_TENSOR_REDUCE:
         r = reduce_lanes(op1, np.broadcast_to(r0, x0.shape), reduce_ways(cfg))[None, :]
+    elif ins.opcode == OP_BN_STATS:
+        r = bn_stats_lanes(x0, reduce_ways(cfg))
+    elif ins.opcode == OP_BN_AGGR:
+        r = bn_aggr_lanes(x0, reduce_ways(cfg))
+    elif ins.opcode == OP_AFFINE_SELECT:
+        off, ci, cp = affine_fields(ins.imm1)
+        i = np.arange(n, dtype=np.int64)[:, None] % IOTA_MOD
+        e = off + cp * np.arange(P, dtype=np.int64)[None, :] + ci * i
+        cmp = {ALU_EQ: np.equal, ALU_NE: np.not_equal, ALU_LT: np.less, ALU_LE: np.less_equal,
+               ALU_GT: np.greater, ALU_GE: np.greater_equal}[ins.op0]
+        r = np.where(cmp(e, 0), x0, np.uint32(ins.imm0))
+    elif ins.opcode == OP_TRANSPOSE:
+        B, s0 = transpose_block(cfg), ins.src0.start_partition
+        r = np.zeros_like(x0)
+        r[:, s0:s0 + B] = x0[:, s0:s0 + B].T
     else:
         y1 = s1 if sel1 else np.uint32(ins.imm1)
         r = alu(op1, y1, r0, ins.imm1) if rev1 else alu(op1, r0, y1, ins.imm1)

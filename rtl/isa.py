@@ -258,7 +258,12 @@ OPCODES = (
         (0x25, "select", 3, "dst = (src0 op0 imm0) ? src0 : src1"),
         (0x26, "iota", 1, "dst = f(element index, partition index) through op0/op1"),
         (0x27, "tensor_tensor_scan", 3, "r_i = (r_(i-1) op0 src0_i) op1 src1_i from imm0"),
-        (0x28, "max8", 2, "the 8 largest values (or their indices) per partition"))),
+        (0x28, "max8", 2, "the 8 largest values (or their indices) per partition"),
+        (0x29, "bn_stats", 2, "dst[p] = [n, sum x, sum x*x] of src0[p, :] (layer-norm stats)"),
+        (0x2A, "bn_aggr", 2, "dst[p] = [mean, var] of src0[p, :] triples [n, sum, sum sq]"),
+        (0x2B, "affine_select", 2, "dst = src0 if (off + cp*p + ci*i) op0 0 else imm0; imm1 = "
+                                   "off (b15:0), ci (b23:16), cp (b31:24)"),
+        (0x2C, "transpose", 2, "dst[s + j, i] = src0[s + i, j], a B x B block, B = min(32, P)"))),
     # ---- scalar (activation) engine -----------------------------------------------------------
     Op(0x30, "activation", "act", aps={"ap0": "dst", "ap1": "src0", "ap2": "bias"},
        flags=("sr",),

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import golden.vector as gv
+from golden.ap import AP, PSUM, SBUF
 from golden.prng import XorWowLanes
 from rtl.config import get_preset
 from rtl.vector.engine import VectorEngine
@@ -34,11 +35,12 @@ def golden_run(cfg, instrs, sbuf, psum):
     return [gv.run(cfg, i, mem, prng) for i in instrs], mem
 
 
-def run_and_compare(bench, instrs, rng, seed, **kw):
+def run_and_compare(bench, instrs, rng, seed, mems=None, **kw):
     """Run ``instrs``; after every instruction, the memories with the RTL's writes so far
     applied equal golden's (so a result overwritten later is still checked); the statuses and
-    the final memory dumps equal golden's."""
-    sbuf, psum = random_memories(rng, SMALL)
+    the final memory dumps equal golden's. ``mems``: the initial ``(sbuf, psum)`` (default
+    random)."""
+    sbuf, psum = random_memories(rng, SMALL) if mems is None else mems
     job, out = program_job(bench.dut, instrs, sbuf=sbuf, psum=psum, rng=rng, **kw)
     bench.run(job)
     mem = gv.VecMemory(SMALL, sbuf=sbuf, psum=psum)
@@ -187,13 +189,15 @@ def test_iota_index_conversion_exact(seed):
 ])
 def test_other_alu_latencies_reduce_and_elementwise(stages, seed):
     """Shorter FMA pipelines change the reduction's partial count (K = latency + 1: 2, and 1
-    with no combine step at all); reductions and elementwise ops stay bit-exact with golden."""
+    with no combine step at all) and the BN tail programs' step timing; reductions, BN_STATS /
+    BN_AGGR, transposes and elementwise ops stay bit-exact with golden."""
     cfg = SMALL.replace(mul_stages=stages[0], add_stages=stages[1])
     b = SimBench(VecRig(cfg))
     assert b.dut.dut.signature.ways == gv.reduce_ways(cfg) == sum(stages) + 1
     rng = np.random.default_rng([seed, 27])
-    instrs = [random_instr(rng, cfg, max_elems=30, opcodes=[gv.OP_TENSOR_REDUCE])
-              for _ in range(3)]
+    instrs = [random_instr(rng, cfg, max_elems=30, opcodes=[op])
+              for op in (gv.OP_TENSOR_REDUCE, gv.OP_TENSOR_REDUCE, gv.OP_BN_STATS,
+                         gv.OP_BN_AGGR, gv.OP_TRANSPOSE, gv.OP_AFFINE_SELECT)]
     instrs += [random_instr(rng, cfg, max_elems=12,
                             opcodes=[gv.OP_TENSOR_TENSOR, gv.OP_TENSOR_SCALAR])
                for _ in range(3)]
@@ -209,3 +213,87 @@ def test_other_alu_latencies_reduce_and_elementwise(stages, seed):
             apply_write(rs, rp, w)
         assert np.array_equal(rs, mem.sbuf) and np.array_equal(rp, mem.psum), \
             f"seed {seed}: instruction {k} ({gv.OPCODES[ins.opcode]}) differs: {ins}"
+
+
+def test_bn_chain_affine_diagonal_and_transpose(bench, seed):
+    """Directed: bn_stats over two chunks (FP32 and BF16 sources) into FP32 triples, bn_aggr of
+    those into mean/var (FP32, ordinary data: the Newton steps and the final max matter);
+    affine_select on the causal diagonal ``p - i`` for every comparison (``e == 0`` occurs);
+    transposes into every enabled format."""
+    rng = np.random.default_rng([seed, 28])
+    P = SMALL.partitions
+    sbuf, psum = random_memories(rng, SMALL)
+    x = (rng.standard_normal((P, 64)) * 2 + rng.uniform(-5, 5, (P, 1))).astype(np.float32)
+    sbuf[:, :256] = x.view(np.uint8)
+    bf, f32 = gv.DTYPE_CODES["bf16"], gv.DTYPE_CODES["fp32"]
+    st = 2048
+
+    def ap(mem, off, dims, **kw):
+        return AP(memory=mem, offset=off, dims=dims, num_partitions=kw.pop("n", P), **kw)
+    instrs = [
+        gv.VecInstr(opcode=gv.OP_BN_STATS, src0=ap(SBUF, 0, ((1, 20), (-20, 2))),
+                    dst=ap(SBUF, st, ((1, 3),))),
+        gv.VecInstr(opcode=gv.OP_BN_STATS, src0=ap(SBUF, 256, ((1, 17),)), src0_dtype=bf,
+                    dst=ap(SBUF, st + 12, ((1, 3),))),
+        gv.VecInstr(opcode=gv.OP_BN_STATS, src0=ap(SBUF, 200, ((1, 1),)),
+                    dst=ap(PSUM, 2 * SMALL.psum_bank_bytes, ((1, 3),))),
+    ]
+    instrs.append(gv.VecInstr(opcode=gv.OP_BN_AGGR, src0=ap(SBUF, st, ((1, 3), (3, 2))),
+                              dst=ap(SBUF, st + 64, ((1, 2),)), dst_dtype=f32))
+    instrs.append(gv.VecInstr(opcode=gv.OP_BN_AGGR, src0=ap(SBUF, st, ((1, 3), (3, 1))),
+                              dst=ap(PSUM, 2 * SMALL.psum_bank_bytes + 16, ((1, 2),))))
+    for k, cmp in enumerate(gv.AFFINE_CMPS):
+        instrs.append(gv.VecInstr(opcode=gv.OP_AFFINE_SELECT, op0=cmp, imm0=0xFF800000,
+                                  imm1=gv.affine_imm1(k % 2, -1, 1),
+                                  src0=ap(SBUF, 4 * k, ((1, 6),)),
+                                  dst=ap(SBUF, st + 128 + 32 * k, ((1, 6),))))
+    B = gv.transpose_block(SMALL)
+    for k, d in enumerate(gv.vector_formats(SMALL)):
+        instrs.append(gv.VecInstr(opcode=gv.OP_TRANSPOSE, src0=ap(SBUF, 8 * k + 124, ((-1, B),),
+                                                                  n=B),
+                                  dst=ap(SBUF, st + 512 + 128 * k, ((1, B),), n=B),
+                                  dst_dtype=d, sr=k % 2))
+    run_and_compare(bench, instrs, rng, seed, mems=(sbuf, psum), p_hog=0.2, p_ready=0.7)
+
+
+def test_decoder_new_opcodes_reach_the_engine_fields():
+    """bn_stats, bn_aggr, affine_select (imm1 as raw bits) and transpose are dve opcodes of the
+    encoding (well formed for the dve sequencer) and the VectorDecoder fills the engine's
+    fields from them, as for the older opcodes."""
+    from amaranth.sim import Simulator
+
+    from golden.asm import parse_instr
+    from rtl import isa
+    from rtl.core.engine_decode import VectorDecoder
+    texts = {
+        gv.OP_BN_STATS: "bn_stats ap0=sbuf.fp32[0:4]@0x40{1x3} ap1=psum.bf16[0:4]@0x0{1x9}",
+        gv.OP_BN_AGGR: "bn_aggr ap0=sbuf.fp32[0:4]@0x40{1x2} ap1=sbuf.fp32[0:4]@0x0{1x3,3x2}",
+        gv.OP_AFFINE_SELECT: ("affine_select ap0=sbuf.bf16[0:4]@0x40{1x8} "
+                              "ap1=sbuf.fp32[0:4]@0x0{1x8} op0=11 imm0=-inf "
+                              f"imm1=bits:0x{gv.affine_imm1(-3, -1, 1):08x}"),
+        gv.OP_TRANSPOSE: "transpose.sr ap0=sbuf.bf16[0:4]@0x40{1x4} ap1=sbuf.fp32[0:4]@0x0{-1x4}",
+    }
+    for code, text in texts.items():
+        raw = isa.encode(parse_instr(text))
+        assert isa.check_reserved(raw, "dve") is None, text
+        dut = VectorDecoder(SMALL)
+        res = {}
+
+        async def tb(ctx, dut=dut, raw=raw, res=res):
+            ctx.set(dut.issue.payload.raw, int.from_bytes(raw, "little"))
+            ctx.set(dut.issue.valid, 1)
+            ctx.set(dut.instr.ready, 1)
+            assert ctx.get(dut.instr.valid)
+            res["i"] = ctx.get(dut.instr.payload)
+        sim = Simulator(dut)
+        sim.add_testbench(tb)
+        sim.run()
+        i = res["i"]
+        assert i.opcode == code, text
+        if code == gv.OP_AFFINE_SELECT:
+            assert (i.op0, i.imm0, i.imm1) == (11, 0xFF800000, gv.affine_imm1(-3, -1, 1))
+            assert gv.affine_fields(i.imm1) == (-3, -1, 1)
+        if code == gv.OP_TRANSPOSE:
+            assert (i.sr, i.dst_dtype, i.src0.dims[0].step) == (1, 2, -1)
+        if code == gv.OP_BN_AGGR:
+            assert (i.src0.dims[0].num, i.src0.dims[1].num, i.dst.dims[0].num) == (3, 2, 2)

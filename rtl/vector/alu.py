@@ -13,7 +13,11 @@ from rtl.pipeline import Pipeline, PipelineSignature
 from rtl.vector.isa import (ALU_ADD, ALU_AND, ALU_EQ, ALU_GE, ALU_GT, ALU_LE, ALU_LT, ALU_MAX,
                             ALU_MIN, ALU_MUL, ALU_NE, ALU_OR, ALU_SEL, ALU_SUB, ALU_XOR)
 
-__all__ = ["LaneALU"]
+__all__ = ["LaneALU", "ALU_FMA"]
+
+#: Internal op (5-bit ``op``, not an instruction's ALU code): ``x * y + c`` with one rounding
+#: (BN_STATS' square-accumulate, BN_AGGR's Newton steps).
+ALU_FMA = 16
 
 _QNAN = 0x7FC00000
 _ONE, _MINUS_ONE, _MINUS_ZERO = 0x3F800000, 0xBF800000, 0x80000000
@@ -30,7 +34,8 @@ class LaneALU(Pipeline):
     add / subtract / multiply run on one :class:`~rtl.fp.fma.FMA` (exact product, one RNE
     rounding): ``x + y*1``, ``x + y*(-1)``, ``-0 + x*y``. max / min, the six comparisons
     (``1.0``/``0.0``), bitwise and/or/xor, select (``y`` if ``x`` is nonzero else ``c``) and
-    bypass (``x``) are combinational and delayed to the FMA's latency.
+    bypass (``x``) are combinational and delayed to the FMA's latency. The internal op
+    :data:`ALU_FMA` (16) is ``x * y + c`` with one rounding.
 
     Pipeline: ``cfg.mul_stages + cfg.add_stages`` cycles, one operation per cycle, no stalls;
     ``o.valid`` is ``i.valid`` delayed.
@@ -41,7 +46,7 @@ class LaneALU(Pipeline):
 
     Members
     -------
-    i : In(stream.Signature(StructLayout({"op": 4, "x": 32, "y": 32, "c": 32}),
+    i : In(stream.Signature(StructLayout({"op": 5, "x": 32, "y": 32, "c": 32}),
             always_ready=True))
     o : Out(stream.Signature(StructLayout({"r": 32}), always_ready=True))
     """
@@ -52,7 +57,7 @@ class LaneALU(Pipeline):
         def __init__(self, cfg):
             fma = FMA.Signature(check_config(cfg, "LaneALU"), formats_a=("fp32",),
                                 formats_b=("fp32",))
-            super().__init__(data.StructLayout({"op": 4, "x": 32, "y": 32, "c": 32}),
+            super().__init__(data.StructLayout({"op": 5, "x": 32, "y": 32, "c": 32}),
                              data.StructLayout({"r": 32}), latency=fma.latency)
 
     def __init__(self, cfg):
@@ -72,6 +77,8 @@ class LaneALU(Pipeline):
                 m.d.comb += fa.b.eq(_MINUS_ONE)
             with m.Case(ALU_MUL):
                 m.d.comb += [fa.a.eq(x), fa.b.eq(y), fa.c.eq(_MINUS_ZERO)]
+            with m.Case(ALU_FMA):
+                m.d.comb += [fa.a.eq(x), fa.b.eq(y), fa.c.eq(c)]
 
         def nan(v):
             return (v[23:31] == 0xFF) & (v[:23] != 0)
@@ -112,7 +119,7 @@ class LaneALU(Pipeline):
                 m.d.comb += other.eq(Mux(x[:31] != 0, y, c))
             with m.Default():                       # bypass (and the FMA ops, unused)
                 m.d.comb += other.eq(x)
-        use_fma = (op == ALU_ADD) | (op == ALU_SUB) | (op == ALU_MUL)
+        use_fma = (op == ALU_ADD) | (op == ALU_SUB) | (op == ALU_MUL) | (op == ALU_FMA)
         use_fma_d = delay(m, use_fma, L, name="use_fma")
         other_d = delay(m, other, L, name="other")
         m.d.comb += [self.o.valid.eq(fma.o.valid),

@@ -12,11 +12,12 @@ from rtl.config import CoreConfig, check_config
 from rtl.mem.port import PSUM, SBUF, RowPort
 from rtl.vector.frame import PORT_NAMES, LanesFrame
 from rtl.vector.fu import VectorFU
-from rtl.vector.isa import (ALU_ADD, ALU_BYPASS, ALU_MAX, ALU_MIN, ALU_SEL, E_FORMAT, E_OPCODE,
-                            E_SHAPE, MAX8_K, OP_IOTA, OP_MAX8, OP_MEMSET, OP_SELECT,
-                            OP_TENSOR_TENSOR_SCAN, OP_TENSOR_COPY, OP_TENSOR_REDUCE,
-                            OP_TENSOR_SCALAR, OP_TENSOR_TENSOR, OPCODES, done_layout,
-                            dtype_table, instr_layout)
+from rtl.vector.isa import (ALU_ADD, ALU_BYPASS, ALU_EQ, ALU_GE, ALU_MAX, ALU_MIN, ALU_SEL,
+                            BN_AGGR_N, BN_STATS_N, E_FORMAT, E_OPCODE, E_SHAPE, MAX8_K,
+                            OP_AFFINE_SELECT, OP_BN_AGGR, OP_BN_STATS, OP_IOTA, OP_MAX8,
+                            OP_MEMSET, OP_SELECT, OP_TENSOR_TENSOR_SCAN, OP_TENSOR_COPY,
+                            OP_TENSOR_REDUCE, OP_TENSOR_SCALAR, OP_TENSOR_TENSOR, OP_TRANSPOSE,
+                            OPCODES, done_layout, dtype_table, instr_layout, transpose_block)
 
 __all__ = ["VectorEngine"]
 
@@ -105,9 +106,12 @@ class VectorEngine(wiring.Component):
         is_red, is_cp = op == OP_TENSOR_REDUCE, op == OP_TENSOR_COPY
         is_ms, is_sel, is_iota = op == OP_MEMSET, op == OP_SELECT, op == OP_IOTA
         is_scan, is_max8 = op == OP_TENSOR_TENSOR_SCAN, op == OP_MAX8
+        is_bns, is_bna = op == OP_BN_STATS, op == OP_BN_AGGR
+        is_aff, is_tr = op == OP_AFFINE_SELECT, op == OP_TRANSPOSE
         known = Cat(*[op == k for k in OPCODES]).any()
-        bad_op = ~known | (is_red & (ins.op1 != ALU_ADD) & (ins.op1 != ALU_MAX)
-                           & (ins.op1 != ALU_MIN)) | (is_max8 & (ins.op1 > 1))
+        bad_op = (~known | (is_red & (ins.op1 != ALU_ADD) & (ins.op1 != ALU_MAX)
+                            & (ins.op1 != ALU_MIN)) | (is_max8 & (ins.op1 > 1))
+                  | (is_aff & ((ins.op0 < ALU_EQ) | (ins.op0 > ALU_GE))))
         use0 = ~is_ms & ~is_iota
         use1 = (is_tt | is_sel | is_scan | (is_ts & (ins.sel0 | ins.sel1))
                 | ((is_red | is_max8) & ins.sel0))
@@ -123,14 +127,25 @@ class VectorEngine(wiring.Component):
 
         def nums(ap):
             return Cat(*[ap.dims[k].num for k in range(cfg.ap_dims)])
-        dst_one = Cat(*[ins.dst.dims[k].num <= 1 for k in range(cfg.ap_dims)]).all()
-        dst_8 = (ins.dst.dims[0].num == MAX8_K) & Cat(
-            *[ins.dst.dims[k].num <= 1 for k in range(1, cfg.ap_dims)], 1).all()
-        d_vs_0 = Mux(is_red | is_max8,
-                     (part(ins.dst) != part(ins.src0)) | Mux(is_max8, ~dst_8, ~dst_one),
+
+        def first_then_one(ap, n):
+            """``num`` of the first slot is n (None: <= 1), the others <= 1."""
+            first = ap.dims[0].num <= 1 if n is None else ap.dims[0].num == n
+            return Cat(first, *[ap.dims[k].num <= 1 for k in range(1, cfg.ap_dims)]).all()
+        fixed = is_red | is_max8 | is_bns | is_bna          # a fixed destination count
+        dst_ok = Mux(is_red, first_then_one(ins.dst, None),
+                     Mux(is_max8, first_then_one(ins.dst, MAX8_K),
+                         Mux(is_bns, first_then_one(ins.dst, BN_STATS_N),
+                             first_then_one(ins.dst, BN_AGGR_N))))
+        d_vs_0 = Mux(fixed,
+                     (part(ins.dst) != part(ins.src0)) | ~dst_ok
+                     | (is_bna & (ins.src0.dims[0].num != BN_STATS_N)),
                      (part(ins.dst) != part(ins.src0)) | (nums(ins.dst) != nums(ins.src0)))
+        B = transpose_block(cfg)
+        tr_bad = ((ins.src0.count != B) | (ins.src0.start % B != 0)
+                  | ~first_then_one(ins.src0, B))
         s1_vs_0 = (part(ins.src1) != part(ins.src0)) | (nums(ins.src1) != nums(ins.src0))
-        bad_shape = (use0 & d_vs_0) | (use1 & s1_vs_0)
+        bad_shape = (use0 & d_vs_0) | (use1 & s1_vs_0) | (is_tr & tr_bad)
         code = Signal(8)
         m.d.comb += code.eq(Mux(bad_op, E_OPCODE, Mux(bad_fmt, E_FORMAT,
                                                       Mux(bad_shape, E_SHAPE, 0))))
@@ -141,7 +156,8 @@ class VectorEngine(wiring.Component):
                      ctl.rev1.eq(ins.rev1), ctl.sel0.eq(ins.sel0), ctl.sel1.eq(ins.sel1),
                      ctl.imm0.eq(ins.imm0), ctl.imm1.eq(ins.imm1), ctl.memset.eq(is_ms),
                      ctl.iota.eq(is_iota), ctl.reduce.eq(is_red), ctl.scan.eq(is_scan),
-                     ctl.max8.eq(is_max8)]
+                     ctl.max8.eq(is_max8), ctl.bn_stats.eq(is_bns), ctl.bn_aggr.eq(is_bna),
+                     ctl.affine.eq(is_aff), ctl.cmp.eq(ins.op0), ctl.transpose.eq(is_tr)]
         with m.If(is_tt | is_sel):
             m.d.comb += [ctl.op1.eq(ALU_BYPASS), ctl.sel0.eq(1), ctl.sel1.eq(0),
                          ctl.rev1.eq(0)]
@@ -154,6 +170,10 @@ class VectorEngine(wiring.Component):
             m.d.comb += [ctl.sel1.eq(0), ctl.rev1.eq(0)]
         with m.If(is_scan):
             m.d.comb += [ctl.sel0.eq(0), ctl.sel1.eq(1)]
+        with m.If(is_bns | is_bna | is_aff | is_tr):
+            m.d.comb += [ctl.op0.eq(Mux(is_aff, ALU_SEL, ALU_BYPASS)),
+                         ctl.op1.eq(Mux(is_aff | is_tr, ALU_BYPASS, ALU_ADD)),
+                         ctl.sel0.eq(0), ctl.sel1.eq(0), ctl.rev0.eq(0), ctl.rev1.eq(0)]
 
         cmd = fr.cmd.payload
         no_src = is_ms | is_iota              # walk the destination AP as the element source
@@ -162,7 +182,8 @@ class VectorEngine(wiring.Component):
                      cmd.src0_dtype.eq(Mux(no_src, ins.dst_dtype, ins.src0_dtype)),
                      cmd.src1_dtype.eq(ins.src1_dtype), cmd.dst_dtype.eq(ins.dst_dtype),
                      cmd.use_src1.eq(use1), cmd.sr.eq(ins.sr),
-                     cmd.tail.eq(Mux(is_red, 1, Mux(is_max8, MAX8_K, 0))),
+                     cmd.tail.eq(Mux(is_red, 1, Mux(is_max8, MAX8_K, Mux(
+                         is_bns, BN_STATS_N, Mux(is_bna, BN_AGGR_N, Mux(is_tr, B, 0)))))),
                      cmd.serial.eq(is_scan)]
 
         err = Signal(8)

@@ -21,7 +21,7 @@ from rtl.fp.widen import WidenToFP32
 from rtl.mem.ap import MEM_PSUM, APGenerator
 from rtl.mem.apport import APReader, APWriter
 from rtl.mem.port import LANE_BITS, PSUM, SBUF, RowPort
-from rtl.vector.isa import dtype_table
+from rtl.vector.isa import dtype_table, transpose_block
 
 __all__ = ["LanesFrame", "cmd_layout", "fu_in_layout", "fu_out_layout", "PORT_NAMES"]
 
@@ -36,13 +36,14 @@ def cmd_layout(cfg: CoreConfig):
     :func:`~rtl.vector.isa.dtype_table`; the caller has rejected the others), ``use_src1``,
     ``sr`` (stochastic rounding on write), ``tail`` (0: one result per input beat; k > 0: the
     function unit answers the whole instruction with k beats after the input beat with
-    ``last``: 1 for a reduction, 8 for a top-8), ``serial`` (one
+    ``last``: 1 for a reduction, 8 for a top-8, 3 / 2 for BN_STATS / BN_AGGR, ``B`` for a
+    transpose), ``serial`` (one
     beat at a time: the next beat enters only after the previous one's result came back on
     ``fu_i``, for a unit whose result feeds its next input: a scan)."""
     desc = APGenerator.Signature(check_config(cfg, "cmd_layout")).in_layout
     return data.StructLayout({"src0": desc, "src1": desc, "dst": desc, "src0_dtype": 4,
                               "src1_dtype": 4, "dst_dtype": 4, "use_src1": 1, "sr": 1,
-                              "tail": 4, "serial": 1})
+                              "tail": 6, "serial": 1})
 
 
 def fu_in_layout(cfg: CoreConfig):
@@ -121,8 +122,10 @@ class LanesFrame(wiring.Component):
             self.sbuf_latency, self.psum_latency = sbuf_latency, psum_latency
             self.widen_latency = 2
             self.convert_latency = 3
-            # full rate through the loop; at least 15 so that any ``tail`` fits
-            self.depth = max(15, self.widen_latency + fu_latency + self.convert_latency + 3)
+            # full rate through the loop; at least 15 and the transpose block so that any
+            # ``tail`` fits
+            self.depth = max(15, transpose_block(cfg),
+                             self.widen_latency + fu_latency + self.convert_latency + 3)
             self.read_latency = APReader.Signature(
                 cfg, SBUF, mem_latency=max(sbuf_latency, psum_latency)).latency
             members = {
@@ -238,7 +241,7 @@ class LanesFrame(wiring.Component):
             m.d.sync += in_fu.eq(1)
         with m.Elif(self.fu_i.valid):
             m.d.sync += in_fu.eq(0)
-        need = Signal(5)                    # output slots this beat reserves
+        need = Signal(7)                    # output slots this beat reserves
         m.d.comb += need.eq(Mux(c.tail == 0, 1, Mux(beat_last, c.tail, 0)))
         m.d.comb += [fire.eq(flow & have & (reserved + need <= D) & ~(c.serial & in_fu)),
                      reserve.eq(fire)]

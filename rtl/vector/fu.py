@@ -6,17 +6,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
 from rtl.fp.pipe import delay
-from rtl.vector.alu import LaneALU
+from rtl.vector.alu import ALU_FMA, LaneALU
 from rtl.vector.frame import fu_in_layout, fu_out_layout
-from rtl.vector.isa import ALU_MAX, ALU_MIN, IOTA_BITS, MAX8_K
+from rtl.vector.isa import (ALU_ADD, ALU_EQ, ALU_GE, ALU_GT, ALU_LE, ALU_LT, ALU_MAX, ALU_MIN,
+                            ALU_MUL, ALU_NE, BN_AGGR_N, BN_RCP_MAGIC, BN_NEWTON_STEPS,
+                            BN_STATS_N, IOTA_BITS, MAX8_K, transpose_block)
 
-__all__ = ["VectorFU", "ctl_layout", "u24_to_fp32"]
+__all__ = ["VectorFU", "ctl_layout", "u24_to_fp32", "bn_programs"]
+
+_ONE = 0x3F800000
+
+
+def bn_programs(K):
+    """The tail programs of BN_STATS and BN_AGGR for ``K`` partials: lists of steps
+    ``(op, x, y, c, dst)`` run one at a time on stage 1 (``x``, ``y``, ``c``, ``dst`` name the
+    lane's registers: ``int`` = accumulator entry, ``"R"``, ``"E"``, ``"M"``, or the sources
+    ``"SEED"`` (``BN_RCP_MAGIC - bits(acc[0])``), ``"-N"`` (``acc[0]`` negated), ``"-M"``,
+    ``"ONE"``, ``"ZERO"``). BN_STATS' accumulators: ``S`` partials 0..K-1, ``Q`` partials
+    K..2K-1; BN_AGGR's: 3K interleaved (n, S, Q) partials. ``golden.vector.bn_stats_lanes`` /
+    ``bn_aggr_lanes`` are the same operations in the same order."""
+    stats = ([(ALU_ADD, 0, j, "ZERO", 0) for j in range(1, K)]
+             + [(ALU_ADD, K, K + j, "ZERO", K) for j in range(1, K)])
+    aggr = [(ALU_ADD, t, t + 3 * j, "ZERO", t) for t in range(3) for j in range(1, K)]
+    r = "SEED"
+    for _ in range(BN_NEWTON_STEPS):
+        aggr += [(ALU_FMA, "-N", r, "ONE", "E"), (ALU_FMA, r, "E", r, "R")]
+        r = "R"
+    aggr += [(ALU_MUL, 1, "R", "ZERO", "M"), (ALU_MUL, 2, "R", "ZERO", "E"),
+             (ALU_FMA, "-M", "M", "E", "E"), (ALU_MAX, "E", "ZERO", "ZERO", "E")]
+    return stats, aggr
 
 
 def ctl_layout():
@@ -27,10 +51,16 @@ def ctl_layout():
     as FP32), ``reduce`` (stage 1 reduces with ``op1``; one output per instruction), ``scan``
     (stage 0's ``x`` is the previous result, ``imm0`` first, and its ``y`` is ``x0``; the frame
     runs such a command ``serial``), ``max8`` (keep the 8 largest stage-0 results per lane, then
-    emit them, or with ``op1`` = 1 their element indices, as 8 beats)."""
+    emit them, or with ``op1`` = 1 their element indices, as 8 beats), ``bn_stats`` /
+    ``bn_aggr`` (the layer-norm statistics: accumulate, run the tail program of
+    :func:`bn_programs`, emit 3 / 2 beats), ``affine`` (stage 0 is a select whose ``x`` is the
+    predicate ``(off + cp*p + ci*i) cmp 0`` from ``imm1``'s fields and ``cmp``; ``op0`` must
+    be select, ``y`` the src0 element), ``transpose`` (keep the B beats of stage-0 results,
+    emit the B x B block transposed)."""
     return data.StructLayout({"op0": 4, "op1": 4, "rev0": 1, "rev1": 1, "sel0": 1, "sel1": 1,
                               "imm0": 32, "imm1": 32, "memset": 1, "iota": 1, "reduce": 1,
-                              "scan": 1, "max8": 1})
+                              "scan": 1, "max8": 1, "bn_stats": 1, "bn_aggr": 1,
+                              "affine": 1, "cmp": 4, "transpose": 1})
 
 
 def u24_to_fp32(m, n, name):
@@ -187,10 +217,88 @@ class VectorFU(wiring.Component):
                 m.d.sync += emit8.eq(0)
         with m.If(self.start):
             m.d.sync += emit8.eq(0)
-        idx0_f = u24_to_fp32(m, delay(m, idx, La, name="idx0"), "idx0")
-        m.d.comb += [self.o.valid.eq(Mux(red, emit_red, Mux(mx, emit8, v1))),
-                     self.o.payload.last.eq(Mux(red, 1, Mux(mx, emit_n == MAX8_K - 1, last1))),
-                     self.busy.eq(comb_on | comb_issue | emit8)]
+        idx0 = delay(m, idx, La, name="idx0")
+        idx0_f = u24_to_fp32(m, idx0, "idx0")
+
+        # --- BN_STATS / BN_AGGR: accumulate at input time, then the tail program -------------
+        bn = ctl.bn_stats | ctl.bn_aggr
+        tr = ctl.transpose
+        B = transpose_block(self.cfg)
+        A = 3 * K                                   # accumulator entries
+        bslot = Signal(range(A), name="bslot")      # partial of the element entering now
+        with m.If(self.start):
+            m.d.sync += bslot.eq(0)
+        with m.Elif(bn & i.valid):
+            m.d.sync += bslot.eq(Mux(bslot == Mux(ctl.bn_aggr, A - 1, K - 1), 0, bslot + 1))
+        bslot_d = delay(m, bslot, La, name="bslot_d")
+        stats_prog, aggr_prog = bn_programs(K)
+        nsteps = max(len(stats_prog), len(aggr_prog))
+        tail_on = Signal()
+        tstep = Signal(range(nsteps + 1), name="tstep")
+        tcnt = Signal(range(La + 1), name="tcnt")
+        t_issue = Signal()
+        t_wb = Signal()
+        m.d.comb += [t_issue.eq(tail_on & (tcnt == 0)), t_wb.eq(tail_on & (tcnt == La))]
+        t_end = Mux(ctl.bn_aggr, len(aggr_prog) - 1, max(0, len(stats_prog) - 1))
+        gemit = Signal()                            # emitting the BN / transpose beats
+        gemit_n = Signal(range(max(B, BN_STATS_N)), name="gemit_n")
+        gtotal = Mux(tr, B - 1, Mux(ctl.bn_aggr, BN_AGGR_N - 1, BN_STATS_N - 1))
+        stream_done = (bn | tr) & v0 & last0
+        with m.If(stream_done):
+            with m.If(tr | (ctl.bn_stats & int(not stats_prog))):
+                m.d.sync += [gemit.eq(1), gemit_n.eq(0)]
+            with m.Else():
+                m.d.sync += [tail_on.eq(1), tstep.eq(0), tcnt.eq(0)]
+        with m.Elif(tail_on):
+            m.d.sync += tcnt.eq(Mux(tcnt == La, 0, tcnt + 1))
+            with m.If(tcnt == La):
+                m.d.sync += tstep.eq(tstep + 1)
+                with m.If(tstep == t_end):
+                    m.d.sync += [tail_on.eq(0), gemit.eq(1), gemit_n.eq(0)]
+        with m.If(gemit):
+            m.d.sync += gemit_n.eq(gemit_n + 1)
+            with m.If(gemit_n == gtotal):
+                m.d.sync += gemit.eq(0)
+        with m.If(self.start):
+            m.d.sync += [tail_on.eq(0), gemit.eq(0)]
+        t_op = Signal(5, name="t_op")
+        with m.If(ctl.bn_aggr):
+            with m.Switch(tstep):
+                for k, st in enumerate(aggr_prog):
+                    with m.Case(k):
+                        m.d.comb += t_op.eq(st[0])
+        with m.Else():
+            with m.Switch(tstep):
+                for k, st in enumerate(stats_prog):
+                    with m.Case(k):
+                        m.d.comb += t_op.eq(st[0])
+        count_f = u24_to_fp32(m, idx, "count")      # BN_STATS' n (after the last element)
+
+        # --- AFFINE_SELECT: off + cp*p + ci*i (exact integers), compared with 0 ---------------
+        off = ctl.imm1[:16].as_signed()
+        ci = ctl.imm1[16:24].as_signed()
+        cp = ctl.imm1[24:32].as_signed()
+        aff_base = Signal(signed(36), name="aff_base")
+        m.d.comb += aff_base.eq(off + ci * idx)
+
+        def affine_pred(p):
+            e = Signal(signed(37), name=f"aff_e{p}")
+            pred = Signal(name=f"aff_pred{p}")
+            m.d.comb += e.eq(aff_base + cp * p)
+            with m.Switch(ctl.cmp):
+                for code, fn in ((ALU_EQ, lambda v: v == 0), (ALU_NE, lambda v: v != 0),
+                                 (ALU_LT, lambda v: v < 0), (ALU_LE, lambda v: v <= 0),
+                                 (ALU_GT, lambda v: v > 0), (ALU_GE, lambda v: v >= 0)):
+                    with m.Case(code):
+                        m.d.comb += pred.eq(fn(e))
+            return Mux(pred, _ONE, 0)
+
+        m.d.comb += [self.o.valid.eq(Mux(red, emit_red, Mux(mx, emit8,
+                                                            Mux(bn | tr, gemit, v1)))),
+                     self.o.payload.last.eq(Mux(red, 1, Mux(mx, emit_n == MAX8_K - 1,
+                                                            Mux(bn | tr, gemit_n == gtotal,
+                                                                last1)))),
+                     self.busy.eq(comb_on | comb_issue | emit8 | tail_on | gemit)]
         inflight = Signal(range(2 * La + 2))
         m.d.sync += inflight.eq(inflight + i.valid - (v1 & ~comb1))
         with m.If(inflight != 0):
@@ -199,6 +307,7 @@ class VectorFU(wiring.Component):
         idx_f = u24_to_fp32(m, idx, "iota")
 
         # --- per lane -----------------------------------------------------------------------
+        tbufs, outs = [], []
         for p in range(P):
             a0 = LaneALU(self.cfg)
             a1 = LaneALU(self.cfg)
@@ -214,7 +323,8 @@ class VectorFU(wiring.Component):
                          a0.i.payload.x.eq(Mux(ctl.rev0, y0, x0)),
                          a0.i.payload.y.eq(Mux(ctl.rev0, x0, y0)),
                          a0.i.payload.c.eq(ctl.imm0)]
-            acc = Array(Signal(32, name=f"acc{p}_{j}") for j in range(K))
+            accl = [Signal(32, name=f"acc{p}_{j}") for j in range(A)]
+            acc = Array(accl)
             x1_d = delay(m, s1, La, name=f"x1d{p}")
             r0 = a0.o.payload.r
             y1 = Mux(ctl.sel1, x1_d, ctl.imm1)
@@ -231,8 +341,8 @@ class VectorFU(wiring.Component):
             with m.If(red & v1):
                 m.d.sync += acc[slot1].eq(r1)
             with m.If(self.start):
-                for j in range(K):
-                    m.d.sync += acc[j].eq(ident)
+                for j in range(A):
+                    m.d.sync += accl[j].eq(ident)
                 m.d.sync += prev.eq(ctl.imm0)
             with m.Elif(ctl.scan & v1):
                 m.d.sync += prev.eq(r1)
@@ -258,5 +368,66 @@ class VectorFU(wiring.Component):
                                          kf[j].eq(kf[j - 1])]
             sel_v = Array(kv)[emit_n]
             sel_i = Array(ki)[emit_n]
-            m.d.comb += self.o.payload.r[p].eq(Mux(mx, Mux(ctl.op1[0], sel_i, sel_v), r1))
+
+            # BN_STATS / BN_AGGR: streaming into the partials, then the tail program
+            regs = {n: Signal(32, name=f"bn{n}{p}") for n in ("R", "E", "M")}
+
+            def src(name, accl=accl, regs=regs):
+                if isinstance(name, int):
+                    return accl[name]
+                if name in regs:
+                    return regs[name]
+                return {"SEED": Const(BN_RCP_MAGIC, 32) - accl[0], "-N": accl[0] ^ 0x80000000,
+                        "-M": regs["M"] ^ 0x80000000, "ONE": Const(_ONE, 32),
+                        "ZERO": Const(0, 32)}[name]
+
+            def dst(name, accl=accl, regs=regs):
+                return accl[name] if isinstance(name, int) else regs[name]
+            tx, ty, tc = (Signal(32, name=f"t{n}{p}") for n in "xyc")
+            for sel, prog in ((ctl.bn_aggr, aggr_prog), (~ctl.bn_aggr, stats_prog)):
+                with m.If(sel):
+                    with m.Switch(tstep):
+                        for k, (_, x, y, c, d) in enumerate(prog):
+                            with m.Case(k):
+                                m.d.comb += [tx.eq(src(x)), ty.eq(src(y)), tc.eq(src(c))]
+                                with m.If(t_wb):
+                                    m.d.sync += dst(d).eq(r1)
+            x0_in = i.payload.x0[p]
+            with m.If(tail_on):
+                m.d.comb += [a1.i.valid.eq(t_issue), a1.i.payload.op.eq(t_op),
+                             a1.i.payload.x.eq(tx), a1.i.payload.y.eq(ty),
+                             a1.i.payload.c.eq(tc)]
+            with m.Elif(bn):
+                m.d.comb += [a1.i.valid.eq(i.valid), a1.i.payload.op.eq(ALU_ADD),
+                             a1.i.payload.x.eq(acc[bslot]), a1.i.payload.y.eq(x0_in),
+                             a1.i.payload.c.eq(0)]
+            with m.If(ctl.bn_stats):
+                m.d.comb += [a0.i.payload.op.eq(ALU_FMA), a0.i.payload.x.eq(x0_in),
+                             a0.i.payload.y.eq(x0_in), a0.i.payload.c.eq(acc[bslot + K])]
+            with m.Elif(ctl.affine):
+                m.d.comb += [a0.i.payload.x.eq(affine_pred(p)), a0.i.payload.y.eq(x0_in)]
+            with m.If(bn & v0 & ~tail_on):
+                m.d.sync += acc[bslot_d].eq(r1)
+                with m.If(ctl.bn_stats):
+                    m.d.sync += acc[bslot_d + K].eq(r0)
+            bn_out = Mux(ctl.bn_aggr, Array([regs["M"], regs["E"]])[gemit_n],
+                         Array([count_f, accl[0], accl[K]])[gemit_n])
+
+            # TRANSPOSE: keep the B stage-0 results of this lane, emit lane (q*B + j) of beat
+            # i from lane q*B + i's beat j
+            tb = [Signal(32, name=f"tr{p}_{b}") for b in range(B)]
+            tbufs.append(tb)
+            with m.If(tr & v0):
+                with m.Switch(idx0[:max(1, (B - 1).bit_length())]):
+                    for b in range(B):
+                        with m.Case(b):
+                            m.d.sync += tb[b].eq(r0)
+            outs.append((mx, Mux(ctl.op1[0], sel_i, sel_v), bn_out, r1))
+        for p in range(P):
+            mxp, max8_out, bn_out, r1 = outs[p]
+            q, j = divmod(p, B)
+            tr_out = Array([tbufs[q * B + k][j] if q * B + k < P else Const(0, 32)
+                            for k in range(B)])[gemit_n]
+            m.d.comb += self.o.payload.r[p].eq(Mux(mxp, max8_out,
+                                                   Mux(bn, bn_out, Mux(tr, tr_out, r1))))
         return m

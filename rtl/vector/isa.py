@@ -15,15 +15,23 @@ __all__ = [
     "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "OP_MAX8", "MAX8_K", "IOTA_BITS", "OPCODES", "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN",
     "ALU_EQ", "ALU_NE", "ALU_LT", "ALU_LE", "ALU_GT", "ALU_GE", "ALU_AND", "ALU_OR", "ALU_XOR",
     "ALU_SEL", "REDUCE_OPS", "DTYPE_NAMES", "E_OPCODE", "E_FORMAT", "E_SHAPE", "instr_layout",
-    "done_layout", "dtype_table",
+    "done_layout", "dtype_table", "OP_BN_STATS", "OP_BN_AGGR", "OP_AFFINE_SELECT",
+    "OP_TRANSPOSE", "BN_STATS_N", "BN_AGGR_N", "BN_RCP_MAGIC", "BN_NEWTON_STEPS",
+    "transpose_block",
 ]
 
 #: Opcodes (docs/architecture.md §8.4, vector range 0x20-0x2F; the others are E_OPCODE).
 OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
 OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
 OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
+OP_BN_STATS, OP_BN_AGGR, OP_AFFINE_SELECT, OP_TRANSPOSE = 0x29, 0x2A, 0x2B, 0x2C
 OPCODES = (OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE, OP_TENSOR_COPY, OP_MEMSET,
-           OP_SELECT, OP_IOTA, OP_TENSOR_TENSOR_SCAN, OP_MAX8)
+           OP_SELECT, OP_IOTA, OP_TENSOR_TENSOR_SCAN, OP_MAX8, OP_BN_STATS, OP_BN_AGGR,
+           OP_AFFINE_SELECT, OP_TRANSPOSE)
+#: BN_STATS writes ``[n, S, Q]`` per partition, BN_AGGR ``[mean, var]``.
+BN_STATS_N, BN_AGGR_N = 3, 2
+#: BN_AGGR's reciprocal: seed ``bits(r0) = BN_RCP_MAGIC - bits(n)``, then Newton steps.
+BN_RCP_MAGIC, BN_NEWTON_STEPS = 0x7EF311C3, 3
 #: MAX8: values kept per partition.
 MAX8_K = 8
 #: Bits of IOTA's element index (taken modulo 2**IOTA_BITS, exact in FP32).
@@ -41,6 +49,11 @@ DTYPE_NAMES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp
 
 #: Engine error codes (docs/architecture.md §11.2); AP codes come from the AP generator.
 E_OPCODE, E_FORMAT, E_SHAPE = 0x01, 0x02, 0x05
+
+
+def transpose_block(cfg: CoreConfig):
+    """TRANSPOSE's block: ``B = min(32, cfg.partitions)`` partitions x B elements."""
+    return min(32, check_config(cfg, "transpose_block").partitions)
 
 
 def dtype_table(cfg: CoreConfig):

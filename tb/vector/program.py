@@ -85,6 +85,12 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
             nums.append(n)
             total *= n
         start, count = random_partitions(rng, cfg.partitions)
+        if op == gv.OP_BN_AGGR:
+            nums[0] = gv.BN_STATS_N
+        if op == gv.OP_TRANSPOSE:
+            B = gv.transpose_block(cfg)
+            nums = [B]
+            start, count = B * int(rng.integers(0, cfg.partitions // B)), B
         dt = {r: int(rng.choice(fmts)) for r in ("src0", "src1", "dst")}
         kw = dict(opcode=op, sr=int(sr and rng.random() < 0.3),
                   op0=int(rng.integers(0, 16)), op1=int(rng.integers(0, 16)),
@@ -96,12 +102,18 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
             kw["op1"] = int(rng.choice(gv.REDUCE_OPS))
         if op == gv.OP_MAX8:
             kw["op1"] = int(rng.integers(0, 2))
+        if op == gv.OP_AFFINE_SELECT:
+            kw["op0"] = int(rng.choice(gv.AFFINE_CMPS))
+            kw["imm1"] = gv.affine_imm1(int(rng.integers(-total - 4, total + 5)),
+                                        int(rng.integers(-3, 4)), int(rng.integers(-3, 4)))
         aps = {}
         for role in ("src0", "src1", "dst"):
             mem = int(rng.choice([SBUF, PSUM]))
             shape = nums
-            if role == "dst" and op in (gv.OP_TENSOR_REDUCE, gv.OP_MAX8):
-                shape = [1] if op == gv.OP_TENSOR_REDUCE else [gv.MAX8_K]
+            fixed = {gv.OP_TENSOR_REDUCE: 1, gv.OP_MAX8: gv.MAX8_K, gv.OP_BN_STATS: gv.BN_STATS_N,
+                     gv.OP_BN_AGGR: gv.BN_AGGR_N}
+            if role == "dst" and op in fixed:
+                shape = [fixed[op]]
             if role == "src1" and rng.random() < 0.3:
                 ap = _fit_ap(rng, cfg, mem, role, gv.elem_bytes_of(cfg, dt[role]), shape,
                              start, count)
@@ -154,6 +166,17 @@ def bad_instrs(rng, cfg):
          gv.E_SHAPE),
         ("max8 dst not 8", rep(base, opcode=gv.OP_MAX8, op1=0,
                                dst=ap_with(base.dst, dims=((1, 7),))), gv.E_SHAPE),
+        ("affine_select op0 add", rep(base, opcode=gv.OP_AFFINE_SELECT, op0=gv.ALU_ADD),
+         gv.E_OPCODE),
+        ("bn_stats dst of two", rep(base, opcode=gv.OP_BN_STATS,
+                                    dst=ap_with(base.dst, dims=((1, 2),))), gv.E_SHAPE),
+        ("bn_aggr src0 not triples", rep(base, opcode=gv.OP_BN_AGGR,
+                                         src0=ap_with(base.src0, dims=((1, 4),)),
+                                         dst=ap_with(base.dst, dims=((1, 2),))), gv.E_SHAPE),
+        ("transpose not a B x B block", rep(
+            base, opcode=gv.OP_TRANSPOSE,
+            src0=ap_with(base.src0, dims=((1, gv.transpose_block(cfg) + 1),)),
+            dst=ap_with(base.dst, dims=((1, gv.transpose_block(cfg) + 1),))), gv.E_SHAPE),
         ("src0 memory 0", rep(base, src0=ap_with(base.src0, memory=0)), 0x0F),
         ("src1 memory 3", rep(base, src1=ap_with(base.src1, memory=3)), 0x0F),
         ("dst out of range", rep(base, dst=ap_with(base.dst, memory=SBUF,

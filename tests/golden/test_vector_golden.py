@@ -373,3 +373,164 @@ def test_max8_values_and_indices(seed):
     assert gv.check(cfg, gv.VecInstr(**{**ins.__dict__, "op1": 2})) == gv.E_OPCODE
     assert gv.check(cfg, gv.VecInstr(**{**ins.__dict__,
                                         "dst": _ap(SBUF, 0, 4, 512, ((1, 7),))})) == gv.E_SHAPE
+
+
+# --- bn_stats / bn_aggr, affine_select, transpose -----------------------------------------------
+
+U = 2.0 ** -24
+
+
+def _fp32_rows(ap_mem, cfg, p, off, vals):
+    b = np.asarray(vals, np.float32).view(np.uint8)
+    ap_mem.sbuf[p, off:off + b.size] = b
+
+
+def _bn_chain(cfg, x, chunk, dst_dtype=0):
+    """bn_stats over each ``chunk`` elements of ``x`` (``(P, n)`` float32) in SBUF, the stats
+    as FP32 triples, then bn_aggr: returns (mean, var) float32 of every lane and the stats."""
+    P, n = x.shape
+    k = n // chunk
+    mem = gv.VecMemory(cfg)
+    mem.sbuf[:, :4 * n] = np.ascontiguousarray(x, np.float32).view(np.uint8)
+    st0 = 4 * n
+    for c in range(k):
+        ins = gv.VecInstr(opcode=gv.OP_BN_STATS, src0=AP(memory=SBUF, offset=4 * c * chunk,
+                                                         dims=((1, chunk),), num_partitions=P),
+                          dst=AP(memory=SBUF, offset=st0 + 12 * c, dims=((1, 3),),
+                                 num_partitions=P))
+        assert gv.run(cfg, ins, mem) == 0
+    out = st0 + 12 * k
+    ins = gv.VecInstr(opcode=gv.OP_BN_AGGR, src0=AP(memory=SBUF, offset=st0,
+                                                    dims=((1, 3), (3, k)), num_partitions=P),
+                      dst=AP(memory=SBUF, offset=out, dims=((1, 2),), num_partitions=P),
+                      dst_dtype=dst_dtype)
+    assert gv.run(cfg, ins, mem) == 0
+    res = mem.sbuf[:, out:out + 8].copy().view(np.float32)
+    stats = mem.sbuf[:, st0:st0 + 12 * k].copy().view(np.float32).reshape(P, k, 3)
+    return res[:, 0], res[:, 1], stats
+
+
+@pytest.mark.parametrize("n,chunk", [(1, 1), (7, 7), (64, 16), (512, 512), (600, 40)])
+def test_bn_stats_aggr_against_float64_bound(n, chunk, seed):
+    """Mean and variance of rows with means from 0 to 100 std: the counts and sums are
+    exact where they must be, and |mean - mean64| <= L u mean|x|, |var - var64| <= 2 L u
+    mean(x^2) with L = ceil(n/K) + ceil(k/K) + 2K + 8 (the longest chain of roundings:
+    docs/vector.md §1.7)."""
+    rng = np.random.default_rng([seed, 40, n])
+    P, K = SMALL.partitions, gv.reduce_ways(SMALL)
+    mu = np.array([0.0, 1.0, 10.0, 100.0])[:P]
+    x = (rng.standard_normal((P, n)) * rng.uniform(0.1, 4) + mu[:, None]).astype(np.float32)
+    mean, var, stats = _bn_chain(SMALL, x, chunk)
+    k = n // chunk
+    assert np.all(stats[:, :, 0] == chunk)
+    x64 = x.astype(np.float64)
+    L = -(-n // K) + -(-k // K) + 2 * K + 8
+    m64, v64 = x64.mean(1), x64.var(1)
+    assert np.all(np.abs(mean - m64) <= L * U * np.abs(x64).mean(1)), (seed, mean, m64)
+    assert np.all(np.abs(var - v64) <= 2 * L * U * (x64 ** 2).mean(1)), (seed, var, v64)
+    assert np.all(var >= 0)
+
+
+def test_bn_stats_is_the_documented_order():
+    """bn_stats' S and Q against plain float32 loops in the interleaved order (Q with an exact
+    fma through fractions), bn_aggr's reciprocal within 1 ulp of 1/n for every count up to
+    2**24 sampled, and exact for powers of two."""
+    rng = np.random.default_rng(41)
+    K = 4
+    x = (rng.standard_normal((37, 2)) * 3).astype(np.float32)
+    r = gv.bn_stats_lanes(x.view(np.uint32), K).view(np.float32)
+    for lane in range(2):
+        s = [np.float32(-0.0)] * K
+        q = [0] * K
+        for i in range(37):
+            s[i % K] = np.float32(s[i % K] + x[i, lane])
+            q[i % K] = f32(rne_fp32(Fraction(float(x[i, lane])) ** 2 + Fraction(float(q[i % K]))))
+        S = s[0]
+        Q = np.float32(q[0])
+        for j in range(1, K):
+            S = np.float32(S + s[j])
+            Q = np.float32(Q + np.float32(q[j]))
+        assert (r[0, lane], r[1, lane], r[2, lane]) == (37.0, S, Q)
+    n = np.concatenate([np.arange(1, 1 << 12), rng.integers(1, 1 << 24, 4000)]).astype(np.float32)
+    trip = np.zeros((3, n.size), np.uint32)
+    trip[0] = n.view(np.uint32)
+    trip[1] = np.float32(1).view(np.uint32)
+    mean = gv.bn_aggr_lanes(trip, K)[0].view(np.float32).astype(np.float64)
+    exact = 1 / n.astype(np.float64)
+    assert np.all(np.abs(mean - exact) <= np.spacing(mean.astype(np.float32)))
+    pw = n == np.exp2(np.round(np.log2(n)))
+    assert np.all(mean[pw] == exact[pw])
+
+
+def test_affine_select_against_loop(seed):
+    rng = np.random.default_rng([seed, 42])
+    P = SMALL.partitions
+    # the causal diagonal p - i (e < 0, == 0 and > 0 all occur), and a random expression
+    cases = [(cmp, 0, -1, 1) for cmp in gv.AFFINE_CMPS]
+    cases += [(int(rng.choice(gv.AFFINE_CMPS)), int(rng.integers(-9, 10)),
+               int(rng.integers(-3, 4)), int(rng.integers(-3, 4))) for _ in range(6)]
+    for k, (cmp, off, ci, cp) in enumerate(cases):
+        mem = gv.VecMemory(SMALL)
+        mem.sbuf[:, :64] = rng.integers(0, 256, (P, 64), np.uint8)
+        fill = 0xFF800000
+        ins = gv.VecInstr(opcode=gv.OP_AFFINE_SELECT, op0=cmp, imm0=fill,
+                          imm1=gv.affine_imm1(off, ci, cp),
+                          src0=AP(memory=SBUF, offset=60, dims=((-1, 4), (-4, 4)),
+                                  elem_bytes=4, num_partitions=P),
+                          dst=AP(memory=PSUM, offset=0, dims=((1, 4), (4, 4)), num_partitions=P))
+        before = mem.sbuf.copy()
+        assert gv.run(SMALL, ins, mem) == 0
+        fn = {gv.ALU_EQ: lambda e: e == 0, gv.ALU_NE: lambda e: e != 0,
+              gv.ALU_LT: lambda e: e < 0, gv.ALU_LE: lambda e: e <= 0,
+              gv.ALU_GT: lambda e: e > 0, gv.ALU_GE: lambda e: e >= 0}[cmp]
+        hits = 0
+        for p in range(P):
+            for i in range(16):
+                a, b = divmod(i, 4)                 # outer, inner index
+                addr = 60 - 4 * b - 16 * a
+                src = int.from_bytes(bytes(before[p, addr:addr + 4]), "little")
+                want = src if fn(off + cp * p + ci * i) else fill
+                hits += fn(off + cp * p + ci * i)
+                got = int.from_bytes(bytes(mem.psum[p, 4 * i:4 * i + 4]), "little")
+                assert got == want, (cmp, p, i)
+        assert k >= len(gv.AFFINE_CMPS) or 0 < hits < 16 * P
+    assert gv.affine_fields(gv.affine_imm1(-32768, -128, 127)) == (-32768, -128, 127)
+    with pytest.raises(ValueError, match="'ci'"):
+        gv.affine_imm1(0, 128, 0)
+
+
+def test_transpose_and_new_statuses(seed):
+    rng = np.random.default_rng([seed, 43])
+    P = SMALL.partitions
+    B = gv.transpose_block(SMALL)
+    assert B == min(32, P)
+    mem = gv.VecMemory(SMALL)
+    x = rng.standard_normal((P, B)).astype(np.float32)
+    mem.sbuf[:, 64:64 + 4 * B] = x[:, ::-1].copy().view(np.uint8)     # read with step -1
+    ins = gv.VecInstr(opcode=gv.OP_TRANSPOSE, src0=AP(memory=SBUF, offset=64 + 4 * (B - 1),
+                                                      dims=((-1, B),), num_partitions=B),
+                      dst=AP(memory=SBUF, offset=512, dims=((1, B),), num_partitions=B),
+                      dst_dtype=gv.DTYPE_CODES["bf16"])
+    assert gv.run(SMALL, ins, mem) == 0
+    got = mem.sbuf[:, 512:512 + 2 * B].copy().view(np.uint16)
+    want = (x.T.astype(np.float32).view(np.uint32) + 0x7FFF + ((x.T.view(np.uint32) >> 16) & 1)) >> 16
+    assert np.array_equal(got, want.astype(np.uint16))
+    rep = __import__("dataclasses").replace
+    base = ins
+    assert gv.check(SMALL, rep(base, src0=rep(base.src0, num_partitions=B - 1),
+                               dst=rep(base.dst, num_partitions=B - 1))) == gv.E_SHAPE
+    assert gv.check(SMALL, rep(base, src0=rep(base.src0, dims=((-1, B - 1),)),
+                               dst=rep(base.dst, dims=((1, B - 1),)))) == gv.E_SHAPE
+    bn = gv.VecInstr(opcode=gv.OP_BN_STATS, src0=AP(memory=SBUF, dims=((1, 8),)),
+                     dst=AP(memory=SBUF, offset=512, dims=((1, 3),)))
+    assert gv.check(SMALL, bn) == 0
+    assert gv.check(SMALL, rep(bn, dst=rep(bn.dst, dims=((1, 2),)))) == gv.E_SHAPE
+    ag = rep(bn, opcode=gv.OP_BN_AGGR, src0=AP(memory=SBUF, dims=((1, 3), (3, 2))),
+             dst=rep(bn.dst, dims=((1, 2),)))
+    assert gv.check(SMALL, ag) == 0
+    assert gv.check(SMALL, rep(ag, src0=AP(memory=SBUF, dims=((1, 6),)))) == gv.E_SHAPE
+    aff = gv.VecInstr(opcode=gv.OP_AFFINE_SELECT, op0=gv.ALU_GE, src0=AP(memory=SBUF),
+                      dst=AP(memory=SBUF, offset=512))
+    assert gv.check(SMALL, aff) == 0
+    for bad in (gv.ALU_ADD, gv.ALU_SEL, gv.ALU_BYPASS):
+        assert gv.check(SMALL, rep(aff, op0=bad)) == gv.E_OPCODE
