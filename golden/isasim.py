@@ -196,8 +196,10 @@ class OpHook:
     """How the simulator runs one engine opcode.
 
     ``execute(sim, ins) -> None`` checks everything first (raising :class:`Fault`), then reads
-    and writes ``sim``. ``timing(sim, ins, issue) -> (start, done)`` gives the cycle the engine
-    starts it and the cycle its last write is visible (``None``: :meth:`IsaSim.default_timing`).
+    and writes ``sim``. ``timing(sim, ins, issue) -> (start, done[, macs[, complete]])`` gives
+    the cycle the engine starts it, the cycle its last write is visible, its MACs and the cycle
+    it completes to its sequencer (default ``done``; the tensor engine's instructions without a
+    post complete at dispatch) (``None``: :meth:`IsaSim.default_timing`).
     ``access(sim, ins) -> [(kind, mem, parts, lo, hi)]`` its footprint for :func:`find_races`
     (``None``: the APs, a ``dst``/``psum`` role written, the others read)."""
     name: str
@@ -666,6 +668,7 @@ class IsaSim:
         access, work = [], 0
         if ins.op in ("nop", "notify", "halt"):
             start, done = issue, issue + tm.sync_cycles
+            complete = done
             if ins.op == "notify":
                 self.notifies.append((s.name, i, ins.imm.get("code", 0)))
         else:
@@ -687,7 +690,8 @@ class IsaSim:
                  else self.default_timing(s.name, ins, issue))
             start, done = t[0], t[1]
             work = t[2] if len(t) > 2 else 0
-        retire = max(done, s.retires[-1] if s.retires else 0)
+            complete = t[3] if len(t) > 3 else done
+        retire = max(complete, s.retires[-1] if s.retires else 0)
         s.retires.append(retire)
         self.timeline.append(Event(s.name, i, ins.op, issue, start, done, retire, access,
                                    ins.wait, ins.post, None, work))
@@ -912,7 +916,18 @@ def _t_load(sim, ins, issue):
     M = _elems(ins.aps["ap1"]) * _passes(sim, ins.aps["ap1"].dtype)
     start = max(issue, st["dispatch"])
     st["load_ready"] = start + M
-    return start, start + M
+    return start, start + M, 0, _pe_complete(sim, ins, start, start + M)
+
+
+def _pe_complete(sim, ins, dispatch, done):
+    """When a tensor instruction completes to its sequencer (docs/core.md §4): at the dispatch
+    of its command, unless it posts or raises an interrupt; then only when the engine has
+    drained (its ``done``), and the next matmul dispatches after that drain."""
+    if ins.post is None and not ins.irq:
+        return dispatch
+    st = _pe_state(sim)
+    st["free"] = max(st["free"], done)
+    return done
 
 
 def _t_mm(sim, ins, issue):
@@ -931,8 +946,9 @@ def _t_mm(sim, ins, issue):
     K, M = sim.pe_weights[0].shape
     if ins.op == "multiply_moving":
         K = ins.aps["ap1"].count
-    return start, start + cols + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
-                                                       else 0)
+    done = start + cols + pe_latency(sim.cfg)
+    return (start, done, K * M * n if ins.op == "multiply_moving" else 0,
+            _pe_complete(sim, ins, start, done))
 
 
 def _pe_access(sim, ins):

@@ -5,9 +5,12 @@ the semaphore waits and posts from the data dependencies (``docs/kernels.md``).
 
 A :class:`Kernel` records operations in program order. Each operation reads and writes
 *resources* (a tile, a whole DRAM tensor) and completes on a *completion stream*: its engine
-(every engine instruction posts ``sem[engine index] += 1`` at completion, so ``sem[e] >= k``
-means "the first k instructions of e retired": retire is in order) or its DMA queue (every
-descriptor posts its queue's semaphore, ``len(ENGINES) + engine * dma_queues + queue``).
+(an engine instruction posts ``sem[engine index] += 1`` at completion **only when a later
+operation waits for it**, decided when the kernel is built: a post makes the tensor decoder
+wait for the array to drain, docs/core.md §4, so matmul chains without a consumer stream; so
+``sem[e] >= j`` means "e's j-th posting instruction, and everything before it, retired":
+retire is in order) or its DMA queue (every descriptor posts its queue's semaphore,
+``len(ENGINES) + engine * dma_queues + queue``).
 Before an operation, the issuing engine waits for the last writer of everything it touches and,
 when it writes, for every reader since that write (the latest count per completion stream; a
 wait the same issuer already made is not repeated; more than one wait becomes ``nop``s with a
@@ -198,7 +201,8 @@ class Kernel:
         self._queue_rr = 0
         self.tensors = {}
         self.outputs = {}
-        self._ops = {e: [] for e in ENGINES}     # engine -> [Instr or ("dma", desc, queue)]
+        self._ops = {e: [] for e in ENGINES}     # engine -> [(make, wait dep, (stream, k))]
+        self._posting = {}                        # engine stream -> {k: some op waits on it}
         self._count = {}                          # completion stream -> completions so far
         self._writer = {}                         # resource -> (stream, count)
         self._readers = {}                        # resource -> {stream: count}
@@ -336,20 +340,42 @@ class Kernel:
             for s, k in self._readers.get(r, {}).items():
                 need((s, k))
         waited = self._waited[issuer]
-        waits = [(self._sem(s), k) for s, k in sorted(deps.items(), key=str) if waited.get(s, 0) < k]
+        waits = [(s, k) for s, k in sorted(deps.items(), key=str) if waited.get(s, 0) < k]
         for s, k in deps.items():
             waited[s] = max(waited.get(s, 0), k)
+        for s, k in waits:
+            if isinstance(s, str):              # that engine instruction must post
+                self._posting.setdefault(s, set()).add(k)
         for w in waits[:-1]:
-            self._ops[issuer].append(Instr(op="nop", wait=w))
+            self._ops[issuer].append((None, w, None))
         self._count[stream] = self._count.get(stream, 0) + 1
         me = (stream, self._count[stream])
-        post = (self._sem(stream), 1)
-        self._ops[issuer].append(make(waits[-1] if waits else None, post))
+        self._ops[issuer].append((make, waits[-1] if waits else None, me))
         for r in writes:
             self._writer[r] = me
             self._readers[r] = {}
         for r in reads:
             self._readers.setdefault(r, {})[stream] = self._count[stream]
+
+    def _wait_value(self, dep):
+        """``(semaphore, value)`` of a dependency ``(stream, k)``: an engine posts only the
+        instructions someone waits for, so ``k`` becomes the number of its posting
+        instructions up to and including its ``k``-th (which posts); a DMA queue posts every
+        descriptor."""
+        if dep is None:
+            return None
+        s, k = dep
+        if isinstance(s, str):
+            return self._sem(s), sum(1 for j in self._posting.get(s, ()) if j <= k)
+        return self._sem(s), k
+
+    def _post_of(self, me):
+        """The post of the operation ``me = (stream, k)``: ``(sem, 1)`` for every descriptor
+        and for an engine instruction some later operation waits for, else ``None``."""
+        s, k = me
+        if isinstance(s, str) and k not in self._posting.get(s, ()):
+            return None
+        return self._sem(s), 1
 
     def _sem(self, stream):
         if isinstance(stream, str):
@@ -678,7 +704,9 @@ class Kernel:
         programs, listing = {}, {}
         for e, lst in self._ops.items():
             enc = []
-            for x in lst:
+            for make, dep, me in lst:
+                wait = self._wait_value(dep)
+                x = Instr(op="nop", wait=wait) if make is None else make(wait, self._post_of(me))
                 if isinstance(x, tuple):
                     _, desc, (de, q), wait = x
                     if top + gdma.DESC_BYTES > len(img):
