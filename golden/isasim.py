@@ -526,6 +526,7 @@ class IsaSim:
                 self._dma[(e, q)] = s
                 self._streams.append(s)
         self._dma_free = [0] * c.dma_engines
+        self._axi_free = {"r": 0, "w": 0}   # the AXI data channels the DMA engines share
         self._posts = {}                # sem -> [(visible cycle, inc)]
         self._depth = self.timing.issue_depth or c.issue_depth
         fc = self.timing.fetch_cycles
@@ -716,8 +717,17 @@ class IsaSim:
                                      dram_limit=self.mem.dram_limit)
             self._fail(code, s.name, n, info, f"descriptor {n}: {msg}")
             return
-        cyc = self.timing.dma_desc_cycles + self.timing.dram_latency + _desc_beats(self.cfg, desc)
-        done = start + cyc
+        # the DMA engines share the core's one AXI master: the DRAM reads of every engine take
+        # turns on the R channel, the writes on the W channel (docs/core.md §5); a descriptor's
+        # data phase starts after its check and when its channels are free
+        tm_ = self.timing
+        beats = _desc_beats(self.cfg, desc)
+        chans = [ch for ch, sp in (("r", desc.src_space), ("w", desc.dst_space))
+                 if sp == gdma.DRAM]
+        data = max([start + tm_.dma_desc_cycles] + [self._axi_free[ch] for ch in chans])
+        for ch in chans:
+            self._axi_free[ch] = data + beats
+        done = data + beats + tm_.dram_latency
         self._dma_free[s.dma[0]] = done
         tm = self.timing
         acc = _desc_access(self.cfg, desc, 0) + _desc_access(self.cfg, desc, 1)

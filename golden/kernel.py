@@ -601,10 +601,11 @@ class Kernel:
         self._vec("max8", dst, src, op1=int(indices))
 
     # --- scalar engine ------------------------------------------------------------------------
-    def load_table(self, name):
+    def load_table(self, name, queue=None):
         """Load function ``name``'s table into the scalar engine, unless it holds it: the image
         (``golden.isasim.table_words``, element-major over every partition) as a DRAM tensor,
-        DMA to a temporary SBUF tile, ``act_table_load``, the tile freed."""
+        DMA to a temporary SBUF tile (on ``queue``, as :meth:`load`), ``act_table_load``, the
+        tile freed."""
         from golden import activation as ga
         from golden.isasim import table_words
         if name not in ga.FUNCTION_IDS:
@@ -620,7 +621,7 @@ class Kernel:
         t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32",
                                                       data=img.reshape(cols, P).T)
         tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
-        self.load(tile, t)
+        self.load(tile, t, queue=queue)
         fid = ga.FUNCTION_IDS[name]
         self._emit("act", "act", [tile], [],
                    lambda w_, p: Instr(op="act_table_load", wait=w_, post=p,
@@ -755,20 +756,24 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                          f"output tiles > psum_banks = {cfg.psum_banks}")
     chunk = max(1, cfg.psum_banks // 2) if evacuate else len(mts)
     es = ELEM_BYTES[dtype]
-    a_all = len(kts) * len(mts) * k._word(TM * es) <= cfg.sbuf_bytes_per_partition // 2
+    a_all = len(kts) * k._word(M * es) <= cfg.sbuf_bytes_per_partition // 2
     sb = [k.sbuf_tile(TK, TN, dtype, f"b{i}") for i in range(2)]
-    so = [k.sbuf_tile(TM, TN, "fp32", f"o{i}") for i in range(2)] if evacuate else None
+    so = [k.sbuf_tile(TM, TN, "fp32", f"o{i}") for i in range(4)] if evacuate else None
     c = k.dram_tensor("C", (M, N), "fp32") if evacuate else None
-    a_tiles = {}
-    if a_all:
-        for k0 in kts:
-            for m0 in mts:
-                t = k.sbuf_tile(min(TK, K - k0), min(TM, M - m0), dtype, f"a{k0}_{m0}")
-                k.load(t, at, k0, m0)
-                a_tiles[(k0, m0)] = t
-    else:
+    # AT resident: one tile [K tile, M] per K tile (one descriptor), loaded before its first use
+    a_k = ([k.sbuf_tile(min(TK, K - k0), M, dtype, f"a{k0}") for k0 in kts] if a_all
+           else None)
+    if not a_all:
         sa = [k.sbuf_tile(TK, TM, dtype, f"a{i}") for i in range(2)]
-    tiles, bstep, astep, ostep = {}, 0, 0, 0
+    # a group's stores are emitted one per K step of the next group, after its loads, so the
+    # sync engine's in-order stream does not stall the next B loads behind the evacuation
+    pending = []                                        # (SBUF tile uid, emit its store)
+
+    def flush(n=1):
+        for _ in range(min(n, len(pending))):
+            pending.pop(0)[1]()
+
+    tiles, bstep, astep, ostep, a_loaded = {}, 0, 0, 0, set()
     for c0 in range(0, len(mts), chunk):
         mc = mts[c0:c0 + chunk]
         for n0 in nts:
@@ -776,12 +781,17 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
             ps = {m0: k.psum_tile(min(TM, M - m0), nn) for m0 in mc}
             for kk, k0 in enumerate(kts):
                 kn = min(TK, K - k0)
+                if a_all and kk not in a_loaded:
+                    k.load(a_k[kk], at, k0, 0)
+                    a_loaded.add(kk)
                 tb = _sub(sb[bstep % 2], kn, nn)
                 bstep += 1
                 k.load(tb, b, k0, n0)
+                if kk:
+                    flush()
                 for m0 in mc:
                     if a_all:
-                        ta = a_tiles[(k0, m0)]
+                        ta = a_k[kk].view(m0, min(TM, M - m0))
                     else:
                         ta = _sub(sa[astep % 2], kn, min(TM, M - m0))
                         astep += 1
@@ -789,12 +799,15 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                     k.matmul(ps[m0], ta, tb, accumulate=kk > 0)
             for m0 in mc:
                 if evacuate:
-                    to = _sub(so[ostep % 2], ps[m0].parts, nn)
+                    to = _sub(so[ostep % len(so)], ps[m0].parts, nn)
                     ostep += 1
+                    while any(u == to.uid for u, _ in pending):
+                        flush()                     # its last store first (program order)
                     k.copy(to, ps[m0])
-                    k.store(c, to, m0, n0)
+                    pending.append((to.uid, lambda t=to, m=m0, n=n0: k.store(c, t, m, n)))
                 else:
                     tiles[(m0, n0)] = ps[m0]
+    flush(len(pending))
     k.output("C", c if evacuate else tiles)
     return k.build()
 

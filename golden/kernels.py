@@ -154,6 +154,20 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
     wring = None if resident else [k.sbuf_tile(TK, chunk * TM, "bf16", f"wr{i}")
                                    for i in range(2)]
     loaded = set()
+    # queues: the X stream on the first DMA engine's queues, everything else on the others
+    # (with one DMA engine: its queues split in two), so a table, W or store descriptor never
+    # waits behind a whole X tile on its engine
+    nq, nd = cfg.dma_queues, cfg.dma_engines
+    qx, qo = ([0], [0]) if nq * nd == 1 else (
+        (list(range(nq)), list(range(nq, nq * nd))) if nd > 1
+        else (list(range(0, nq, 2)), list(range(1, nq, 2))))
+    rr = {"x": 0, "o": 0}
+
+    def q(kind):
+        lst = qx if kind == "x" else qo
+        rr[kind] += 1
+        return lst[(rr[kind] - 1) % len(lst)]
+
     # the stores of a group's outputs are emitted one per K step of the next group (after its
     # loads), so the sync engine's in-order stream is not held up waiting for an activation
     pending = []                   # (output tile uid, emit its store)
@@ -163,6 +177,29 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
             pending.pop(0)[1]()
 
     exp = np.zeros((F, T), np.uint32)
+
+    def evacuate(f0, t0, tn, ps):
+        fn = min(TM, F - f0)
+        out = _sub(yr[steps["y"] % len(yr)], fn, tn)
+        steps["y"] += 1
+        while any(u == out.uid for u, _ in pending):
+            flush()                         # its last store first (program order)
+        k.activation(out, ps, func, scale=1.0, bias_tile=biases[f0 // TM])
+        qq = q("o")
+        pending.append((out.uid, lambda: k.store(yt, out, f0, t0, queue=qq)))
+        acc = _chain(cfg, W[:, f0:f0 + fn], "bf16", XT[:, t0:t0 + tn], "bf16")
+        y = ga.activation(acc, func, np.uint32(ONE), b[f0:f0 + fn, None])
+        exp[f0:f0 + fn, t0:t0 + tn] = _encode(cfg, y, out_dtype)
+
+    def preload():                  # after the first operands: the other W tiles, the
+        for j, kj in enumerate(kts):    # biases and the function's table
+            if resident and j not in loaded:
+                k.load(wts[j], w, kj, 0, queue=q("o"))
+                loaded.add(j)
+        for f0, bias in zip(fts, biases):
+            k.load(bias, bt, f0, 0, queue=q("o"))
+        k.load_table(func, queue=q("o"))
+
     first = True
     for t0 in tts:
         tn = min(TN, T - t0)
@@ -173,7 +210,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                 kn = min(TK, D - k0)
                 if resident:
                     if kk not in loaded:            # each W tile once, before its first use
-                        k.load(wts[kk], w, k0, 0)
+                        k.load(wts[kk], w, k0, 0, queue=q("o"))
                         loaded.add(kk)
                     wk = wts[kk]
                 else:
@@ -181,14 +218,12 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                     steps["w"] += 1
                     fw = min(F - fc[0], len(fc) * TM)
                     wk = _sub(wk, kn, fw)
-                    k.load(wk, w, k0, fc[0])
+                    k.load(wk, w, k0, fc[0], queue=q("o"))
                 xtile = _sub(xr[steps["x"] % 4], kn, tn)
                 steps["x"] += 1
-                k.load(xtile, xt, k0, t0)
-                if first:                           # the table's DMA after the first operands
-                    for f0, bias in zip(fts, biases):
-                        k.load(bias, bt, f0, 0)
-                    k.load_table(func)
+                k.load(xtile, xt, k0, t0, queue=q("x"))
+                if first:
+                    preload()
                     first = False
                 if kk:
                     flush()
@@ -197,16 +232,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                     ws = wk.view(f0 - (0 if resident else fc[0]), fn)
                     k.matmul(ps[f0], ws, _sub(xtile, kn, tn), accumulate=kk > 0)
             for f0 in fc:
-                fn = min(TM, F - f0)
-                out = _sub(yr[steps["y"] % len(yr)], fn, tn)
-                steps["y"] += 1
-                while any(u == out.uid for u, _ in pending):
-                    flush()                         # its last store first (program order)
-                k.activation(out, ps[f0], func, scale=1.0, bias_tile=biases[f0 // TM])
-                pending.append((out.uid, lambda o=out, f=f0, t=t0: k.store(yt, o, f, t)))
-                acc = _chain(cfg, W[:, f0:f0 + fn], "bf16", XT[:, t0:t0 + tn], "bf16")
-                y = ga.activation(acc, func, np.uint32(ONE), b[f0:f0 + fn, None])
-                exp[f0:f0 + fn, t0:t0 + tn] = _encode(cfg, y, out_dtype)
+                evacuate(f0, t0, tn, ps[f0])
     flush(len(pending))
     k.output("YT", yt)
     # float64 reference and bound: the K-chain's rounding (<= (D + 1) 2^-24 sum|w x|, through
