@@ -195,7 +195,6 @@ class Kernel:
         self._sbuf_top = 0
         self._live = {}                           # SBUF tile uid -> (first, end) byte
         self._dead = []                           # freed (first, end, resource key)
-        self._alias = {}                          # uid -> resource keys of freed tiles under it
         self._uid = 0
         self._next_bank = 0
         self._queue_rr = 0
@@ -270,8 +269,21 @@ class Kernel:
         uid = self._tile_uid()
         self._live[uid] = (off, off + size)
         self._sbuf_top = max(self._sbuf_top, off + size)
-        # the space may have held freed tiles: their readers and writers stay dependencies
-        self._alias[uid] = [k for a, b, k in self._dead if a < off + size and off < b]
+        # the space may have held freed tiles: their last writer and their readers (as they were
+        # when freed) become readers of the new tile, so its first write waits for them; later
+        # accesses to the new tile do not touch the old ones (no false dependencies between
+        # tiles that merely share a freed region)
+        carry = {}
+        for a, b, key in self._dead:
+            if a < off + size and off < b:
+                deps = dict(self._readers.get(key, {}))
+                if self._writer.get(key):
+                    deps[self._writer[key][0]] = max(deps.get(self._writer[key][0], 0),
+                                                     self._writer[key][1])
+                for st, n in deps.items():
+                    carry[st] = max(carry.get(st, 0), n)
+        if carry:
+            self._readers[("tile", uid)] = carry
         return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
 
     def _fit(self, size):
@@ -291,7 +303,6 @@ class Kernel:
             raise ValueError(f"free: {tile.name} is not a live SBUF tile of this kernel")
         a, b = self._live.pop(tile.uid)
         self._dead.append((a, b, ("tile", tile.uid)))
-        self._dead.extend((a, b, k) for k in self._alias.pop(tile.uid, []))
 
     def psum_tile(self, parts, n, bank=None, name=None):
         """A PSUM tile (FP32): ``parts`` partitions x ``n <= psum_bank_fp32`` entries at entry 0
@@ -318,10 +329,8 @@ class Kernel:
         return ("key", x)
 
     def _keys(self, x):
-        """The resource keys an access to ``x`` touches (a tile: itself and the freed tiles
-        whose space it reuses)."""
-        k = self._res(x)
-        return [k] + (self._alias.get(x.uid, []) if isinstance(x, Tile) else [])
+        """The resource keys an access to ``x`` touches."""
+        return [self._res(x)]
 
     def _emit(self, issuer, stream, reads, writes, make):
         """Record one operation: waits from its dependencies, then ``make(wait, post)`` gives
