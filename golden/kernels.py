@@ -191,14 +191,16 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
         y = ga.activation(acc, func, np.uint32(ONE), b[f0:f0 + fn, None])
         exp[f0:f0 + fn, t0:t0 + tn] = _encode(cfg, y, out_dtype)
 
-    def preload():                  # after the first operands: the other W tiles, the
-        for j, kj in enumerate(kts):    # biases and the function's table
+    def preload():                  # after the first operands: the other W tiles (on one
+        wq = q("o")                 # queue, so they arrive in K order), the biases and the
+        for j, kj in enumerate(kts):    # function's table
             if resident and j not in loaded:
-                k.load(wts[j], w, kj, 0, queue=q("o"))
+                k.load(wts[j], w, kj, 0, queue=wq)
                 loaded.add(j)
+        bq = q("o")
         for f0, bias in zip(fts, biases):
-            k.load(bias, bt, f0, 0, queue=q("o"))
-        k.load_table(func, queue=q("o"))
+            k.load(bias, bt, f0, 0, queue=bq)
+        k.load_table(func, queue=bq)
 
     first = True
     for t0 in tts:
