@@ -150,7 +150,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
     biases = [k.sbuf_tile(min(TM, F - f0), 1, "fp32", f"bias{f0}") for f0 in fts]
     xr = [k.sbuf_tile(TK, TN, "bf16", f"x{i}") for i in range(4)]
     yr = [k.sbuf_tile(TM, TN, out_dtype, f"y{i}") for i in range(4)]
-    steps = {"x": 0, "y": 0, "w": 0}
+    steps = {"y": 0, "w": 0}
     wring = None if resident else [k.sbuf_tile(TK, chunk * TM, "bf16", f"wr{i}")
                                    for i in range(2)]
     loaded = set()
@@ -202,7 +202,20 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
             k.load(bias, bt, f0, 0, queue=bq)
         k.load_table(func, queue=bq)
 
-    first = True
+    # every (token tile, group, K step) in order; the next group's first X tile is loaded
+    # during the last K step (before this group's activations and the stores they release,
+    # which the sync engine would otherwise wait for before it reaches the load)
+    order = [(t0, c0, kk) for t0 in tts for c0 in range(0, len(fts), chunk)
+             for kk in range(len(kts))]
+    xs = {}
+
+    def xload(i):
+        if i < len(order) and i not in xs:
+            t0, _c0, kk = order[i]
+            xs[i] = _sub(xr[i % len(xr)], min(TK, D - kts[kk]), min(TN, T - t0))
+            k.load(xs[i], xt, kts[kk], t0, queue=q("x"))
+
+    first, gi = True, 0
     for t0 in tts:
         tn = min(TN, T - t0)
         for c0 in range(0, len(fts), chunk):
@@ -221,18 +234,20 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                     fw = min(F - fc[0], len(fc) * TM)
                     wk = _sub(wk, kn, fw)
                     k.load(wk, w, k0, fc[0], queue=q("o"))
-                xtile = _sub(xr[steps["x"] % 4], kn, tn)
-                steps["x"] += 1
-                k.load(xtile, xt, k0, t0, queue=q("x"))
+                xload(gi)
                 if first:
                     preload()
                     first = False
+                if kk == len(kts) - 1:
+                    xload(gi + 1)
+                xtile = xs.pop(gi)
+                gi += 1
                 if kk:
                     flush()
                 for f0 in fc:
                     fn = min(TM, F - f0)
                     ws = wk.view(f0 - (0 if resident else fc[0]), fn)
-                    k.matmul(ps[f0], ws, _sub(xtile, kn, tn), accumulate=kk > 0)
+                    k.matmul(ps[f0], ws, xtile, accumulate=kk > 0)
             for f0 in fc:
                 evacuate(f0, t0, tn, ps[f0])
     flush(len(pending))
