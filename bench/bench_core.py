@@ -8,9 +8,15 @@ bit for bit against golden by the cocotb test that produces the figures.
   the engines' start to the idle interrupt). Goal >= 0.90 on the default preset. Next to it the
   kernel's DRAM-traffic bound as a fraction of its cycles (``gemm_dram_bound_fraction``) and
   each engine's busy fraction.
+* ``mlp_roofline_fraction``: the MLP layer (tiled GEMM from DRAM + bias + GELU, ``mlp_shape``)
+  on the RTL: :func:`mlp_bound` over its cycles. Goal >= 0.85 on the default preset.
 * ``golden_cycle_error``: mean of |golden estimate - RTL cycles| / RTL cycles over the
   ``make sim`` kernels (``tb/core/sim.py`` SIM_KERNELS) on the small preset, each kernel's
   figures next to it.
+* ``golden_*``: the golden ISA simulator's estimates (no RTL) of the same GEMM
+  (``golden_gemm_tensor_util_from_dram``) and of the roofline MLP (``mlp_shape``: 256 x 128 x
+  1024 on default; ``golden_mlp_roofline_fraction`` = ``mlp_bound`` / estimated cycles, the
+  bound the RTL ``mlp_roofline_fraction`` uses too).
 * ``sim_cycles_per_second``: simulated cycles over the wall seconds of that kernel's run (from
   the start write to the interrupt; C++ at -O3), and of
   the small preset's ``make sim`` kernels (``small_sim_cycles_per_second``, -O0 build as in
@@ -28,6 +34,44 @@ def gemm_shape(cfg):
     """K, M, N of the benchmark GEMM: K = 16 K tiles, M = 8 M tiles, N = 2 PSUM banks; its
     B operand alone is larger than SBUF on the default preset."""
     return 16 * cfg.pe_rows, 8 * cfg.pe_cols, 2 * cfg.psum_bank_fp32
+
+
+def mlp_shape(cfg):
+    """D, F, T of the roofline MLP: 16 K tiles, 8 feature tiles, 2 PSUM banks of tokens
+    (256 x 128 x 1024 on the default preset: W fits in SBUF, X does not)."""
+    return 16 * cfg.pe_rows, 8 * cfg.pe_cols, 2 * cfg.psum_bank_fp32
+
+
+def mlp_bound(cfg, D, F, T, out_bytes=2):
+    """Cycles of the MLP layer's roofline: the larger of its compute bound (MACs over the
+    PE array) and its DRAM bound (X, W, b read once and Y written once, over one AXI word
+    per cycle)."""
+    nbytes = 2 * D * T + 2 * D * F + 4 * F + out_bytes * F * T
+    return max(D * F * T / (cfg.pe_rows * cfg.pe_cols), nbytes / (cfg.axi_data_bits // 8))
+
+
+def golden_estimates(cfg, seed=1):
+    """``golden_*`` metrics: the golden ISA simulator's cycle estimates of the benchmark GEMM
+    and the roofline MLP on the core's configuration (no RTL run; about a minute)."""
+    from golden import kernels as gk
+    from tb.core.build import integration_cfg
+    from tb.core.kernels import gemm_case
+    c = integration_cfg(cfg)
+    m = {}
+    K, M, N = gemm_shape(c)
+    dram = 1 << max(20, (4 * (K * M + K * N + 2 * M * N)).bit_length())
+    r = gk.run_golden(gemm_case(c, seed, K=K, M=M, N=N, dram_bytes=dram))
+    m["golden_gemm_cycles"] = r["cycles"]
+    m["golden_gemm_tensor_util_from_dram"] = K * M * N / (c.pe_rows * c.pe_cols * r["cycles"])
+    D, F, T = mlp_shape(c)
+    dram = 1 << max(20, (4 * (D * T + D * F + F * T) + (1 << 16)).bit_length())
+    case = gk.mlp(c, *gk.random_inputs(c, "mlp", seed, D=D, F=F, T=T), dram_bytes=dram)
+    r = gk.run_golden(case)
+    m["golden_mlp_D"], m["golden_mlp_F"], m["golden_mlp_T"] = D, F, T
+    m["golden_mlp_cycles"] = r["cycles"]
+    m["golden_mlp_roofline_fraction"] = mlp_bound(c, D, F, T) / r["cycles"]
+    m["golden_mlp_bit_exact"] = int(r["error"] is None and r["check"]["YT"][0] == 0)
+    return m
 
 
 def _run(cfg, kernels, optimize, dram_bytes):
@@ -49,13 +93,22 @@ def _run(cfg, kernels, optimize, dram_bytes):
 
 def run(cfg, seed=1):
     from rtl.config import get_preset
-    m = {}
+    m = golden_estimates(cfg, seed)
     K, M, N = gemm_shape(cfg)
-    dram = 1 << max(20, (4 * (K * M + K * N + 2 * M * N)).bit_length())
+    D, F, T = mlp_shape(cfg)
+    dram = 1 << max(20, (4 * (K * M + K * N + 2 * M * N)).bit_length(),
+                    (4 * (D * T + D * F + F * T) + (1 << 16)).bit_length())
     t0 = time.monotonic()
     recs, wall, sim = _run(cfg, [{"name": "gemm", "seed": seed, "K": K, "M": M, "N": N,
+                                  "dram_bytes": dram},
+                                 {"name": "mlp", "seed": seed, "D": D, "F": F, "T": T,
                                   "dram_bytes": dram}], True, dram)
-    r = recs[0]
+    r, rm = recs
+    m["mlp_D"], m["mlp_F"], m["mlp_T"] = D, F, T
+    m["mlp_cycles"] = rm["cycles"]
+    m["mlp_roofline_fraction"] = mlp_bound(cfg, D, F, T) / rm["cycles"]
+    for e, b in rm["busy"].items():
+        m[f"mlp_busy_{e}"] = b / rm["cycles"]
     cyc = r["cycles"]
     macs = r["flops"] // 2
     m["gemm_K"], m["gemm_M"], m["gemm_N"] = K, M, N

@@ -196,8 +196,10 @@ class OpHook:
     """How the simulator runs one engine opcode.
 
     ``execute(sim, ins) -> None`` checks everything first (raising :class:`Fault`), then reads
-    and writes ``sim``. ``timing(sim, ins, issue) -> (start, done)`` gives the cycle the engine
-    starts it and the cycle its last write is visible (``None``: :meth:`IsaSim.default_timing`).
+    and writes ``sim``. ``timing(sim, ins, issue) -> (start, done[, macs[, complete]])`` gives
+    the cycle the engine starts it, the cycle its last write is visible, its MACs and the cycle
+    it completes to its sequencer (default ``done``; the tensor engine's instructions without a
+    post complete at dispatch) (``None``: :meth:`IsaSim.default_timing`).
     ``access(sim, ins) -> [(kind, mem, parts, lo, hi)]`` its footprint for :func:`find_races`
     (``None``: the APs, a ``dst``/``psum`` role written, the others read)."""
     name: str
@@ -524,6 +526,7 @@ class IsaSim:
                 self._dma[(e, q)] = s
                 self._streams.append(s)
         self._dma_free = [0] * c.dma_engines
+        self._axi_free = {"r": 0, "w": 0}   # the AXI data channels the DMA engines share
         self._posts = {}                # sem -> [(visible cycle, inc)]
         self._depth = self.timing.issue_depth or c.issue_depth
         fc = self.timing.fetch_cycles
@@ -666,6 +669,7 @@ class IsaSim:
         access, work = [], 0
         if ins.op in ("nop", "notify", "halt"):
             start, done = issue, issue + tm.sync_cycles
+            complete = done
             if ins.op == "notify":
                 self.notifies.append((s.name, i, ins.imm.get("code", 0)))
         else:
@@ -687,7 +691,8 @@ class IsaSim:
                  else self.default_timing(s.name, ins, issue))
             start, done = t[0], t[1]
             work = t[2] if len(t) > 2 else 0
-        retire = max(done, s.retires[-1] if s.retires else 0)
+            complete = t[3] if len(t) > 3 else done
+        retire = max(complete, s.retires[-1] if s.retires else 0)
         s.retires.append(retire)
         self.timeline.append(Event(s.name, i, ins.op, issue, start, done, retire, access,
                                    ins.wait, ins.post, None, work))
@@ -712,8 +717,17 @@ class IsaSim:
                                      dram_limit=self.mem.dram_limit)
             self._fail(code, s.name, n, info, f"descriptor {n}: {msg}")
             return
-        cyc = self.timing.dma_desc_cycles + self.timing.dram_latency + _desc_beats(self.cfg, desc)
-        done = start + cyc
+        # the DMA engines share the core's one AXI master: the DRAM reads of every engine take
+        # turns on the R channel, the writes on the W channel (docs/core.md §5); a descriptor's
+        # data phase starts after its check and when its channels are free
+        tm_ = self.timing
+        beats = _desc_beats(self.cfg, desc)
+        chans = [ch for ch, sp in (("r", desc.src_space), ("w", desc.dst_space))
+                 if sp == gdma.DRAM]
+        data = max([start + tm_.dma_desc_cycles] + [self._axi_free[ch] for ch in chans])
+        for ch in chans:
+            self._axi_free[ch] = data + beats
+        done = data + beats + tm_.dram_latency
         self._dma_free[s.dma[0]] = done
         tm = self.timing
         acc = _desc_access(self.cfg, desc, 0) + _desc_access(self.cfg, desc, 1)
@@ -912,7 +926,18 @@ def _t_load(sim, ins, issue):
     M = _elems(ins.aps["ap1"]) * _passes(sim, ins.aps["ap1"].dtype)
     start = max(issue, st["dispatch"])
     st["load_ready"] = start + M
-    return start, start + M
+    return start, start + M, 0, _pe_complete(sim, ins, start, start + M)
+
+
+def _pe_complete(sim, ins, dispatch, done):
+    """When a tensor instruction completes to its sequencer (docs/core.md §4): at the dispatch
+    of its command, unless it posts or raises an interrupt; then only when the engine has
+    drained (its ``done``), and the next matmul dispatches after that drain."""
+    if ins.post is None and not ins.irq:
+        return dispatch
+    st = _pe_state(sim)
+    st["free"] = max(st["free"], done)
+    return done
 
 
 def _t_mm(sim, ins, issue):
@@ -931,8 +956,9 @@ def _t_mm(sim, ins, issue):
     K, M = sim.pe_weights[0].shape
     if ins.op == "multiply_moving":
         K = ins.aps["ap1"].count
-    return start, start + cols + pe_latency(sim.cfg), (K * M * n if ins.op == "multiply_moving"
-                                                       else 0)
+    done = start + cols + pe_latency(sim.cfg)
+    return (start, done, K * M * n if ins.op == "multiply_moving" else 0,
+            _pe_complete(sim, ins, start, done))
 
 
 def _pe_access(sim, ins):

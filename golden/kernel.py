@@ -5,9 +5,12 @@ the semaphore waits and posts from the data dependencies (``docs/kernels.md``).
 
 A :class:`Kernel` records operations in program order. Each operation reads and writes
 *resources* (a tile, a whole DRAM tensor) and completes on a *completion stream*: its engine
-(every engine instruction posts ``sem[engine index] += 1`` at completion, so ``sem[e] >= k``
-means "the first k instructions of e retired": retire is in order) or its DMA queue (every
-descriptor posts its queue's semaphore, ``len(ENGINES) + engine * dma_queues + queue``).
+(an engine instruction posts ``sem[engine index] += 1`` at completion **only when a later
+operation waits for it**, decided when the kernel is built: a post makes the tensor decoder
+wait for the array to drain, docs/core.md §4, so matmul chains without a consumer stream; so
+``sem[e] >= j`` means "e's j-th posting instruction, and everything before it, retired":
+retire is in order) or its DMA queue (every descriptor posts its queue's semaphore,
+``len(ENGINES) + engine * dma_queues + queue``).
 Before an operation, the issuing engine waits for the last writer of everything it touches and,
 when it writes, for every reader since that write (the latest count per completion stream; a
 wait the same issuer already made is not repeated; more than one wait becomes ``nop``s with a
@@ -192,13 +195,13 @@ class Kernel:
         self._sbuf_top = 0
         self._live = {}                           # SBUF tile uid -> (first, end) byte
         self._dead = []                           # freed (first, end, resource key)
-        self._alias = {}                          # uid -> resource keys of freed tiles under it
         self._uid = 0
         self._next_bank = 0
         self._queue_rr = 0
         self.tensors = {}
         self.outputs = {}
-        self._ops = {e: [] for e in ENGINES}     # engine -> [Instr or ("dma", desc, queue)]
+        self._ops = {e: [] for e in ENGINES}     # engine -> [(make, wait dep, (stream, k))]
+        self._posting = {}                        # engine stream -> {k: some op waits on it}
         self._count = {}                          # completion stream -> completions so far
         self._writer = {}                         # resource -> (stream, count)
         self._readers = {}                        # resource -> {stream: count}
@@ -266,8 +269,21 @@ class Kernel:
         uid = self._tile_uid()
         self._live[uid] = (off, off + size)
         self._sbuf_top = max(self._sbuf_top, off + size)
-        # the space may have held freed tiles: their readers and writers stay dependencies
-        self._alias[uid] = [k for a, b, k in self._dead if a < off + size and off < b]
+        # the space may have held freed tiles: their last writer and their readers (as they were
+        # when freed) become readers of the new tile, so its first write waits for them; later
+        # accesses to the new tile do not touch the old ones (no false dependencies between
+        # tiles that merely share a freed region)
+        carry = {}
+        for a, b, key in self._dead:
+            if a < off + size and off < b:
+                deps = dict(self._readers.get(key, {}))
+                if self._writer.get(key):
+                    deps[self._writer[key][0]] = max(deps.get(self._writer[key][0], 0),
+                                                     self._writer[key][1])
+                for st, n in deps.items():
+                    carry[st] = max(carry.get(st, 0), n)
+        if carry:
+            self._readers[("tile", uid)] = carry
         return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
 
     def _fit(self, size):
@@ -287,7 +303,6 @@ class Kernel:
             raise ValueError(f"free: {tile.name} is not a live SBUF tile of this kernel")
         a, b = self._live.pop(tile.uid)
         self._dead.append((a, b, ("tile", tile.uid)))
-        self._dead.extend((a, b, k) for k in self._alias.pop(tile.uid, []))
 
     def psum_tile(self, parts, n, bank=None, name=None):
         """A PSUM tile (FP32): ``parts`` partitions x ``n <= psum_bank_fp32`` entries at entry 0
@@ -314,10 +329,8 @@ class Kernel:
         return ("key", x)
 
     def _keys(self, x):
-        """The resource keys an access to ``x`` touches (a tile: itself and the freed tiles
-        whose space it reuses)."""
-        k = self._res(x)
-        return [k] + (self._alias.get(x.uid, []) if isinstance(x, Tile) else [])
+        """The resource keys an access to ``x`` touches."""
+        return [self._res(x)]
 
     def _emit(self, issuer, stream, reads, writes, make):
         """Record one operation: waits from its dependencies, then ``make(wait, post)`` gives
@@ -336,20 +349,42 @@ class Kernel:
             for s, k in self._readers.get(r, {}).items():
                 need((s, k))
         waited = self._waited[issuer]
-        waits = [(self._sem(s), k) for s, k in sorted(deps.items(), key=str) if waited.get(s, 0) < k]
+        waits = [(s, k) for s, k in sorted(deps.items(), key=str) if waited.get(s, 0) < k]
         for s, k in deps.items():
             waited[s] = max(waited.get(s, 0), k)
+        for s, k in waits:
+            if isinstance(s, str):              # that engine instruction must post
+                self._posting.setdefault(s, set()).add(k)
         for w in waits[:-1]:
-            self._ops[issuer].append(Instr(op="nop", wait=w))
+            self._ops[issuer].append((None, w, None))
         self._count[stream] = self._count.get(stream, 0) + 1
         me = (stream, self._count[stream])
-        post = (self._sem(stream), 1)
-        self._ops[issuer].append(make(waits[-1] if waits else None, post))
+        self._ops[issuer].append((make, waits[-1] if waits else None, me))
         for r in writes:
             self._writer[r] = me
             self._readers[r] = {}
         for r in reads:
             self._readers.setdefault(r, {})[stream] = self._count[stream]
+
+    def _wait_value(self, dep):
+        """``(semaphore, value)`` of a dependency ``(stream, k)``: an engine posts only the
+        instructions someone waits for, so ``k`` becomes the number of its posting
+        instructions up to and including its ``k``-th (which posts); a DMA queue posts every
+        descriptor."""
+        if dep is None:
+            return None
+        s, k = dep
+        if isinstance(s, str):
+            return self._sem(s), sum(1 for j in self._posting.get(s, ()) if j <= k)
+        return self._sem(s), k
+
+    def _post_of(self, me):
+        """The post of the operation ``me = (stream, k)``: ``(sem, 1)`` for every descriptor
+        and for an engine instruction some later operation waits for, else ``None``."""
+        s, k = me
+        if isinstance(s, str) and k not in self._posting.get(s, ()):
+            return None
+        return self._sem(s), 1
 
     def _sem(self, stream):
         if isinstance(stream, str):
@@ -575,10 +610,11 @@ class Kernel:
         self._vec("max8", dst, src, op1=int(indices))
 
     # --- scalar engine ------------------------------------------------------------------------
-    def load_table(self, name):
+    def load_table(self, name, queue=None):
         """Load function ``name``'s table into the scalar engine, unless it holds it: the image
         (``golden.isasim.table_words``, element-major over every partition) as a DRAM tensor,
-        DMA to a temporary SBUF tile, ``act_table_load``, the tile freed."""
+        DMA to a temporary SBUF tile (on ``queue``, as :meth:`load`), ``act_table_load``, the
+        tile freed."""
         from golden import activation as ga
         from golden.isasim import table_words
         if name not in ga.FUNCTION_IDS:
@@ -594,7 +630,7 @@ class Kernel:
         t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32",
                                                       data=img.reshape(cols, P).T)
         tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
-        self.load(tile, t)
+        self.load(tile, t, queue=queue)
         fid = ga.FUNCTION_IDS[name]
         self._emit("act", "act", [tile], [],
                    lambda w_, p: Instr(op="act_table_load", wait=w_, post=p,
@@ -678,7 +714,9 @@ class Kernel:
         programs, listing = {}, {}
         for e, lst in self._ops.items():
             enc = []
-            for x in lst:
+            for make, dep, me in lst:
+                wait = self._wait_value(dep)
+                x = Instr(op="nop", wait=wait) if make is None else make(wait, self._post_of(me))
                 if isinstance(x, tuple):
                     _, desc, (de, q), wait = x
                     if top + gdma.DESC_BYTES > len(img):
@@ -727,20 +765,24 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                          f"output tiles > psum_banks = {cfg.psum_banks}")
     chunk = max(1, cfg.psum_banks // 2) if evacuate else len(mts)
     es = ELEM_BYTES[dtype]
-    a_all = len(kts) * len(mts) * k._word(TM * es) <= cfg.sbuf_bytes_per_partition // 2
+    a_all = len(kts) * k._word(M * es) <= cfg.sbuf_bytes_per_partition // 2
     sb = [k.sbuf_tile(TK, TN, dtype, f"b{i}") for i in range(2)]
-    so = [k.sbuf_tile(TM, TN, "fp32", f"o{i}") for i in range(2)] if evacuate else None
+    so = [k.sbuf_tile(TM, TN, "fp32", f"o{i}") for i in range(4)] if evacuate else None
     c = k.dram_tensor("C", (M, N), "fp32") if evacuate else None
-    a_tiles = {}
-    if a_all:
-        for k0 in kts:
-            for m0 in mts:
-                t = k.sbuf_tile(min(TK, K - k0), min(TM, M - m0), dtype, f"a{k0}_{m0}")
-                k.load(t, at, k0, m0)
-                a_tiles[(k0, m0)] = t
-    else:
+    # AT resident: one tile [K tile, M] per K tile (one descriptor), loaded before its first use
+    a_k = ([k.sbuf_tile(min(TK, K - k0), M, dtype, f"a{k0}") for k0 in kts] if a_all
+           else None)
+    if not a_all:
         sa = [k.sbuf_tile(TK, TM, dtype, f"a{i}") for i in range(2)]
-    tiles, bstep, astep, ostep = {}, 0, 0, 0
+    # a group's stores are emitted one per K step of the next group, after its loads, so the
+    # sync engine's in-order stream does not stall the next B loads behind the evacuation
+    pending = []                                        # (SBUF tile uid, emit its store)
+
+    def flush(n=1):
+        for _ in range(min(n, len(pending))):
+            pending.pop(0)[1]()
+
+    tiles, bstep, astep, ostep, a_loaded = {}, 0, 0, 0, set()
     for c0 in range(0, len(mts), chunk):
         mc = mts[c0:c0 + chunk]
         for n0 in nts:
@@ -748,12 +790,17 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
             ps = {m0: k.psum_tile(min(TM, M - m0), nn) for m0 in mc}
             for kk, k0 in enumerate(kts):
                 kn = min(TK, K - k0)
+                if a_all and kk not in a_loaded:
+                    k.load(a_k[kk], at, k0, 0)
+                    a_loaded.add(kk)
                 tb = _sub(sb[bstep % 2], kn, nn)
                 bstep += 1
                 k.load(tb, b, k0, n0)
+                if kk:
+                    flush()
                 for m0 in mc:
                     if a_all:
-                        ta = a_tiles[(k0, m0)]
+                        ta = a_k[kk].view(m0, min(TM, M - m0))
                     else:
                         ta = _sub(sa[astep % 2], kn, min(TM, M - m0))
                         astep += 1
@@ -761,12 +808,15 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                     k.matmul(ps[m0], ta, tb, accumulate=kk > 0)
             for m0 in mc:
                 if evacuate:
-                    to = _sub(so[ostep % 2], ps[m0].parts, nn)
+                    to = _sub(so[ostep % len(so)], ps[m0].parts, nn)
                     ostep += 1
+                    while any(u == to.uid for u, _ in pending):
+                        flush()                     # its last store first (program order)
                     k.copy(to, ps[m0])
-                    k.store(c, to, m0, n0)
+                    pending.append((to.uid, lambda t=to, m=m0, n=n0: k.store(c, t, m, n)))
                 else:
                     tiles[(m0, n0)] = ps[m0]
+    flush(len(pending))
     k.output("C", c if evacuate else tiles)
     return k.build()
 

@@ -23,7 +23,9 @@ from golden import activation as ga
 from golden import tensor as gt
 from golden import vector as gv
 from golden.formats import convert_rne_bits, decode_bits
-from golden.kernel import DramTensor, Kernel, KernelProgram
+from golden.ap import ELEM_BYTES
+from golden.isasim import table_words
+from golden.kernel import DramTensor, Kernel, KernelProgram, _sub
 from rtl.config import CoreConfig, check_config
 
 __all__ = ["KernelCase", "mlp", "attention_head", "layer_norm", "sparse_mlp", "KERNELS",
@@ -123,37 +125,132 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                          f"{W.shape}, {b.shape}")
     F = W.shape[1]
     k = Kernel(cfg, dram_bytes=dram_bytes)
-    k.load_table(func)
     xt = k.dram_tensor("XT", dtype="bf16", data=XT)
     w = k.dram_tensor("W", dtype="bf16", data=W)
     bt = k.dram_tensor("b", dtype="fp32", data=b.reshape(F, 1))
     yt = k.dram_tensor("YT", (F, T), out_dtype)
     TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
-    release = _ring(k, 3)
+    kts, fts, tts = range(0, D, TK), range(0, F, TM), range(0, T, TN)
+    nb = cfg.psum_banks
+    # F tiles per chain group: every bank when they all fit (X read once per token tile; the
+    # next token tile's first matmuls wait only for the first activation), else half of them
+    # (PSUM double-buffered: the scalar engine drains one half while the PE fills the other)
+    chunk = len(fts) if len(fts) <= nb else max(1, nb // 2)
+    es_out = ELEM_BYTES[out_dtype]
+    # SBUF: W resident (one tile [TK, F] per K tile, one descriptor each), the biases, a ring
+    # of X tiles and of output tiles; the function's table first only when it would not fit
+    # beside them (its temporary tile's space is then reused: later tiles wait for the load)
+    w_res = k._word(F * 2) * len(kts)
+    rings = 4 * k._word(TN * 2) + 4 * k._word(TN * es_out) + len(fts) * k._word(4)
+    table = k._word(-(-len(table_words(ga.table(func))) // cfg.partitions) * 4)
+    resident = w_res + rings + table <= cfg.sbuf_bytes_per_partition
+    if not resident and rings + table > cfg.sbuf_bytes_per_partition:
+        k.load_table(func)
+    wts = [k.sbuf_tile(min(TK, D - k0), F, "bf16", f"w{k0}") for k0 in kts] if resident else None
+    biases = [k.sbuf_tile(min(TM, F - f0), 1, "fp32", f"bias{f0}") for f0 in fts]
+    xr = [k.sbuf_tile(TK, TN, "bf16", f"x{i}") for i in range(4)]
+    yr = [k.sbuf_tile(TM, TN, out_dtype, f"y{i}") for i in range(4)]
+    steps = {"y": 0, "w": 0}
+    wring = None if resident else [k.sbuf_tile(TK, chunk * TM, "bf16", f"wr{i}")
+                                   for i in range(2)]
+    loaded = set()
+    # queues: the X stream on the first DMA engine's queues, everything else on the others
+    # (with one DMA engine: its queues split in two), so a table, W or store descriptor never
+    # waits behind a whole X tile on its engine
+    nq, nd = cfg.dma_queues, cfg.dma_engines
+    qx, qo = ([0], [0]) if nq * nd == 1 else (
+        (list(range(nq)), list(range(nq, nq * nd))) if nd > 1
+        else (list(range(0, nq, 2)), list(range(1, nq, 2))))
+    rr = {"x": 0, "o": 0}
+
+    def q(kind):
+        lst = qx if kind == "x" else qo
+        rr[kind] += 1
+        return lst[(rr[kind] - 1) % len(lst)]
+
+    # the stores of a group's outputs are emitted one per K step of the next group (after its
+    # loads), so the sync engine's in-order stream is not held up waiting for an activation
+    pending = []                   # (output tile uid, emit its store)
+
+    def flush(n=1):
+        for _ in range(min(n, len(pending))):
+            pending.pop(0)[1]()
+
     exp = np.zeros((F, T), np.uint32)
-    for f0 in range(0, F, TM):
+
+    def evacuate(f0, t0, tn, ps):
         fn = min(TM, F - f0)
-        bias = k.sbuf_tile(fn, 1, "fp32", f"bias{f0}")
-        k.load(bias, bt, f0, 0)
-        for t0 in range(0, T, TN):
-            tn = min(TN, T - t0)
-            ps = k.psum_tile(fn, tn)
-            for kk, k0 in enumerate(range(0, D, TK)):
+        out = _sub(yr[steps["y"] % len(yr)], fn, tn)
+        steps["y"] += 1
+        while any(u == out.uid for u, _ in pending):
+            flush()                         # its last store first (program order)
+        k.activation(out, ps, func, scale=1.0, bias_tile=biases[f0 // TM])
+        qq = q("o")
+        pending.append((out.uid, lambda: k.store(yt, out, f0, t0, queue=qq)))
+        acc = _chain(cfg, W[:, f0:f0 + fn], "bf16", XT[:, t0:t0 + tn], "bf16")
+        y = ga.activation(acc, func, np.uint32(ONE), b[f0:f0 + fn, None])
+        exp[f0:f0 + fn, t0:t0 + tn] = _encode(cfg, y, out_dtype)
+
+    def preload():                  # after the first operands: the other W tiles (on one
+        wq = q("o")                 # queue, so they arrive in K order), the biases and the
+        for j, kj in enumerate(kts):    # function's table
+            if resident and j not in loaded:
+                k.load(wts[j], w, kj, 0, queue=wq)
+                loaded.add(j)
+        bq = q("o")
+        for f0, bias in zip(fts, biases):
+            k.load(bias, bt, f0, 0, queue=bq)
+        k.load_table(func, queue=bq)
+
+    # every (token tile, group, K step) in order; the next group's first X tile is loaded
+    # during the last K step (before this group's activations and the stores they release,
+    # which the sync engine would otherwise wait for before it reaches the load)
+    order = [(t0, c0, kk) for t0 in tts for c0 in range(0, len(fts), chunk)
+             for kk in range(len(kts))]
+    xs = {}
+
+    def xload(i):
+        if i < len(order) and i not in xs:
+            t0, _c0, kk = order[i]
+            xs[i] = _sub(xr[i % len(xr)], min(TK, D - kts[kk]), min(TN, T - t0))
+            k.load(xs[i], xt, kts[kk], t0, queue=q("x"))
+
+    first, gi = True, 0
+    for t0 in tts:
+        tn = min(TN, T - t0)
+        for c0 in range(0, len(fts), chunk):
+            fc = list(fts)[c0:c0 + chunk]
+            ps = {f0: k.psum_tile(min(TM, F - f0), tn) for f0 in fc}
+            for kk, k0 in enumerate(kts):
                 kn = min(TK, D - k0)
-                wt = k.sbuf_tile(kn, fn, "bf16", f"w{k0}_{f0}")
-                xtile = k.sbuf_tile(kn, tn, "bf16", f"x{k0}_{t0}")
-                k.load(wt, w, k0, f0)
-                k.load(xtile, xt, k0, t0)
-                k.matmul(ps, wt, xtile, accumulate=kk > 0)
-                release(wt, xtile)
-            out = k.sbuf_tile(fn, tn, out_dtype, f"y{f0}_{t0}")
-            k.activation(out, ps, func, scale=1.0, bias_tile=bias)
-            k.store(yt, out, f0, t0)
-            release(out)
-            acc = _chain(cfg, W[:, f0:f0 + fn], "bf16", XT[:, t0:t0 + tn], "bf16")
-            y = ga.activation(acc, func, np.uint32(ONE), b[f0:f0 + fn, None])
-            exp[f0:f0 + fn, t0:t0 + tn] = _encode(cfg, y, out_dtype)
-        release(bias)
+                if resident:
+                    if kk not in loaded:            # each W tile once, before its first use
+                        k.load(wts[kk], w, k0, 0, queue=q("o"))
+                        loaded.add(kk)
+                    wk = wts[kk]
+                else:
+                    wk = _sub(wring[steps["w"] % 2], kn, len(fc) * TM)
+                    steps["w"] += 1
+                    fw = min(F - fc[0], len(fc) * TM)
+                    wk = _sub(wk, kn, fw)
+                    k.load(wk, w, k0, fc[0], queue=q("o"))
+                xload(gi)
+                if first:
+                    preload()
+                    first = False
+                if kk == len(kts) - 1:
+                    xload(gi + 1)
+                xtile = xs.pop(gi)
+                gi += 1
+                if kk:
+                    flush()
+                for f0 in fc:
+                    fn = min(TM, F - f0)
+                    ws = wk.view(f0 - (0 if resident else fc[0]), fn)
+                    k.matmul(ps[f0], ws, xtile, accumulate=kk > 0)
+            for f0 in fc:
+                evacuate(f0, t0, tn, ps[f0])
+    flush(len(pending))
     k.output("YT", yt)
     # float64 reference and bound: the K-chain's rounding (<= (D + 1) 2^-24 sum|w x|, through
     # the function's slope <= 1.13 for GELU), the table (4 FP32 ulps), the output rounding

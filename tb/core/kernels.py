@@ -54,8 +54,9 @@ def gemm_case(cfg, seed=0, K=None, M=None, N=None, dram_bytes=1 << 20):
 
 
 def _golden(name):
-    def build(cfg, seed=0, **sizes):
-        return gk.KERNELS[name](cfg, *gk.random_inputs(cfg, name, seed, **sizes))
+    def build(cfg, seed=0, dram_bytes=1 << 20, **sizes):
+        return gk.KERNELS[name](cfg, *gk.random_inputs(cfg, name, seed, **sizes),
+                                dram_bytes=dram_bytes)
     return build
 
 

@@ -239,9 +239,13 @@ def test_freed_sbuf_space_is_reused_without_races():
     k.matmul(p2, tw, t2)
     kp = k.build()
     sp = kp.listing["sp"].splitlines()
-    # sem 0 counts the PE's completions (load_stationary, multiply_moving: 2), sem 6 queue 0's
-    assert sp[-2:] == ["nop wait=s0>=2", "dma_start engine=0 queue=1 count=1 desc_addr=448 "
+    # sem 0 counts the PE's posting instructions: only the first matmul, which the load of
+    # t2 waits for (the load_stationary and the last matmul have no consumer: no post, no
+    # drain); sem 6 counts queue 0's descriptors, which all post
+    assert sp[-2:] == ["nop wait=s0>=1", "dma_start engine=0 queue=1 count=1 desc_addr=448 "
                        "wait=s6>=2"], sp
+    pe = kp.listing["pe"].splitlines()
+    assert ["post" in x for x in pe] == [False, True, False], pe
     for seed in range(3):
         sim = IsaSim(CFG, dram_bytes=kp.dram)
         pol = "timed" if seed == 0 else random.Random(seed)

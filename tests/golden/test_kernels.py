@@ -75,3 +75,81 @@ def test_run_golden_reports_and_draws(tmp_path):
     assert r["error"] is None and r["check"]["Y"][0] == 0
     assert r["cycles"] == r["sim"].stats()["cycles"] > 0
     assert r["instructions"]["dve"] > 0 and (tmp_path / "ln.png").stat().st_size > 0
+
+
+def _posts(kp, engine):
+    from rtl.isa import decode
+    raw = kp.programs[engine]
+    return [decode(raw[i:i + 128]) for i in range(0, len(raw), 128)]
+
+
+@pytest.mark.parametrize("cfg, sizes", [
+    # one K step and every PSUM bank per group: an output tile's SBUF slot comes round again
+    # before a K step of the next group has flushed its store (the store goes first)
+    (SMALL, dict(D=SMALL.pe_rows, F=4 * SMALL.pe_cols, T=2 * SMALL.psum_bank_fp32)),
+    # more F tiles than banks: half the banks per group, W streamed per group (small SBUF)
+    (SMALL, dict(D=2 * SMALL.pe_rows, F=6 * SMALL.pe_cols, T=2 * SMALL.psum_bank_fp32)),
+    # default: W resident, the table loaded behind the first operands
+    (DEFAULT, dict(D=2 * DEFAULT.pe_rows, F=3 * DEFAULT.pe_cols, T=DEFAULT.psum_bank_fp32 + 8)),
+])
+def test_mlp_schedules_bit_exact_and_post_only_for_consumers(cfg, sizes):
+    """The MLP's orders (deferred stores, ring reuse, resident or streamed W) give the
+    composed golden bit for bit with no race, and the PE posts exactly once per output tile
+    (the last matmul of its K chain, which the activation waits for): the other matmuls and
+    the loads stream without a drain."""
+    case = mlp(cfg, *random_inputs(cfg, "mlp", seed=7, **sizes))
+    _check(case)
+    pe = _posts(case.kp, "pe")
+    tiles = -(-sizes["F"] // cfg.pe_cols) * -(-sizes["T"] // cfg.psum_bank_fp32)
+    kt = -(-sizes["D"] // cfg.pe_rows)
+    mm = [i for i in pe if i.op == "multiply_moving"]
+    assert len(mm) == tiles * kt
+    # the last matmul of each output tile's K chain posts (its activation waits for it) ...
+    ends, last = [], {}
+    for i in mm:                        # a chain ends where its bank's next chain starts
+        bank = i.aps["ap0"].offset
+        if "acc" not in i.flags and bank in last:
+            ends.append(last[bank])
+        last[bank] = i
+    ends += list(last.values())
+    assert len(ends) == tiles and all(i.post == (0, 1) for i in ends)
+    # ... and every PE post is one some other engine waits for: the j-th post of sem 0 is
+    # the value of some wait on sem 0 (no post, no drain, without a consumer)
+    waits = {i.wait[1] for e in ("act", "sp", "dve") for i in _posts(case.kp, e)
+             if i.wait is not None and i.wait[0] == 0}
+    posts = sum(i.post is not None for i in pe)
+    assert waits == set(range(1, posts + 1)), (sorted(waits), posts)
+    assert posts < len(pe)
+    # every activation posts only when a store (or the ring) waits for it: all of them here
+    act = [i for i in _posts(case.kp, "act") if i.op == "activation"]
+    assert len(act) == tiles and all(i.post is not None for i in act)
+
+
+def test_gemm_kernel_defers_stores_and_stays_bit_exact():
+    """gemm_kernel with evacuation: AT by K tile, stores after the next group's loads; the
+    result equals the tile-by-tile golden chain, no race, and only chain ends post."""
+    from golden.kernel import gemm_kernel
+    from golden.tensor import add_fp32, matmul
+    rng = np.random.default_rng(3)
+    R, C, N = SMALL.pe_rows, SMALL.pe_cols, SMALL.psum_bank_fp32
+    K, M, Nn = 3 * R, 4 * C, 2 * N
+    AT = rng.integers(0x3C00, 0x4000, (K, M)) | (rng.integers(0, 2, (K, M)) << 15)
+    B = rng.integers(0x3C00, 0x4000, (K, Nn)) | (rng.integers(0, 2, (K, Nn)) << 15)
+    kp = gemm_kernel(SMALL, AT, B, evacuate=True)
+    sim = IsaSim(SMALL, dram_bytes=kp.dram)
+    assert sim.run(kp.programs) is None and find_races(sim) == []
+    want = np.zeros((M, Nn), np.uint32)
+    for m0 in range(0, M, C):
+        for n0 in range(0, Nn, N):
+            acc = None
+            for k0 in range(0, K, R):
+                r = matmul(AT[k0:k0 + R, m0:m0 + C], "bf16", B[k0:k0 + R, n0:n0 + N], "bf16",
+                           SMALL)
+                acc = r if acc is None else add_fp32(acc, r)
+            want[m0:m0 + C, n0:n0 + N] = acc
+    assert np.array_equal(kp.read_outputs(sim)["C"], want)
+    pe = _posts(kp, "pe")
+    waits = {i.wait[1] for e in ("dve", "sp") for i in _posts(kp, e)
+             if i.wait is not None and i.wait[0] == 0}
+    posts = sum(i.post is not None for i in pe)
+    assert waits == set(range(1, posts + 1)) and (M // C) * (Nn // N) <= posts < len(pe) // 2
