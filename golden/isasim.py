@@ -170,12 +170,16 @@ class Timing:
     vector_reduce_overhead: int = 32
     vector_max8_overhead: int = 25
     vector_scan_overhead: int = 12
+    vector_bn_stats_overhead: int = 44
+    vector_bn_aggr_overhead: int = 95
+    vector_transpose_overhead: int = 17
     act_overhead: int | None = None
 
     def __post_init__(self):
         for k in ("seq_issue", "wait_latency", "post_latency", "sync_cycles", "dma_desc_cycles",
                   "dram_latency", "vector_latency", "vector_overhead", "vector_reduce_overhead",
-                  "vector_max8_overhead", "vector_scan_overhead"):
+                  "vector_max8_overhead", "vector_scan_overhead", "vector_bn_stats_overhead",
+                  "vector_bn_aggr_overhead", "vector_transpose_overhead"):
             v = getattr(self, k)
             lo = 1 if k in ("seq_issue", "post_latency", "sync_cycles") else 0
             if isinstance(v, bool) or not isinstance(v, int):
@@ -1105,6 +1109,9 @@ VEC_TIMING = {
     "tensor_reduce": ("vector_reduce_overhead", None),
     "max8": ("vector_max8_overhead", None),
     "tensor_tensor_scan": ("vector_scan_overhead", "scan"),
+    "bn_stats": ("vector_bn_stats_overhead", None),
+    "bn_aggr": ("vector_bn_aggr_overhead", None),
+    "block_transpose": ("vector_transpose_overhead", None),
 }
 
 

@@ -76,7 +76,7 @@ OPCODES = {OP_TENSOR_TENSOR: "tensor_tensor", OP_TENSOR_SCALAR: "tensor_scalar",
            OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota",
            OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan", OP_MAX8: "max8",
            OP_BN_STATS: "bn_stats", OP_BN_AGGR: "bn_aggr", OP_AFFINE_SELECT: "affine_select",
-           OP_TRANSPOSE: "transpose"}
+           OP_TRANSPOSE: "block_transpose"}
 #: BN_STATS writes ``[n, S, Q]``; BN_AGGR reads triples and writes ``[mean, var]``.
 BN_STATS_N, BN_AGGR_N = 3, 2
 #: BN_AGGR's reciprocal seed (``bits(r0) = BN_RCP_MAGIC - bits(n)``) and Newton steps.

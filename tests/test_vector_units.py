@@ -271,7 +271,7 @@ def test_decoder_new_opcodes_reach_the_engine_fields():
         gv.OP_AFFINE_SELECT: ("affine_select ap0=sbuf.bf16[0:4]@0x40{1x8} "
                               "ap1=sbuf.fp32[0:4]@0x0{1x8} op0=11 imm0=-inf "
                               f"imm1=bits:0x{gv.affine_imm1(-3, -1, 1):08x}"),
-        gv.OP_TRANSPOSE: "transpose.sr ap0=sbuf.bf16[0:4]@0x40{1x4} ap1=sbuf.fp32[0:4]@0x0{-1x4}",
+        gv.OP_TRANSPOSE: "block_transpose.sr ap0=sbuf.bf16[0:4]@0x40{1x4} ap1=sbuf.fp32[0:4]@0x0{-1x4}",
     }
     for code, text in texts.items():
         raw = isa.encode(parse_instr(text))

@@ -211,3 +211,13 @@ def test_ap_of_uses_the_dtype_element_size():
         else:
             with pytest.raises(ValueError, match="dtype"):
                 ap_of(enc)
+
+
+def test_opcode_names_and_codes_are_unique():
+    """The assembler reads an instruction by its name: two opcodes with one name (a vector
+    ``transpose`` next to the PE's) would silently assemble one as the other."""
+    names = [op.name for op in isa.OPCODES]
+    codes = [op.code for op in isa.OPCODES]
+    assert len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
+    assert len(set(codes)) == len(codes)
+    assert isa.OPS_BY_NAME["transpose"].engine == "pe"
