@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: Apache-2.0
+"""cocotb tests of the Scalar engine alone (``tb.scalar.harness``: the engine on the real SBUF
+and PSUM units), bit for bit against ``golden.activation``: for each function of the
+``functions`` parameter, its table loaded (through ``tw``, or by ``ACT_TABLE_LOAD`` from SBUF
+when it fits), then ``batches`` random programs of ``per_batch`` instructions streamed back to
+back (ACTIVATION of that function and COPY; every enabled format; random APs with partial
+partition ranges, negative and zero steps; immediate and per-partition scale/bias; every
+``reduce_cmd``; some bad instructions of every status) under random SBUF/PSUM contention,
+instruction gaps and ``done`` back-pressure. Compared: every status, SBUF, PSUM and the
+accumulators. Parameters: ``seed``, ``functions`` (names), ``batches``, ``per_batch``."""
+
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from golden.activation import (FUNCTION_IDS, FUNCTIONS, OP_ACT_TABLE_LOAD, ActInstr, table,
+                               table_image, table_words)
+from golden.ap import AP, SBUF
+from tb.base import TB
+from tb.scalar.engine_sim import pack_instr
+from tb.scalar.harness import IDEPTH
+from tb.scalar.program import bad_instr, golden_program, random_instr, random_memories
+
+
+class ScalarTB(TB):
+    def __init__(self, dut):
+        super().__init__(dut)
+        cfg = self.cfg
+        self.P = cfg.partitions
+        self.full = (1 << self.P) - 1
+
+    async def start(self):
+        await self.reset(start=0, n_instr=0, instr_gap=0, done_stall=0, sb_hog=0, ps_hog=0,
+                         tw__valid=0, sb__req__valid=0, ps__req__valid=0)
+
+    # --- memories through the testbench row ports (bounded waits) ----------------------------
+    async def _rows(self, port, rows, lane_bytes_addr, data=None):
+        """Write ``data`` (rows x P words) or read ``rows`` rows through ``port`` (prefix)."""
+        d = self.dut
+        req = lambda f: getattr(d, f"{port}__req__{f}")        # noqa: E731
+        rsp_v, rsp_d = getattr(d, f"{port}__rsp__valid"), getattr(d, f"{port}__rsp__payload")
+        out = []
+        req("mask").value = self.full
+        req("be").value = 0xF
+        req("we").value = int(data is not None)
+        k = 0
+        for _c in range(20 * rows + 100):                       # bounded
+            if k < rows:
+                req("valid").value = 1
+                req("addr").value = lane_bytes_addr(k)
+                if data is not None:
+                    req("wdata").value = sum(int(data[k][p]) << (32 * p) for p in range(self.P))
+            else:
+                req("valid").value = 0
+            await ReadOnly()
+            took = k < rows and int(req("ready").value)
+            if data is None and int(rsp_v.value):
+                out.append(int(rsp_d.value))
+            await RisingEdge(d.clk)
+            k += int(took)
+            if k >= rows and (data is not None or len(out) >= rows):
+                break
+        req("valid").value = 0
+        if data is None:
+            for _ in range(8):
+                await ReadOnly()
+                if len(out) >= rows:
+                    break
+                if int(rsp_v.value):
+                    out.append(int(rsp_d.value))
+                await RisingEdge(d.clk)
+            assert len(out) == rows, self.fail_text("row read", f"{len(out)} of {rows} rows")
+        return out
+
+    @staticmethod
+    def _to_words(mem):
+        return np.ascontiguousarray(mem).view("<u4")         # (P, rows)
+
+    async def load_mem(self, sbuf, psum):
+        sw, pw = self._to_words(sbuf), self._to_words(psum)
+        await self._rows("sb", sw.shape[1], lambda k: 4 * k, data=sw.T)
+        await self._rows("ps", pw.shape[1], lambda k: k, data=pw.T)
+
+    async def read_mem(self):
+        cfg = self.cfg
+        out = []
+        for port, n, addr in (("sb", cfg.sbuf_bytes_per_partition // 4, lambda k: 4 * k),
+                              ("ps", cfg.psum_bytes_per_partition // 4, lambda k: k)):
+            rows = await self._rows(port, n, addr)
+            w = np.array([[(r >> (32 * p)) & 0xFFFFFFFF for p in range(self.P)] for r in rows],
+                         np.uint32).T
+            out.append(np.ascontiguousarray(w).view(np.uint8).reshape(self.P, 4 * n))
+        return out
+
+    async def load_table_tw(self, name):
+        d = self.dut
+        for addr, word in sorted(table_image(table(name), self.cfg).items()):
+            d.tw__valid.value = 1
+            d.tw__payload__addr.value = addr
+            d.tw__payload__data.value = word
+            await RisingEdge(d.clk)
+        d.tw__valid.value = 0
+
+    # --- a program ------------------------------------------------------------------------
+    async def run(self, instrs, *, gap=0, stall=0, sb_hog=0, ps_hog=0, what=""):
+        d = self.dut
+        assert len(instrs) <= IDEPTH
+        for k, ins in enumerate(instrs):
+            d.imem[k].value = pack_instr(self.cfg, ins)
+        d.n_instr.value = len(instrs)
+        d.instr_gap.value, d.done_stall.value = gap, stall
+        d.sb_hog.value, d.ps_hog.value = sb_hog, ps_hog
+        d.start.value = 1
+        await RisingEdge(d.clk)
+        d.start.value = 0
+        n = sum(int(i.src.count) * max(1, i.src.num_partitions) for i in instrs)
+        await self.wait_high(d.finished, cycles=20 * n + 2000 + 5000 * len(instrs), what=what)
+        st = [int(d.slog[k].value) for k in range(len(instrs))]
+        tl = [int(d.tlog[k].value) for k in range(len(instrs))]
+        await RisingEdge(d.clk)
+        d.sb_hog.value, d.ps_hog.value = 0, 0
+        for _ in range(64):                                   # bounded: the engine drains
+            await ReadOnly()
+            if not int(d.busy.value):
+                break
+            await RisingEdge(d.clk)
+        await RisingEdge(d.clk)
+        acc = np.array([(int(d.acc.value) >> (32 * p)) & 0xFFFFFFFF for p in range(self.P)],
+                       np.uint32)
+        return st, acc, tl
+
+
+def _table_load_instr(tb, name, sbuf, rng):
+    """An ACT_TABLE_LOAD of ``name`` placed in the source zone of a random partition, or None
+    when it does not fit there; writes the words into ``sbuf``."""
+    w = table_words(table(name), tb.cfg)
+    S = tb.cfg.sbuf_bytes_per_partition
+    if 4 * len(w) > S // 2:
+        return None
+    p = int(rng.integers(0, tb.P))
+    rev = rng.random() < 0.5
+    off = int(rng.integers(0, (S // 2 - 4 * len(w)) // 4 + 1)) * 4
+    sbuf[p, off:off + 4 * len(w)] = np.ascontiguousarray(w[::-1] if rev else w).view(np.uint8)
+    if rev:
+        src = AP(memory=SBUF, start_partition=p, offset=off + 4 * (len(w) - 1),
+                 dims=((-1, len(w)),))
+    else:
+        src = AP(memory=SBUF, start_partition=p, offset=off, dims=((1, len(w)),))
+    return ActInstr(opcode=OP_ACT_TABLE_LOAD, func=FUNCTION_IDS[name], src=src)
+
+
+@cocotb.test()
+async def random_programs(dut):
+    tb = ScalarTB(dut)
+    await tb.start()
+    cfg = tb.cfg
+    names = tb.params.get("functions") or list(FUNCTIONS)
+    batches, per = int(tb.params.get("batches", 2)), int(tb.params.get("per_batch", 8))
+    loaded, acc_run = "", None
+    for fi, name in enumerate(names):
+        rng = tb.rng(fi)
+        for b in range(batches):
+            sbuf, psum = random_memories(rng, cfg)
+            prog = []
+            if b == 0:
+                ld = _table_load_instr(tb, name, sbuf, rng)
+                if ld is None:
+                    await tb.load_table_tw(name)
+                    loaded = name
+                else:
+                    prog.append(ld)
+            fid = FUNCTION_IDS[name]
+            while len(prog) < per:
+                ins = random_instr(rng, cfg, fid)
+                if rng.random() < 0.15:
+                    ins = bad_instr(rng, cfg, ins)
+                prog.append(ins)
+            await tb.load_mem(sbuf, psum)
+            knobs = dict(gap=int(rng.choice([0, 0, 64])), stall=int(rng.choice([0, 0, 100])),
+                         sb_hog=int(rng.choice([0, 60, 120])), ps_hog=int(rng.choice([0, 60])))
+            what = f"{name} batch {b} {knobs}"
+            want, wsb, wps, wacc, loaded = golden_program(cfg, prog, sbuf, psum, loaded,
+                                                          acc_run)
+            st, acc, _ = await tb.run(prog, what=what, **knobs)
+            gsb, gps = await tb.read_mem()
+            tb.check_equal(what + " statuses", st, want,
+                           lambda j, prog=prog: f"instr {j} {prog[j]}")
+            for mname, got, exp in (("SBUF", gsb, wsb), ("PSUM", gps, wps)):
+                tb.check_equal(f"{what} {mname}", got.ravel(), exp.ravel(),
+                               lambda j, n=got.shape[1]: f"partition {j // n} byte {j % n}")
+            tb.check_equal(what + " accumulators", acc, wacc, lambda j: f"partition {j}")
+            acc_run = wacc
+            tb.record(function=name, batch=b, instrs=len(prog),
+                      bad=sum(s != 0 for s in want), **knobs)
