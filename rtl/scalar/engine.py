@@ -3,7 +3,8 @@
 over SBUF and PSUM access patterns, P function-unit lanes (docs/scalar.md §7; contract
 ``golden.activation.execute``)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import (Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal,
+                          signed)
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -20,8 +21,9 @@ from rtl.scalar.function import FunctionUnit, table_write_layout
 from rtl.scalar.isa import (E_FORMAT, E_OK, E_OPCODE, E_SHAPE, FUNCTION_NAMES, OP_ACT_TABLE_LOAD,
                             OP_ACTIVATION, OP_COPY, REDUCE_REDUCE, REDUCE_RESET,
                             REDUCE_RESET_REDUCE, TABLE_HEADER_WORDS, done_layout, instr_layout)
+from rtl.tensor.layouts import config_tag
 
-__all__ = ["ScalarEngine"]
+__all__ = ["ScalarEngine", "fu_module_name", "leaf_modules", "leaf_pragmas"]
 
 #: §8.3 dtype codes of the dense formats.
 _DTYPES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
@@ -32,6 +34,22 @@ _MEM_PSUM = 2
 _DATA, _SCALE, _BIAS, _DROP, _TABLE = range(5)
 #: ``loaded`` after reset or a bad table image: no function id matches it.
 _NONE = 0xFF
+
+
+def fu_module_name(cfg):
+    """Verilog module name of the separately converted :class:`FunctionUnit` of ``cfg``."""
+    return f"nc_actfu_{config_tag(cfg)}"
+
+
+def leaf_modules(cfg):
+    """``{Verilog module name: component}`` the engine instantiates by name when built with
+    ``use_instances=True`` (the function unit, converted once)."""
+    return {fu_module_name(cfg): FunctionUnit(cfg)}
+
+
+def leaf_pragmas(cfg):
+    """Verilator metacomment of each leaf module: the function unit is a ``hier_block``."""
+    return {fu_module_name(cfg): "hier_block"}
 
 
 _RW = AP_STEP_BITS + AP_NUM_BITS + AP_OFFSET_BITS + 8    # signed byte-range width
@@ -83,6 +101,10 @@ class ScalarEngine(wiring.Component):
     cfg : CoreConfig
     sbuf_latency, psum_latency : int
         Read latencies of the SBUF / PSUM row ports (size the readers' buffers).
+    use_instances : bool
+        False (default): the lanes' function units are Amaranth submodules; True:
+        ``Instance(fu_module_name(cfg))`` of one separately converted :class:`FunctionUnit`
+        (``leaf_modules``; Verilator compiles it once as a ``hier_block``).
 
     Members
     -------
@@ -118,10 +140,11 @@ class ScalarEngine(wiring.Component):
                 "psum_wr": Out(RowPort.Signature(cfg, PSUM)),
             })
 
-    def __init__(self, cfg, *, sbuf_latency=1, psum_latency=1):
+    def __init__(self, cfg, *, sbuf_latency=1, psum_latency=1, use_instances=False):
         super().__init__(self.Signature(cfg, sbuf_latency=sbuf_latency,
                                         psum_latency=psum_latency))
         self.cfg = cfg
+        self.use_instances = use_instances
 
     def elaborate(self, platform):
         m = Module()
@@ -300,11 +323,18 @@ class ScalarEngine(wiring.Component):
                          pre.i.payload.c.eq(Mux(cf(slot_w, "bias_src"),
                                                 Mux(slot_w, bi_r[1][p], bi_r[0][p]),
                                                 cf(slot_w, "bias")))]
-            fu = FunctionUnit(cfg)
-            m.submodules[f"fu{p}"] = fu
-            m.d.comb += [fu.i.valid.eq(1), fu.i.payload.x.eq(pre.o.payload.result),
-                         fu.tw.valid.eq(tw_v), fu.tw.payload.eq(twp)]
-            y = Mux(cf(slot_a, "act"), fu.o.payload.y,
+            fu_y = Signal(32, name=f"fu_y{p}")
+            if self.use_instances:
+                m.submodules[f"fu{p}"] = Instance(
+                    fu_module_name(cfg), i_clk=ClockSignal(), i_rst=ResetSignal(),
+                    i_i__valid=1, i_i__payload=pre.o.payload.result, i_tw__valid=tw_v,
+                    i_tw__payload=twp.as_value(), o_o__payload=fu_y)
+            else:
+                fu = FunctionUnit(cfg)
+                m.submodules[f"fu{p}"] = fu
+                m.d.comb += [fu.i.valid.eq(1), fu.i.payload.x.eq(pre.o.payload.result),
+                             fu.tw.valid.eq(tw_v), fu.tw.payload.eq(twp), fu_y.eq(fu.o.payload.y)]
+            y = Mux(cf(slot_a, "act"), fu_y,
                     delay(m, pre.o.payload.result, fu_lat, name=f"copy{p}"))
             add = FP32Adder(adder_cfg)
             m.submodules[f"acc_add{p}"] = add

@@ -13,6 +13,8 @@ PSUM unit (the real memory blocks), for the cocotb family ``tb.scalar.tb_engine`
   a read of a pseudo-random row of every partition in a fraction ``sb_hog`` / ``ps_hog``
   of the cycles (the SBUF port has priority over the engine; the PSUM port competes in the
   unit's row arbitration).
+* The engine's function units are instances of one separately converted module
+  (``rtl.scalar.engine.leaf_modules``, a Verilator ``hier_block``).
 * ``tw`` is the engine's table-write port, ``acc`` its accumulators, ``busy`` its busy flag.
 """
 
@@ -43,12 +45,13 @@ def _lfsr(m, name, seed):
 
 
 class ScalarHarness(wiring.Component):
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, use_instances=True):
         self.cfg = cfg
         self.sbuf = SbufMem(cfg, row_ports=("hog", "act_rd", "act_wr"), priority=("hog",))
         self.psum = PsumUnit(cfg, use_instances=False, row_ports=("hog", "act_rd", "act_wr"))
         self.eng = ScalarEngine(cfg, sbuf_latency=self.sbuf.signature.latency,
-                                psum_latency=self.psum.signature.row_latency)
+                                psum_latency=self.psum.signature.row_latency,
+                                use_instances=use_instances)
         super().__init__({
             "start": In(1), "n_instr": In(8), "finished": Out(1), "cycles": Out(32),
             "n_done": Out(8), "busy": Out(1),
@@ -103,7 +106,7 @@ class ScalarHarness(wiring.Component):
         # testbench ports, or contention reads of random rows
         for port, mem, rate, seed in ((self.sb, self.sbuf.hog, self.sb_hog, 0x7A31),
                                       (self.ps, self.psum.hog, self.ps_hog, 0x51C3)):
-            a = Signal(16, init=seed, name=f"{mem.req.payload.addr.name}_hog_addr")
+            a = Signal(16, init=seed, name=f"hog_addr_{seed:x}")
             m.d.sync += a.eq(Mux(a[0], (a >> 1) ^ 0xB400, a >> 1))
             steal = _lfsr(m, f"hog_lfsr_{seed:x}", seed ^ 0xFFFF) < rate
             with m.If(port.req.valid):

@@ -12,12 +12,14 @@ accumulators. Parameters: ``seed``, ``functions`` (names), ``batches``, ``per_ba
 from __future__ import annotations
 
 import cocotb
+from amaranth.hdl import Shape
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from golden.activation import (FUNCTION_IDS, FUNCTIONS, OP_ACT_TABLE_LOAD, ActInstr, table,
                                table_image, table_words)
 from golden.ap import AP, SBUF
+from rtl.scalar.function import table_write_layout
 from tb.base import TB
 from tb.scalar.engine_sim import pack_instr
 from tb.scalar.harness import IDEPTH
@@ -34,72 +36,48 @@ class ScalarTB(TB):
     async def start(self):
         await self.reset(start=0, n_instr=0, instr_gap=0, done_stall=0, sb_hog=0, ps_hog=0,
                          tw__valid=0, sb__req__valid=0, ps__req__valid=0)
+        self.dut.imem  # noqa: B018  (fails early if the memory is not visible)
 
     # --- memories through the testbench row ports (bounded waits) ----------------------------
-    async def _rows(self, port, rows, lane_bytes_addr, data=None):
-        """Write ``data`` (rows x P words) or read ``rows`` rows through ``port`` (prefix)."""
-        d = self.dut
-        req = lambda f: getattr(d, f"{port}__req__{f}")        # noqa: E731
-        rsp_v, rsp_d = getattr(d, f"{port}__rsp__valid"), getattr(d, f"{port}__rsp__payload")
-        out = []
-        req("mask").value = self.full
-        req("be").value = 0xF
-        req("we").value = int(data is not None)
-        k = 0
-        for _c in range(20 * rows + 100):                       # bounded
-            if k < rows:
-                req("valid").value = 1
-                req("addr").value = lane_bytes_addr(k)
-                if data is not None:
-                    req("wdata").value = sum(int(data[k][p]) << (32 * p) for p in range(self.P))
-            else:
-                req("valid").value = 0
-            await ReadOnly()
-            took = k < rows and int(req("ready").value)
-            if data is None and int(rsp_v.value):
-                out.append(int(rsp_d.value))
-            await RisingEdge(d.clk)
-            k += int(took)
-            if k >= rows and (data is not None or len(out) >= rows):
-                break
-        req("valid").value = 0
-        if data is None:
-            for _ in range(8):
-                await ReadOnly()
-                if len(out) >= rows:
-                    break
-                if int(rsp_v.value):
-                    out.append(int(rsp_d.value))
-                await RisingEdge(d.clk)
-            assert len(out) == rows, self.fail_text("row read", f"{len(out)} of {rows} rows")
-        return out
+    # --- memories, through the bank arrays (no clock cycles; the engine is idle) ----------
+    def _banks(self):
+        """``[(array handle, bytes per partition in one word, partition byte base)]`` of SBUF
+        and PSUM (``rtl.mem.sbuf`` / ``rtl.tensor.psum`` bank memories ``bank<k>``)."""
+        cfg = self.cfg
+        sb = [(getattr(self.dut.sbuf, f"bank{b}"), cfg.sbuf_word_bytes, b * cfg.sbuf_bank_bytes)
+              for b in range(cfg.sbuf_banks)]
+        ps = [(getattr(self.dut.psum, f"bank{b}"), 4, b * cfg.psum_bank_bytes)
+              for b in range(cfg.psum_banks)]
+        return sb, ps
 
-    @staticmethod
-    def _to_words(mem):
-        return np.ascontiguousarray(mem).view("<u4")         # (P, rows)
+    def load_mem(self, sbuf, psum):
+        for banks, mem in zip(self._banks(), (sbuf, psum)):
+            for arr, wb, base in banks:
+                for i in range(len(arr)):
+                    a = base + i * wb
+                    arr[i].value = int.from_bytes(
+                        np.ascontiguousarray(mem[:, a:a + wb]).tobytes(), "little")
 
-    async def load_mem(self, sbuf, psum):
-        sw, pw = self._to_words(sbuf), self._to_words(psum)
-        await self._rows("sb", sw.shape[1], lambda k: 4 * k, data=sw.T)
-        await self._rows("ps", pw.shape[1], lambda k: k, data=pw.T)
-
-    async def read_mem(self):
+    def read_mem(self):
         cfg = self.cfg
         out = []
-        for port, n, addr in (("sb", cfg.sbuf_bytes_per_partition // 4, lambda k: 4 * k),
-                              ("ps", cfg.psum_bytes_per_partition // 4, lambda k: k)):
-            rows = await self._rows(port, n, addr)
-            w = np.array([[(r >> (32 * p)) & 0xFFFFFFFF for p in range(self.P)] for r in rows],
-                         np.uint32).T
-            out.append(np.ascontiguousarray(w).view(np.uint8).reshape(self.P, 4 * n))
+        for banks, n in zip(self._banks(), (cfg.sbuf_bytes_per_partition,
+                                            cfg.psum_bytes_per_partition)):
+            mem = np.zeros((self.P, n), np.uint8)
+            for arr, wb, base in banks:
+                for i in range(len(arr)):
+                    a = base + i * wb
+                    word = int(arr[i].value).to_bytes(self.P * wb, "little")
+                    mem[:, a:a + wb] = np.frombuffer(word, np.uint8).reshape(self.P, wb)
+            out.append(mem)
         return out
 
     async def load_table_tw(self, name):
         d = self.dut
+        aw = Shape.cast(table_write_layout(self.cfg)["addr"].shape).width   # addr | data
+        d.tw__valid.value = 1
         for addr, word in sorted(table_image(table(name), self.cfg).items()):
-            d.tw__valid.value = 1
-            d.tw__payload__addr.value = addr
-            d.tw__payload__data.value = word
+            d.tw__payload.value = addr | word << aw
             await RisingEdge(d.clk)
         d.tw__valid.value = 0
 
@@ -177,14 +155,14 @@ async def random_programs(dut):
                 if rng.random() < 0.15:
                     ins = bad_instr(rng, cfg, ins)
                 prog.append(ins)
-            await tb.load_mem(sbuf, psum)
+            tb.load_mem(sbuf, psum)
             knobs = dict(gap=int(rng.choice([0, 0, 64])), stall=int(rng.choice([0, 0, 100])),
                          sb_hog=int(rng.choice([0, 60, 120])), ps_hog=int(rng.choice([0, 60])))
             what = f"{name} batch {b} {knobs}"
             want, wsb, wps, wacc, loaded = golden_program(cfg, prog, sbuf, psum, loaded,
                                                           acc_run)
             st, acc, _ = await tb.run(prog, what=what, **knobs)
-            gsb, gps = await tb.read_mem()
+            gsb, gps = tb.read_mem()
             tb.check_equal(what + " statuses", st, want,
                            lambda j, prog=prog: f"instr {j} {prog[j]}")
             for mname, got, exp in (("SBUF", gsb, wsb), ("PSUM", gps, wps)):
