@@ -23,10 +23,18 @@ def sim():
 
 def test_scalar_engine_random_programs(sim, seed):
     sim.run("tb.scalar.tb_engine", params={"seed": seed, "functions": SAMPLE, "batches": 1,
-                                          "per_batch": 10})
+                                          "per_batch": 10},
+            testcase="random_programs")
 
 
 @pytest.mark.full
 def test_scalar_engine_every_function(sim, seed):
     sim.run("tb.scalar.tb_engine", params={"seed": seed, "functions": list(FUNCTIONS),
-                                          "batches": 4, "per_batch": 12}, tag="full")
+                                          "batches": 4, "per_batch": 12},
+            testcase="random_programs", tag="full")
+
+
+@pytest.mark.full
+def test_scalar_engine_stream_cycles(sim, seed):
+    sim.run("tb.scalar.tb_engine", params={"seed": seed, "free": 512, "stream": 4},
+            testcase="stream_cycles", tag="stream")

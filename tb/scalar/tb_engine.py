@@ -172,3 +172,34 @@ async def random_programs(dut):
             acc_run = wacc
             tb.record(function=name, batch=b, instrs=len(prog),
                       bad=sum(s != 0 for s in want), **knobs)
+
+
+@cocotb.test()
+async def stream_cycles(dut):
+    """``stream`` ACTIVATIONs of ``free`` FP32 elements per partition (SBUF -> BF16 SBUF,
+    reset_reduce) back to back: bit for bit against golden, and the cycles recorded (the first
+    ``done`` = one instruction's latency, the spacing of the others = the steady-state cost per
+    instruction; bench figures, no speed assertion)."""
+    tb = ScalarTB(dut)
+    await tb.start()
+    cfg = tb.cfg
+    free, stream = int(tb.params.get("free", 512)), int(tb.params.get("stream", 4))
+    rng = tb.rng(99)
+    sbuf, psum = random_memories(rng, cfg)
+    sbuf[:, :4 * free] = rng.uniform(-4, 4, (tb.P, free)).astype(np.float32).view(np.uint8)
+    await tb.load_table_tw("exp")
+    ins = ActInstr(func=FUNCTION_IDS["exp"],
+                   src=AP(memory=SBUF, num_partitions=tb.P, dims=((1, free),)),
+                   dst=AP(memory=SBUF, num_partitions=tb.P, offset=4 * free, elem_bytes=2,
+                          dims=((1, free),)), dst_dtype=2, reduce_cmd=3)
+    for k in (1, stream):
+        prog = [ins] * k
+        tb.load_mem(sbuf, psum)
+        want, wsb, wps, wacc, _ = golden_program(cfg, prog, sbuf, psum, "exp")
+        st, acc, tl = await tb.run(prog, what=f"stream of {k}")
+        gsb, gps = tb.read_mem()
+        tb.check_equal(f"stream of {k} statuses", st, want, lambda j: f"instr {j}")
+        tb.check_equal(f"stream of {k} SBUF", gsb.ravel(), wsb.ravel(), lambda j: f"byte {j}")
+        tb.check_equal(f"stream of {k} acc", acc, wacc, lambda j: f"partition {j}")
+        per = (tl[-1] - tl[0]) / (k - 1) if k > 1 else None
+        tb.record(instrs=k, free=free, done_cycles=tl, per_instruction=per)
