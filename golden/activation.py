@@ -684,6 +684,58 @@ def table_image(tab, cfg=None):
     return img
 
 
+#: Header words of a table image (rtl/scalar/isa.py ``TABLE_HEADER_WORDS``).
+TABLE_HEADER_WORDS = 10
+
+
+def table_words(tab, cfg=None):
+    """The table as the word stream ``ACT_TABLE_LOAD`` reads from SBUF (uint32, FP32 container):
+    the 10 header words (addresses 0..9), the ``2 * ACT_BINADES`` binade-map words (addresses
+    ``ACT_MAP_BASE`` .., unused entries 0), then per segment its 9 words (centre, c0..c6,
+    flags at ``ACT_SEG_BASE + 16 s + j``): ``10 + 128 + 9 * segments`` words."""
+    img = table_image(tab, cfg)
+    addrs = _stream_addresses(tab.segments)
+    return np.array([img.get(a, 0) for a in addrs], np.uint32)
+
+
+def _stream_addresses(segments):
+    """Word addresses of the ``ACT_TABLE_LOAD`` stream order for ``segments`` segments."""
+    return (list(range(TABLE_HEADER_WORDS))
+            + list(range(ACT_MAP_BASE, ACT_MAP_BASE + 2 * ACT_BINADES))
+            + [ACT_SEG_BASE + s_ * ACT_SEG_STRIDE + j for s_ in range(segments)
+               for j in range(NCOEF + 2)])
+
+
+def table_load(cfg, ins, mems):
+    """``ACT_TABLE_LOAD`` on the memory images: ``(status, image)``. ``status``: the
+    :func:`check_instr` code, else ``E_FORMAT`` for a bad image (word count not
+    ``10 + 128 + 9 k`` with ``1 <= k <= cfg.act_segments``, or word 9, the function id, not
+    ``ins.func`` or >= 17), else ``E_OK``. ``image``: ``{address: word}`` of the words written
+    (a bad image is still written up to the segment memories' end: the engine then holds no
+    function, ACTIVATION gives ``E_OPCODE`` until a good load; ``None`` when nothing was read).
+    The caller's ``loaded`` becomes ``FUNCTIONS[ins.func]`` on ``E_OK``, ``""`` on a bad image.
+    """
+    status = check_instr(cfg, ins)
+    if status != E_OK:
+        return status, None
+    from golden.ap import addresses
+    a = addresses(ins.src)
+    p0 = ins.src.start_partition
+    mem = mems[ins.src.memory]
+    words = np.zeros(len(a), np.uint32)
+    for j in range(4):
+        words |= mem[p0, a + j].astype(np.uint32) << np.uint32(8 * j)
+    n = len(words)
+    head = TABLE_HEADER_WORDS + 2 * ACT_BINADES
+    k, rem = divmod(n - head, NCOEF + 2)
+    top = ACT_SEG_BASE + cfg.act_segments * ACT_SEG_STRIDE
+    addrs = [x for x in _stream_addresses(max(k + 1, 0) + 1)[:n] if x < top]
+    image = dict(zip(addrs, (int(w) for w in words)))
+    bad = (n < head + NCOEF + 2 or rem != 0 or k > cfg.act_segments
+           or n <= 9 or int(words[9]) != ins.func or ins.func >= len(FUNCTIONS))
+    return (E_FORMAT if bad else E_OK), image
+
+
 #: ``reduce_cmd`` codes (rtl/scalar/isa.py).
 REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE = 0, 1, 2, 3
 
@@ -770,20 +822,32 @@ def _dtype_fmt(cfg, code):
 
 def check_instr(cfg, ins, loaded=None):
     """The status of ``ins`` (first failure, in this order): ``E_OPCODE`` (opcode not
-    ACTIVATION/COPY, function id >= 17, or not the function whose table is ``loaded``),
+    ACTIVATION/COPY/ACT_TABLE_LOAD, function id >= 17, or not the function whose table is
+    ``loaded``; ``loaded=""``: no table loaded, every ACTIVATION fails),
     ``E_FORMAT`` (a dtype not enabled in ``cfg``, or an AP's
     ``elem_bytes`` not its dtype's width), ``E_SHAPE`` (partition ranges or element counts
     differ: lane p is partition p, so the engine cannot move data across partitions; a
     scale/bias AP not of one element per partition of ``src``'s range; decided from the
-    fields, before the APs are walked), then the AP codes of ``src``, ``dst``, ``scale_ap``,
-    ``bias_ap`` (``golden.ap.check``; the engine learns them from its AP generators)."""
+    fields, before the APs are walked), then the AP codes of ``scale_ap``, ``bias_ap``, ``src``,
+    ``dst`` (``golden.ap.check``; the engine learns them from its AP generators, in the order
+    it reads them). ``ACT_TABLE_LOAD``: ``E_FORMAT`` (``src`` not FP32 / 4-byte elements),
+    ``E_SHAPE`` (``src`` not one partition), the AP code of ``src``; the image itself is
+    checked while it is loaded (:func:`table_load`)."""
     from golden.ap import ELEM_BYTES
     from golden.ap import check as ap_check
+    if ins.opcode == OP_ACT_TABLE_LOAD:
+        if ins.src_dtype != 0 or ins.src.elem_bytes != 4:
+            return E_FORMAT
+        if ins.src.num_partitions != 1:
+            return E_SHAPE
+        r = ap_check(cfg, ins.src)
+        return E_OK if r is None else r[0]
     if ins.opcode not in (OP_ACTIVATION, OP_COPY):
         return E_OPCODE
     if ins.opcode == OP_ACTIVATION and not 0 <= ins.func < len(FUNCTIONS):
         return E_OPCODE
-    if ins.opcode == OP_ACTIVATION and loaded is not None and ins.func != FUNCTION_IDS[loaded]:
+    if ins.opcode == OP_ACTIVATION and loaded is not None and \
+            ins.func != FUNCTION_IDS.get(loaded, -1):
         return E_OPCODE
     ops = ins.operand_aps()
     for code, ap in ops:
@@ -797,7 +861,7 @@ def check_instr(cfg, ins, loaded=None):
     for _, ap in ops[2:]:
         if (ap.start_partition, ap.num_partitions, ap.count) != (*part, 1):
             return E_SHAPE
-    for _, ap in ops:
+    for _, ap in ops[2:] + ops[:2]:
         r = ap_check(cfg, ap)
         if r is not None:
             return r[0]
@@ -831,6 +895,8 @@ def execute(cfg, ins, mems, acc, rand=None, loaded=None):
     """
     from golden.ap import addresses
     from golden.formats import convert_sr_bits
+    if ins.opcode == OP_ACT_TABLE_LOAD:
+        return table_load(cfg, ins, mems)[0]
     status = check_instr(cfg, ins, loaded)
     if status != E_OK:
         return status

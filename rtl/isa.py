@@ -274,8 +274,9 @@ OPCODES = (
                 ("scale", 32, "f32", "scale"), ("bias", 32, "f32", "bias (bias_ap 0)")),
        doc="dst = f(src0 * scale + bias), optional add-reduce into the accumulators"),
     Op(0x31, "act_table_load", "act", aps={"ap1": "table"},
-       imm=_imm(("func", 8, "u", "function id loaded")),
-       doc="load a function's segment table from SBUF"),
+       imm=_imm(("func", 8, "u", "function id loaded (must equal the image's word 9)")),
+       doc="load a function's table: FP32 words (golden.activation.table_words order) in one "
+           "partition"),
     # ---- sync engine --------------------------------------------------------------------------
     Op(0x50, "dma_start", "sp",
        imm=_imm(("engine", 8, "u", "DMA engine"), ("queue", 8, "u", "queue of that engine"),

@@ -4,12 +4,14 @@ golden.activation.execute (the engine's contract): programs of good and bad inst
 SBUF contents, the statuses and the accumulators compared bit for bit. Small preset; one rig
 for the module (its simulator takes a while to build)."""
 
+import ml_dtypes as md
 import numpy as np
 import pytest
 
-from golden.activation import (E_FORMAT, E_OPCODE, E_SHAPE, FUNCTION_IDS, OP_COPY,
-                               OP_TENSOR_SCALAR, REDUCE_IDLE, REDUCE_REDUCE, REDUCE_RESET,
-                               REDUCE_RESET_REDUCE, ActInstr, execute, table, table_image)
+from golden.activation import (E_FORMAT, E_OPCODE, E_SHAPE, FUNCTION_IDS, FUNCTIONS,
+                               OP_ACT_TABLE_LOAD, OP_COPY, OP_TENSOR_SCALAR, REDUCE_IDLE, REDUCE_REDUCE, REDUCE_RESET,
+                               REDUCE_RESET_REDUCE, ActInstr, execute, table, table_image, table_load,
+                               table_words)
 from golden.ap import AP, PSUM, SBUF
 from rtl.config import get_preset
 from tb.amsim import SimBench
@@ -29,13 +31,29 @@ def f32b(v):
     return int(np.float32(v).view(np.uint32))
 
 
-def check(rig, name, instrs, sb, **kw):
-    r, bench = rig
-    st, sb_out, acc = run_program(bench, r, table_image(table(name), CFG), instrs, sb, **kw)
+def golden_program(instrs, sb, name, rand=None):
+    """Statuses, memories and accumulators of ``instrs`` by golden.activation (table loads
+    change the loaded function: ``""`` after a bad image)."""
     # PSUM starts as zeros in the simulation; only the engine writes it
     mems = {SBUF: sb.copy(), PSUM: np.zeros((P, CFG.psum_bytes_per_partition), np.uint8)}
     acc_g = np.zeros(P, np.uint32)
-    want = [execute(CFG, ins, mems, acc_g, loaded=name) for ins in instrs]
+    want, loaded = [], name
+    for ins in instrs:
+        if ins.opcode == OP_ACT_TABLE_LOAD:
+            st, img = table_load(CFG, ins, mems)
+            if img is not None:
+                loaded = FUNCTIONS[ins.func] if st == 0 else ""
+        else:
+            st = execute(CFG, ins, mems, acc_g, loaded=loaded)
+        want.append(st)
+    return want, mems, acc_g
+
+
+def check(rig, name, instrs, sb, **kw):
+    r, bench = rig
+    img = table_image(table(name), CFG) if name else None
+    st, sb_out, acc = run_program(bench, r, img, instrs, sb, **kw)
+    want, mems, acc_g = golden_program(instrs, sb, name or "")
     assert st == want, (st, want)
     bad = np.argwhere(mems[SBUF] != sb_out)
     assert not len(bad), bad[:8]
@@ -119,3 +137,95 @@ def test_engine_under_contention(rig, seed):
                     reduce_cmd=REDUCE_REDUCE)]
     st = check(rig, "sigmoid", ins, sb, rng=rng, p_hog=0.4, p_done=0.5)
     assert st == [0, 0x04, 0], st
+
+
+def test_engine_per_partition_scale_bias(rig, seed):
+    """scale from a BF16 SBUF AP, bias from an FP32 PSUM AP (written there by a COPY first), on
+    a partial partition range, streamed behind other instructions; an FP32 SBUF scale with an
+    immediate bias; then the AP errors in the engine's read order (scale before src) and a
+    scale AP of two elements (E_SHAPE)."""
+    rng = np.random.default_rng(seed)
+    sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
+    sb[:, 0:96] = rng.uniform(-4, 4, (P, 24)).astype(np.float32).view(np.uint8)
+    sb[:, 200:204] = rng.uniform(-3, 3, (P, 1)).astype(np.float32).view(np.uint8)
+    sb[:, 204:206] = rng.uniform(0.25, 3, (P, 1)).astype(md.bfloat16).view(np.uint8)
+    sb[:, 208:212] = rng.uniform(0.5, 2, (P, 1)).astype(np.float32).view(np.uint8)
+    tanh = FUNCTION_IDS["tanh"]
+    half = P // 2
+    bias_ps = AP(memory=PSUM, start_partition=half, num_partitions=half, offset=12)
+    ins = [
+        ActInstr(opcode=OP_COPY, src=AP(memory=SBUF, num_partitions=P, offset=200,
+                                        dims=((1, 1),)),
+                 dst=AP(memory=PSUM, num_partitions=P, offset=12, dims=((1, 1),))),
+        ActInstr(func=tanh, src=AP(memory=SBUF, start_partition=half, num_partitions=half,
+                                   dims=((1, 24),)),
+                 dst=AP(memory=SBUF, start_partition=half, num_partitions=half, offset=1200,
+                        elem_bytes=2, dims=((-1, 24),)), dst_dtype=2,
+                 scale_ap=AP(memory=SBUF, start_partition=half, num_partitions=half,
+                             offset=204, elem_bytes=2), scale_dtype=2,
+                 bias_ap=bias_ps, reduce_cmd=REDUCE_RESET_REDUCE),
+        ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, dims=((2, 12),)),
+                 dst=AP(memory=SBUF, num_partitions=P, offset=1400, dims=((1, 12),)),
+                 scale_ap=AP(memory=SBUF, num_partitions=P, offset=208), bias=f32b(0.125),
+                 reduce_cmd=REDUCE_REDUCE),
+        # bad scale AP (range) and bad src (range): the scale's code (it is read first)
+        ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, offset=4088, dims=((1, 4),)),
+                 dst=AP(memory=SBUF, num_partitions=P, offset=1500, dims=((1, 4),)),
+                 scale_ap=AP(memory=SBUF, num_partitions=P, offset=4096 - 2, elem_bytes=2),
+                 scale_dtype=2, reduce_cmd=REDUCE_RESET),
+        # good scale, bad bias (align), good src: the bias's code, nothing written
+        ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, dims=((1, 4),)),
+                 dst=AP(memory=SBUF, num_partitions=P, offset=1500, dims=((1, 4),)),
+                 scale_ap=AP(memory=SBUF, num_partitions=P, offset=208),
+                 bias_ap=AP(memory=SBUF, num_partitions=P, offset=202), reduce_cmd=REDUCE_RESET),
+        # good scale and src, bad dst: the elements read are dropped
+        ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, dims=((1, 4),)),
+                 dst=AP(memory=SBUF, num_partitions=P, offset=4088, dims=((1, 4),)),
+                 scale_ap=AP(memory=SBUF, num_partitions=P, offset=208),
+                 reduce_cmd=REDUCE_RESET),
+        ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, dims=((1, 4),)),
+                 dst=AP(memory=SBUF, num_partitions=P, offset=1500, dims=((1, 4),)),
+                 scale_ap=AP(memory=SBUF, num_partitions=P, offset=208, dims=((1, 2),))),
+        ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, offset=8, dims=((1, 6),)),
+                 dst=AP(memory=PSUM, num_partitions=P, offset=64, dims=((1, 6),)),
+                 bias_ap=AP(memory=PSUM, num_partitions=P, offset=12), reduce_cmd=REDUCE_REDUCE),
+    ]
+    st = check(rig, "tanh", ins, sb)
+    assert st == [0, 0, 0, 0x04, 0x0E, 0x04, E_SHAPE, 0], st
+
+
+def test_engine_table_load(rig, seed):
+    """ACT_TABLE_LOAD from SBUF (no ``tw`` load at all): exp from partition 1 with a negative
+    step, run; a bad image (another id) -> E_FORMAT and ACTIVATION -> E_OPCODE after it; a
+    partial segment -> E_FORMAT; static errors; then log loaded and run, COPY in between."""
+    rng = np.random.default_rng(seed)
+    sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
+    sb[:, 0:64] = rng.uniform(-3, 3, (P, 16)).astype(np.float32).view(np.uint8)
+    we = table_words(table("exp"), CFG)
+    wl = table_words(table("log"), CFG)
+    ne, nl = len(we), len(wl)
+    sb[1, 1024:1024 + 4 * ne] = np.ascontiguousarray(we[::-1]).view(np.uint8)
+    sb[3, 2048:2048 + 4 * nl] = wl.view(np.uint8)
+    exp_id, log_id = FUNCTION_IDS["exp"], FUNCTION_IDS["log"]
+    ld_exp = ActInstr(opcode=OP_ACT_TABLE_LOAD, func=exp_id,
+                      src=AP(memory=SBUF, start_partition=1, offset=1024 + 4 * (ne - 1),
+                             dims=((-1, ne),)))
+    ld_log = ActInstr(opcode=OP_ACT_TABLE_LOAD, func=log_id,
+                      src=AP(memory=SBUF, start_partition=3, offset=2048, dims=((1, nl),)))
+    src = AP(memory=SBUF, num_partitions=P, dims=((1, 16),))
+    dst = AP(memory=SBUF, num_partitions=P, offset=3000, elem_bytes=2, dims=((1, 16),))
+    run = [ActInstr(func=f, src=src, dst=dst, dst_dtype=2, reduce_cmd=REDUCE_RESET_REDUCE)
+           for f in (exp_id, log_id)]
+    ins = [run[0], ld_exp, run[0],
+           ActInstr(**{**ld_log.__dict__, "func": exp_id}), run[0],
+           ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=3,
+                                                    offset=2048, dims=((1, nl - 4),))}),
+           ActInstr(**{**ld_log.__dict__, "src_dtype": 2}),
+           ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=2,
+                                                    num_partitions=2, offset=2048,
+                                                    dims=((1, nl),))}),
+           ld_log, ActInstr(opcode=OP_COPY, src=src, dst=AP(memory=SBUF, num_partitions=P,
+                                                            offset=3100, dims=((1, 16),))),
+           run[1]]
+    st = check(rig, None, ins, sb)
+    assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, E_SHAPE, 0, 0, 0], st

@@ -6,7 +6,7 @@ status per instruction, which goes back to the sequencer in order."""
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -110,7 +110,9 @@ class ScalarDecoder(_Decoder):
     """``act`` instructions to :class:`~rtl.scalar.engine.ScalarEngine` instructions: ``ap0`` /
     ``ap1`` to ``dst`` / ``src``, ``ap2`` to ``bias_ap`` (immediate ``bias_ap`` = 1) or
     ``scale_ap`` (``scale_ap`` = 1), the immediates ``func``, ``reduce_cmd``, ``scale``,
-    ``bias``, flag ``sr`` (``docs/scalar.md``).
+    ``bias``, flag ``sr`` (``docs/scalar.md``). ``act_table_load``: ``ap1`` (the table words)
+    to ``src`` and ``func``; its unused APs are not checked and ``bias_src``/``scale_src`` are
+    0 (the flags are activation's immediates).
 
     Members
     -------
@@ -127,12 +129,19 @@ class ScalarDecoder(_Decoder):
     def fill(self, m, raw, ins):
         cfg = self.cfg
         op = "activation"
-        bias_ap, scale_ap = isa.imm_bits(raw, op, "bias_ap")[0], isa.imm_bits(raw, op, "scale_ap")[0]
+        opcode = isa.header_bits(raw, "opcode")
+        is_act = opcode == isa.OPS_BY_NAME["activation"].code
+        is_tbl = opcode == isa.OPS_BY_NAME["act_table_load"].code
+        # the per-partition operand flags exist only in activation's immediates
+        bias_ap = isa.imm_bits(raw, op, "bias_ap")[0] & is_act
+        scale_ap = isa.imm_bits(raw, op, "scale_ap")[0] & is_act
         forms = []
         for slot, name in (("ap0", "dst"), ("ap1", "src"), ("ap2", "bias_ap"),
                            ("ap2", "scale_ap")):
             _, _, _, form_ok = decode_ap(m, raw, slot, getattr(ins, name), cfg, f"s_{name}")
-            forms.append(form_ok)
+            # an AP the instruction does not use is not checked (act_table_load: ap1 only)
+            used = {"dst": ~is_tbl, "src": Const(1, 1), "bias_ap": bias_ap, "scale_ap": scale_ap}[name]
+            forms.append(form_ok | ~used)
             dt = {"dst": "dst_dtype", "src": "src_dtype", "bias_ap": "bias_dtype",
                   "scale_ap": "scale_dtype"}[name]
             m.d.comb += getattr(ins, dt).eq(isa.ap_bits(raw, slot, "dtype"))

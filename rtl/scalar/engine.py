@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Scalar (activation) engine: ``ACTIVATION`` / ``COPY`` instructions over SBUF and PSUM
-access patterns, P function-unit lanes (docs/scalar.md §7; contract
+"""The Scalar (activation) engine: ``ACTIVATION`` / ``COPY`` / ``ACT_TABLE_LOAD`` instructions
+over SBUF and PSUM access patterns, P function-unit lanes (docs/scalar.md §7; contract
 ``golden.activation.execute``)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import (Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal,
+                          signed)
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.config import FP32, check_config
+from rtl.config import (ACT_BINADES, ACT_MAP_BASE, ACT_SEG_BASE, ACT_SEG_STRIDE, AP_NUM_BITS,
+                        AP_OFFSET_BITS, AP_PART_BITS, AP_STEP_BITS, FP32, check_config)
 from rtl.fp.adder import FP32Adder
 from rtl.fp.convert import ConvertFromFP32
 from rtl.fp.fma import FMA
@@ -16,49 +18,100 @@ from rtl.fp.widen import WidenToFP32
 from rtl.mem.apport import APReader, APWriter
 from rtl.mem.port import LANE_BITS, PSUM, SBUF, RowPort
 from rtl.scalar.function import FunctionUnit, table_write_layout
-from rtl.scalar.isa import (E_FORMAT, E_OK, E_OPCODE, E_SHAPE, FUNCTION_NAMES, OP_ACTIVATION,
-                            OP_COPY, OPERAND_AP, REDUCE_REDUCE, REDUCE_RESET,
-                            REDUCE_RESET_REDUCE, done_layout, instr_layout)
+from rtl.scalar.isa import (E_FORMAT, E_OK, E_OPCODE, E_SHAPE, FUNCTION_NAMES, OP_ACT_TABLE_LOAD,
+                            OP_ACTIVATION, OP_COPY, REDUCE_REDUCE, REDUCE_RESET,
+                            REDUCE_RESET_REDUCE, TABLE_HEADER_WORDS, done_layout, instr_layout)
+from rtl.tensor.layouts import config_tag
 
-__all__ = ["ScalarEngine"]
+__all__ = ["ScalarEngine", "fu_module_name", "leaf_modules", "leaf_pragmas"]
 
 #: §8.3 dtype codes of the dense formats.
 _DTYPES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
            6: "fp8_e4m3fn", 7: "cfp8"}
 _BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 _MEM_PSUM = 2
+#: Kinds of the reader-stream entries (what the elements of one accepted descriptor are for).
+_DATA, _SCALE, _BIAS, _DROP, _TABLE = range(5)
+#: ``loaded`` after reset or a bad table image: no function id matches it.
+_NONE = 0xFF
+
+
+def fu_module_name(cfg):
+    """Verilog module name of the separately converted :class:`FunctionUnit` of ``cfg``."""
+    return f"nc_actfu_{config_tag(cfg)}"
+
+
+def leaf_modules(cfg):
+    """``{Verilog module name: component}`` the engine instantiates by name when built with
+    ``use_instances=True`` (the function unit, converted once)."""
+    return {fu_module_name(cfg): FunctionUnit(cfg)}
+
+
+def leaf_pragmas(cfg):
+    """Verilator metacomment of each leaf module: the function unit is a ``hier_block``."""
+    return {fu_module_name(cfg): "hier_block"}
+
+
+_RW = AP_STEP_BITS + AP_NUM_BITS + AP_OFFSET_BITS + 8    # signed byte-range width
+
+
+def _byte_range(m, ap, name):
+    """``(lo, hi)``: the first and last byte an AP touches (its closed-form footprint, as
+    :class:`~rtl.mem.ap.APGenerator` computes it for its range check)."""
+    lo, hi = Signal(signed(_RW), name=f"{name}_lo"), Signal(signed(_RW), name=f"{name}_hi")
+    pos, neg, act = 0, 0, Const(1, 1)
+    for d in ap.dims:
+        act = act & (d.num != 0)
+        span = Mux(act, d.step * (d.num - 1).as_unsigned(), 0)
+        pos = pos + Mux(span > 0, span, 0)
+        neg = neg + Mux(span < 0, span, 0)
+    m.d.comb += [lo.eq(ap.offset + (neg << ap.esize)),
+                 hi.eq(ap.offset + (pos << ap.esize) + (Const(1, 4) << ap.esize) - 1)]
+    return lo, hi
 
 
 class ScalarEngine(wiring.Component):
     """P lanes of ``y = f(RNE(x * scale + bias))`` between SBUF/PSUM access patterns.
 
-    One instruction at a time: the static checks (``E_OPCODE``, ``E_FORMAT``, ``E_SHAPE``), then
-    the source AP is given to the reader of its memory (rejected: its code), then the
-    destination AP to the writer of its memory (rejected: its code; the elements already read
-    are discarded). Accepted: elements stream reader -> widen -> fused MAC with ``scale``/``bias``
-    -> :class:`FunctionUnit` (``COPY`` bypasses it) -> convert (RNE/SR) -> output FIFO -> writer,
-    one element per lane per cycle; ``reduce_cmd`` accumulates the FP32 results of the AP's
-    partitions in AP order (a single-cycle FP32 adder per lane). ``done`` carries the status
-    when the last write was granted (or at once for a rejected instruction, after any
-    discarded elements drained). Nothing is written for a rejected instruction and the
-    accumulators are unchanged.
+    Front end, one instruction at a time: the static checks (``E_OPCODE``, ``E_FORMAT``,
+    ``E_SHAPE``), then the operand APs in the order scale, bias (when per-partition), source
+    (each to the reader of its memory), destination (to a writer of its memory); the first AP
+    rejected gives the status. Accepted, the instruction's elements follow the previous
+    instruction's in the readers' stream: reader -> widen -> fused MAC with ``scale``/``bias``
+    -> :class:`FunctionUnit` (``COPY`` bypasses it) -> convert (RNE/SR) -> output FIFO ->
+    writer, one element per lane per cycle, with **no gap between consecutive instructions**:
+    the front end checks instruction n + 1 while n streams (two instruction contexts, two
+    writers per memory, the readers' prefetching generators). The per-partition scale/bias
+    elements are read through the same readers (one element per partition) and captured into
+    the instruction's context ahead of its data. ``reduce_cmd`` accumulates the FP32 results of
+    the AP's partitions in AP order (single-cycle FP32 adder per lane; ``reset`` applies at the
+    instruction's first element). ``done`` records leave in instruction order: an accepted
+    instruction's when its last write is granted, a rejected one's after every earlier one.
+    Nothing is written for a rejected instruction and the accumulators are unchanged (source
+    elements already read for it are dropped before the lanes).
 
-    v1 limits: scale/bias immediates only (``OPERAND_AP`` -> ``E_OPCODE``), opcodes ACTIVATION
-    and COPY (others -> ``E_OPCODE``); tables load through ``tw`` (broadcast to every lane) while
-    the engine is idle, and ACTIVATION runs only for the function id of the loaded table (word 9
-    of the image; another id -> ``E_OPCODE``).
+    ``ACT_TABLE_LOAD`` waits until the lanes are idle, then reads the table words
+    (``golden.activation.table_words`` order, FP32 container, one partition) through ``src``
+    and writes them to every lane's table; the image's function id (word 9) must equal
+    ``func`` and the word count must be whole segments within ``act_segments``, else
+    ``E_FORMAT`` and no function is loaded (ACTIVATION -> ``E_OPCODE`` until a good load).
 
     Parameters
     ----------
     cfg : CoreConfig
     sbuf_latency, psum_latency : int
         Read latencies of the SBUF / PSUM row ports (size the readers' buffers).
+    use_instances : bool
+        False (default): the lanes' function units are Amaranth submodules; True:
+        ``Instance(fu_module_name(cfg))`` of one separately converted :class:`FunctionUnit`
+        (``leaf_modules``; Verilator compiles it once as a ``hier_block``).
 
     Members
     -------
     instr : In(stream.Signature(instr_layout(cfg)))
     done : Out(stream.Signature(done_layout(cfg)))
     tw : In(stream.Signature(table_write_layout(cfg), always_ready=True))
+        Table words from outside (testbench); only while the engine is idle.
     acc : Out(ArrayLayout(32, partitions))
         The per-partition FP32 accumulators.
     busy : Out(1)
@@ -87,29 +140,38 @@ class ScalarEngine(wiring.Component):
                 "psum_wr": Out(RowPort.Signature(cfg, PSUM)),
             })
 
-    def __init__(self, cfg, *, sbuf_latency=1, psum_latency=1):
+    def __init__(self, cfg, *, sbuf_latency=1, psum_latency=1, use_instances=False):
         super().__init__(self.Signature(cfg, sbuf_latency=sbuf_latency,
                                         psum_latency=psum_latency))
         self.cfg = cfg
+        self.use_instances = use_instances
 
     def elaborate(self, platform):
         m = Module()
         cfg, sig = self.cfg, self.signature
         P = cfg.partitions
-        # --- memories' AP ports ---------------------------------------------------------------
-        rs = APReader(cfg, SBUF, mem_latency=sig.sbuf_latency)
-        rp = APReader(cfg, PSUM, mem_latency=sig.psum_latency)
-        ws, wp = APWriter(cfg, SBUF), APWriter(cfg, PSUM)
+        # --- memories' AP ports: a prefetching reader per memory, two writers per memory ------
+        rs = APReader(cfg, SBUF, mem_latency=sig.sbuf_latency, prefetch=True)
+        rp = APReader(cfg, PSUM, mem_latency=sig.psum_latency, prefetch=True)
         m.submodules.rd_sbuf, m.submodules.rd_psum = rs, rp
-        m.submodules.wr_sbuf, m.submodules.wr_psum = ws, wp
         wiring.connect(m, rs.port, wiring.flipped(self.sbuf_rd))
         wiring.connect(m, rp.port, wiring.flipped(self.psum_rd))
-        wiring.connect(m, ws.port, wiring.flipped(self.sbuf_wr))
-        wiring.connect(m, wp.port, wiring.flipped(self.psum_wr))
+        writers = []                                 # index wid = 2 * (memory is PSUM) + k
+        for mem, port in ((SBUF, self.sbuf_wr), (PSUM, self.psum_wr)):
+            pair = [APWriter(cfg, mem) for _ in range(2)]
+            for k, w in enumerate(pair):
+                m.submodules[f"wr_{mem}{k}"] = w
+            a, b = pair
+            # Only the writer whose elements are at the FIFO head requests (the other's
+            # element input is low), so the port is a plain OR/Mux of the two.
+            m.d.comb += [port.req.valid.eq(a.port.req.valid | b.port.req.valid),
+                         port.req.payload.eq(Mux(b.port.req.valid, b.port.req.payload,
+                                                 a.port.req.payload)),
+                         a.port.req.ready.eq(port.req.ready),
+                         b.port.req.ready.eq(port.req.ready)]
+            writers += pair
 
         ins = Signal(instr_layout(cfg))
-        rsel = ins.src.mem == _MEM_PSUM
-        wsel = ins.dst.mem == _MEM_PSUM
 
         # --- dtype tables ---------------------------------------------------------------------
         wfmts = WidenToFP32.Signature(cfg).formats
@@ -138,6 +200,8 @@ class ScalarEngine(wiring.Component):
 
         s_ok, s_32, s_wi, _ = dtype_info(ins.src_dtype, ins.src.esize)
         d_ok, d_32, _, d_ci = dtype_info(ins.dst_dtype, ins.dst.esize)
+        sc_ok, sc_32, sc_wi, _ = dtype_info(ins.scale_dtype, ins.scale_ap.esize)
+        bi_ok, bi_32, bi_wi, _ = dtype_info(ins.bias_dtype, ins.bias_ap.esize)
 
         def count(ap):
             prod, act = Const(1, 64), Const(1, 1)
@@ -145,37 +209,74 @@ class ScalarEngine(wiring.Component):
                 act = act & (d.num != 0)
                 prod = prod * Mux(act, d.num, 1)
             return prod
-        shape_bad = ((ins.src.start != ins.dst.start) | (ins.src.count != ins.dst.count)
-                     | (count(ins.src) != count(ins.dst)))
+
+        def same_parts(ap):
+            return (ap.start == ins.src.start) & (ap.count == ins.src.count)
+        shape_bad = (~same_parts(ins.dst) | (count(ins.src) != count(ins.dst))
+                     | (ins.scale_src & (~same_parts(ins.scale_ap) | (count(ins.scale_ap) != 1)))
+                     | (ins.bias_src & (~same_parts(ins.bias_ap) | (count(ins.bias_ap) != 1))))
         is_act = ins.opcode == OP_ACTIVATION
-        loaded = Signal(8)                               # table image word 9: its function id
-        with m.If(self.tw.valid & (self.tw.payload.addr == 9)):
-            m.d.sync += loaded.eq(self.tw.payload.data[:8])
+        is_tbl = ins.opcode == OP_ACT_TABLE_LOAD
+        loaded = Signal(8, init=_NONE)               # the loaded table's function id
         static = Signal(8)
-        with m.If(~(is_act | (ins.opcode == OP_COPY))
-                  | (is_act & ((ins.func >= len(FUNCTION_NAMES)) | (ins.func != loaded)))
-                  | (ins.scale_src == OPERAND_AP) | (ins.bias_src == OPERAND_AP)):
+        with m.If(~(is_act | is_tbl | (ins.opcode == OP_COPY))
+                  | (is_act & ((ins.func >= len(FUNCTION_NAMES)) | (ins.func != loaded)))):
             m.d.comb += static.eq(E_OPCODE)
-        with m.Elif(~s_ok | ~d_ok):
+        with m.Elif(is_tbl):
+            with m.If(~s_ok | ~s_32):
+                m.d.comb += static.eq(E_FORMAT)
+            with m.Elif(ins.src.count != 1):
+                m.d.comb += static.eq(E_SHAPE)
+        with m.Elif(~s_ok | ~d_ok | (ins.scale_src & ~sc_ok) | (ins.bias_src & ~bi_ok)):
             m.d.comb += static.eq(E_FORMAT)
         with m.Elif(shape_bad):
             m.d.comb += static.eq(E_SHAPE)
-        with m.Else():
-            m.d.comb += static.eq(E_OK)
+
+        # --- instruction contexts (two: one streaming, the next one starting) ------------------
+        ctx_lay = data.StructLayout({"d_ci": range(len(cfmts)), "d_32": 1, "act": 1, "sr": 1,
+                                     "scale_src": 1, "bias_src": 1, "scale": 32, "bias": 32,
+                                     "reset": 1, "reduce": 1, "wid": 2,
+                                     # the destination's footprint (read-after-write hazard)
+                                     "wmem": 2, "wstart": AP_PART_BITS, "wcount": AP_PART_BITS,
+                                     "wlo": signed(_RW), "whi": signed(_RW)})
+        ctxs = [Signal(ctx_lay, name=f"ctx{k}") for k in range(2)]
+        sc_r = [[Signal(32, name=f"scale{k}_{p}") for p in range(P)] for k in range(2)]
+        bi_r = [[Signal(32, name=f"bias{k}_{p}") for p in range(P)] for k in range(2)]
+        inuse = Signal(2)
+        fs = Signal()                                # the context the front end fills
+        rel = Signal()                               # the oldest context in use
+
+        def cf(s, name):
+            return Mux(s, getattr(ctxs[1], name), getattr(ctxs[0], name))
+
+        # --- reader-stream entries: one per accepted read descriptor, in order ---------------
+        ent = data.StructLayout({"kind": 3, "rsel": 1, "slot": 1, "wi": range(len(wfmts)),
+                                 "is32": 1})
+        m.submodules.kq = kq = fifo.SyncFIFO(width=ent.size, depth=4)
+        hd = data.View(ent, kq.r_data)
+        push = Signal(ent)
+        m.d.comb += kq.w_data.eq(push)
 
         # --- element pipeline -----------------------------------------------------------------
         D = sig.pipe_latency + 4
-        m.submodules.outq = outq = fifo.SyncFIFO(width=P * LANE_BITS, depth=D)
+        m.submodules.outq = outq = fifo.SyncFIFO(width=P * LANE_BITS + 2, depth=D)
         in_flight = Signal(range(D + 1))
-        discard = Signal()
-        commit = Signal()
-        el_valid = Mux(rsel, rp.o.valid, rs.o.valid)
-        el = data.View(rs.o.payload.shape(), Mux(rsel, rp.o.payload.as_value(),
+        el_valid = Mux(hd.rsel, rp.o.valid, rs.o.valid) & kq.r_rdy
+        el = data.View(rs.o.payload.shape(), Mux(hd.rsel, rp.o.payload.as_value(),
                                                  rs.o.payload.as_value()))
         credit = (in_flight + outq.level) < D
-        take = Signal()
-        m.d.comb += [take.eq(el_valid & credit),
-                     rs.o.ready.eq(~rsel & credit), rp.o.ready.eq(rsel & credit)]
+        is_data = hd.kind == _DATA
+        go = Signal()
+        m.d.comb += [go.eq(el_valid & (~is_data | credit)),
+                     rs.o.ready.eq(kq.r_rdy & ~hd.rsel & (~is_data | credit)),
+                     rp.o.ready.eq(kq.r_rdy & hd.rsel & (~is_data | credit)),
+                     kq.r_en.eq(go & el.last)]
+        take = go & is_data
+        cap = go & ((hd.kind == _SCALE) | (hd.kind == _BIAS))
+        tword = go & (hd.kind == _TABLE)
+        first = Signal(init=1)                       # the next element starts an entry
+        with m.If(go):
+            m.d.sync += first.eq(el.last)
         out_valid = delay(m, take, sig.pipe_latency, name="ov")
         m.d.sync += in_flight.eq(in_flight + take - out_valid)
         fu_lat = FunctionUnit.Signature(cfg).latency
@@ -183,108 +284,269 @@ class ScalarEngine(wiring.Component):
         fma_lat = FunctionUnit.Signature(cfg).fma.latency
         c_lat = ConvertFromFP32.Signature(cfg).latency
         t_acc = w_lat + fma_lat + fu_lat             # FP32 result of the element at the adder
+        is32_w = delay(m, hd.is32, w_lat, name="is32w")
+        cap_w = delay(m, cap, w_lat, name="capw")
+        capb_w = delay(m, hd.kind == _BIAS, w_lat, name="capbw")
+        slot_w = delay(m, hd.slot, w_lat, name="slotw")
+        slot_a = delay(m, slot_w, t_acc - w_lat, name="slota")
+        slot_o = delay(m, slot_a, c_lat, name="sloto")
         acc_v = delay(m, take, t_acc, name="accv")
+        first_a = delay(m, first, t_acc, name="firsta")
         mask_a = delay(m, el.mask, t_acc, name="acc_mask")
-        red = commit & ((ins.reduce_cmd == REDUCE_REDUCE)
-                        | (ins.reduce_cmd == REDUCE_RESET_REDUCE))
-        start_reset = Signal()
+        red = cf(slot_a, "reduce")
+        rst = cf(slot_a, "reset") & first_a
         codes = []
         adder_cfg = cfg.replace(add_stages=0)
+        tw_int = Signal.like(self.tw.payload)
+        tw_v = Signal()
+        twp = data.View(table_write_layout(cfg), Mux(self.tw.valid, self.tw.payload.as_value(),
+                                                     tw_int.as_value()))
+        m.d.comb += tw_v.eq(self.tw.valid | tword)
         for p in range(P):
             wd = WidenToFP32(cfg)
             m.submodules[f"widen{p}"] = wd
-            m.d.comb += [wd.i.valid.eq(take), wd.i.payload.code.eq(el.data[p]),
-                         wd.i.payload.fmt.eq(s_wi)]
-            x = Mux(s_32, delay(m, el.data[p], w_lat, name=f"x32_{p}"), wd.o.payload.x)
+            m.d.comb += [wd.i.valid.eq(take | cap), wd.i.payload.code.eq(el.data[p]),
+                         wd.i.payload.fmt.eq(hd.wi)]
+            x = Mux(is32_w, delay(m, el.data[p], w_lat, name=f"x32_{p}"), wd.o.payload.x)
+            for k in range(2):
+                with m.If(cap_w & (slot_w == k)):
+                    with m.If(capb_w):
+                        m.d.sync += bi_r[k][p].eq(x)
+                    with m.Else():
+                        m.d.sync += sc_r[k][p].eq(x)
             pre = FMA(cfg, formats_a=(FP32,), formats_b=(FP32,))
             m.submodules[f"pre{p}"] = pre
             m.d.comb += [pre.i.valid.eq(1), pre.i.payload.a.eq(x),
-                         pre.i.payload.b.eq(ins.scale), pre.i.payload.c.eq(ins.bias)]
-            fu = FunctionUnit(cfg)
-            m.submodules[f"fu{p}"] = fu
-            m.d.comb += [fu.i.valid.eq(1), fu.i.payload.x.eq(pre.o.payload.result),
-                         fu.tw.valid.eq(self.tw.valid), fu.tw.payload.eq(self.tw.payload)]
-            y = Mux(is_act, fu.o.payload.y,
+                         pre.i.payload.b.eq(Mux(cf(slot_w, "scale_src"),
+                                                Mux(slot_w, sc_r[1][p], sc_r[0][p]),
+                                                cf(slot_w, "scale"))),
+                         pre.i.payload.c.eq(Mux(cf(slot_w, "bias_src"),
+                                                Mux(slot_w, bi_r[1][p], bi_r[0][p]),
+                                                cf(slot_w, "bias")))]
+            fu_y = Signal(32, name=f"fu_y{p}")
+            if self.use_instances:
+                m.submodules[f"fu{p}"] = Instance(
+                    fu_module_name(cfg), i_clk=ClockSignal(), i_rst=ResetSignal(),
+                    i_i__valid=1, i_i__payload=pre.o.payload.result, i_tw__valid=tw_v,
+                    i_tw__payload=twp.as_value(), o_o__payload=fu_y)
+            else:
+                fu = FunctionUnit(cfg)
+                m.submodules[f"fu{p}"] = fu
+                m.d.comb += [fu.i.valid.eq(1), fu.i.payload.x.eq(pre.o.payload.result),
+                             fu.tw.valid.eq(tw_v), fu.tw.payload.eq(twp), fu_y.eq(fu.o.payload.y)]
+            y = Mux(cf(slot_a, "act"), fu_y,
                     delay(m, pre.o.payload.result, fu_lat, name=f"copy{p}"))
             add = FP32Adder(adder_cfg)
             m.submodules[f"acc_add{p}"] = add
-            m.d.comb += [add.i.valid.eq(1), add.i.payload.a.eq(self.acc[p]),
+            m.d.comb += [add.i.valid.eq(1), add.i.payload.a.eq(Mux(rst, 0, self.acc[p])),
                          add.i.payload.b.eq(y)]
-            with m.If(start_reset & (ins.src.start <= p) & (p < ins.src.start + ins.src.count)):
-                m.d.sync += self.acc[p].eq(0)
-            with m.Elif(red & acc_v & mask_a[p]):
-                m.d.sync += self.acc[p].eq(add.o.payload.result)
+            with m.If(acc_v & mask_a[p]):
+                with m.If(red):
+                    m.d.sync += self.acc[p].eq(add.o.payload.result)
+                with m.Elif(rst):
+                    m.d.sync += self.acc[p].eq(0)
             cv = ConvertFromFP32(cfg, lane=p)
             m.submodules[f"conv{p}"] = cv
-            m.d.comb += [cv.i.valid.eq(acc_v), cv.i.payload.x.eq(y), cv.i.payload.fmt.eq(d_ci),
-                         cv.i.payload.sr.eq(ins.sr)]
-            codes.append(Mux(d_32, delay(m, y, c_lat, name=f"y32_{p}"), cv.o.payload.code))
-        m.d.comb += [outq.w_en.eq(out_valid & ~discard), outq.w_data.eq(Cat(*codes))]
-        for w, sel in ((ws, ~wsel), (wp, wsel)):
-            m.d.comb += [w.el.valid.eq(sel & outq.r_rdy),
-                         w.el.payload.data.as_value().eq(outq.r_data)]
-        m.d.comb += outq.r_en.eq(Mux(wsel, wp.el.ready, ws.el.ready))
+            m.d.comb += [cv.i.valid.eq(acc_v), cv.i.payload.x.eq(y),
+                         cv.i.payload.fmt.eq(cf(slot_a, "d_ci")),
+                         cv.i.payload.sr.eq(cf(slot_a, "sr"))]
+            codes.append(Mux(cf(slot_o, "d_32"), delay(m, y, c_lat, name=f"y32_{p}"),
+                             cv.o.payload.code))
+        m.d.comb += [outq.w_en.eq(out_valid), outq.w_data.eq(Cat(*codes, cf(slot_o, "wid")))]
+        head_wid = outq.r_data[P * LANE_BITS:]
+        for wid, w in enumerate(writers):
+            m.d.comb += [w.el.valid.eq(outq.r_rdy & (head_wid == wid)),
+                         w.el.payload.data.as_value().eq(outq.r_data[:P * LANE_BITS])]
+        m.d.comb += outq.r_en.eq(Cat(*(w.el.ready for w in writers)).bit_select(head_wid, 1))
+        wdone = Cat(*(w.done for w in writers)).any()
 
-        # --- control --------------------------------------------------------------------------
-        status = Signal(8)
-        wcnt = Signal(range(ws.signature.latency + 3))
-        m.d.comb += [rs.i.payload.eq(ins.src), rp.i.payload.eq(ins.src),
-                     ws.i.payload.eq(ins.dst), wp.i.payload.eq(ins.dst)]
+        # --- table load from the reader stream -----------------------------------------------
+        taddr = Signal(range(ACT_SEG_BASE + cfg.act_segments * ACT_SEG_STRIDE + 1))
+        tbad = Signal()
+        top = ACT_SEG_BASE + cfg.act_segments * ACT_SEG_STRIDE
+        lanes = Cat(*(el.data[p] for p in range(P)))
+        m.d.comb += [tw_int.addr.eq(taddr),
+                     tw_int.data.eq(lanes.word_select(ins.src.start[:max(1, (P - 1).bit_length())],
+                                                      LANE_BITS))]
+        with m.If(tword):
+            with m.If(taddr == TABLE_HEADER_WORDS - 1):
+                m.d.sync += taddr.eq(ACT_MAP_BASE)
+            with m.Elif(taddr == ACT_MAP_BASE + 2 * ACT_BINADES - 1):
+                m.d.sync += taddr.eq(ACT_SEG_BASE)
+            with m.Elif((taddr >= ACT_SEG_BASE) & (taddr[:4] == ACT_SEG_STRIDE // 2)):
+                m.d.sync += taddr.eq(taddr + ACT_SEG_STRIDE // 2)
+            with m.Else():
+                m.d.sync += taddr.eq(taddr + 1)
+            with m.If(taddr >= top):
+                m.d.sync += tbad.eq(1)
+            with m.If(taddr == 9):
+                with m.If((tw_int.data != ins.func) | (ins.func >= len(FUNCTION_NAMES))):
+                    m.d.sync += tbad.eq(1)
+        with m.If(self.tw.valid & (self.tw.payload.addr == 9)):
+            m.d.sync += loaded.eq(self.tw.payload.data[:8])
+        # the internal writes stop at the top of the segment memories
+        with m.If(~self.tw.valid & (taddr >= top)):
+            m.d.comb += tw_v.eq(0)
+
+        # --- completion records, in instruction order ----------------------------------------
+        dq_lay = data.StructLayout({"status": 8, "opcode": 8, "wait": 1})
+        m.submodules.dq = dq = fifo.SyncFIFO(width=dq_lay.size, depth=2)
+        dqh = data.View(dq_lay, dq.r_data)
+        dpush = Signal(dq_lay)
+        m.d.comb += dq.w_data.eq(dpush)
+        wdcnt = Signal(2)                            # writes finished, records not yet sent
+        fin = Signal()
+        m.d.comb += [self.done.valid.eq(dq.r_rdy & (~dqh.wait | (wdcnt != 0))),
+                     self.done.payload.status.eq(dqh.status),
+                     self.done.payload.opcode.eq(dqh.opcode),
+                     dq.r_en.eq(self.done.valid & self.done.ready),
+                     fin.eq(dq.r_en & dqh.wait)]
+        m.d.sync += wdcnt.eq(wdcnt + wdone - fin)
+        with m.If(wdone):
+            m.d.sync += [inuse.bit_select(rel, 1).eq(0), rel.eq(~rel)]
+
+        # --- front end ------------------------------------------------------------------------
+        rdesc = Signal.like(ins.src)
+        # A read descriptor waits while the other context's destination (still being written)
+        # overlaps it: same memory, a common partition, intersecting byte ranges; so a read
+        # sees every earlier instruction's writes (in-order semantics with overlap).
+        r_lo, r_hi = _byte_range(m, rdesc, "rd")
+        d_lo, d_hi = _byte_range(m, ins.dst, "dst")
+        other = data.View(ctx_lay, Mux(fs, ctxs[0].as_value(), ctxs[1].as_value()))
+        haz = (inuse.bit_select(~fs, 1) & (other.wmem == rdesc.mem)
+               & (rdesc.start < other.wstart + other.wcount)
+               & (other.wstart < rdesc.start + rdesc.count)
+               & (r_lo <= other.whi) & (other.wlo <= r_hi))
+        m.d.comb += [rs.i.payload.eq(rdesc), rp.i.payload.eq(rdesc)]
+        for w in writers:
+            m.d.comb += w.i.payload.eq(ins.dst)
+        rsel = rdesc.mem == _MEM_PSUM
         r_err = Mux(rsel, rp.err, rs.err)
         r_ok = Mux(rsel, rp.ok, rs.ok)
         r_code = Mux(rsel, rp.err_code, rs.err_code)
-        w_err = Mux(wsel, wp.err, ws.err)
-        w_code = Mux(wsel, wp.err_code, ws.err_code)
-        w_done = Mux(wsel, wp.done, ws.done)
-        idle_pipe = (in_flight == 0) & ~outq.r_rdy & ~rs.busy & ~rp.busy
+        r_rdy = Mux(rsel, rp.i.ready, rs.i.ready)
+        wsel = ins.dst.mem == _MEM_PSUM
+        wnxt = Signal(2)                             # per memory: the writer to use next
+        wid = Cat(wnxt.bit_select(wsel, 1), wsel)
+        w_rdy = Cat(*(w.i.ready for w in writers)).bit_select(wid, 1)
+        w_err = Cat(*(w.err for w in writers)).any()
+        w_code = Mux(writers[0].err, writers[0].err_code,
+                     Mux(writers[1].err, writers[1].err_code,
+                         Mux(writers[2].err, writers[2].err_code, writers[3].err_code)))
+        wcnt = Signal(range(writers[0].signature.latency + 3))
+        pipe_idle = (~inuse.any() & ~kq.r_rdy & (in_flight == 0) & ~outq.r_rdy
+                     & (wdcnt == 0))
+
+        def finish(status, wait=0):
+            m.d.comb += [dq.w_en.eq(1), dpush.status.eq(status), dpush.opcode.eq(ins.opcode),
+                         dpush.wait.eq(wait)]
+            m.next = "IDLE"
+
+        def give(desc, state):
+            m.d.comb += rdesc.eq(desc)
+            with m.If(kq.w_rdy & ~haz):
+                m.d.comb += [rs.i.valid.eq(~rsel), rp.i.valid.eq(rsel)]
+                with m.If(r_rdy):
+                    m.next = state
+
+        def entry(kind, wi=0, is32=0):
+            m.d.comb += [kq.w_en.eq(1), push.kind.eq(kind), push.rsel.eq(rsel),
+                         push.slot.eq(fs), push.wi.eq(wi), push.is32.eq(is32)]
+
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += self.instr.ready.eq(1)
-                with m.If(self.instr.valid):
-                    m.d.sync += [ins.eq(self.instr.payload), discard.eq(0)]
+                m.d.comb += self.instr.ready.eq(~inuse.bit_select(fs, 1) & dq.w_rdy)
+                with m.If(self.instr.valid & self.instr.ready):
+                    m.d.sync += ins.eq(self.instr.payload)
                     m.next = "CHECK"
             with m.State("CHECK"):
                 with m.If(static != E_OK):
-                    m.d.sync += status.eq(static)
-                    m.next = "DONE"
+                    finish(static)
+                with m.Elif(is_tbl):
+                    m.next = "TBL_DRAIN"
+                with m.Elif(ins.scale_src):
+                    m.next = "SCALE"
+                with m.Elif(ins.bias_src):
+                    m.next = "BIAS"
+                with m.Else():
+                    m.next = "SRC"
+            for name, desc, nxt, kind, wi, is32 in (
+                    ("SCALE", ins.scale_ap, "BIAS_OR_SRC", _SCALE, sc_wi, sc_32),
+                    ("BIAS", ins.bias_ap, "SRC", _BIAS, bi_wi, bi_32)):
+                with m.State(name):
+                    give(desc, name + "_W")
+                with m.State(name + "_W"):
+                    m.d.comb += rdesc.eq(desc)
+                    with m.If(r_err):
+                        finish(r_code)
+                    with m.Elif(r_ok):
+                        entry(kind, wi, is32)
+                        m.next = nxt
+            with m.State("BIAS_OR_SRC"):
+                with m.If(ins.bias_src):
+                    m.next = "BIAS"
                 with m.Else():
                     m.next = "SRC"
             with m.State("SRC"):
-                m.d.comb += [rs.i.valid.eq(~rsel), rp.i.valid.eq(rsel)]
-                with m.If(Mux(rsel, rp.i.ready, rs.i.ready)):
-                    m.next = "SRC_WAIT"
-            with m.State("SRC_WAIT"):
+                give(ins.src, "SRC_W")
+            with m.State("SRC_W"):
+                m.d.comb += rdesc.eq(ins.src)
                 with m.If(r_err):
-                    m.d.sync += status.eq(r_code)
-                    m.next = "DONE"
+                    finish(r_code)
                 with m.Elif(r_ok):
                     m.next = "DST"
             with m.State("DST"):
-                m.d.comb += [ws.i.valid.eq(~wsel), wp.i.valid.eq(wsel)]
-                with m.If(Mux(wsel, wp.i.ready, ws.i.ready)):
-                    m.d.sync += wcnt.eq(0)
-                    m.next = "DST_WAIT"
-            with m.State("DST_WAIT"):
+                m.d.comb += rdesc.eq(ins.src)
+                with m.If(kq.w_rdy):
+                    for k, w in enumerate(writers):
+                        m.d.comb += w.i.valid.eq(wid == k)
+                    with m.If(w_rdy):
+                        m.d.sync += wcnt.eq(0)
+                        m.next = "DST_W"
+            with m.State("DST_W"):
+                m.d.comb += rdesc.eq(ins.src)
                 m.d.sync += wcnt.eq(wcnt + 1)
                 with m.If(w_err):
-                    m.d.sync += [status.eq(w_code), discard.eq(1)]
-                    m.next = "DRAIN"
-                with m.Elif(wcnt == ws.signature.latency + 1):
-                    m.d.comb += start_reset.eq((ins.reduce_cmd == REDUCE_RESET)
-                                               | (ins.reduce_cmd == REDUCE_RESET_REDUCE))
-                    m.d.sync += [commit.eq(1), status.eq(E_OK)]
-                    m.next = "RUN"
-            with m.State("RUN"):
-                with m.If(w_done):
-                    m.next = "DONE"
-            with m.State("DRAIN"):
-                with m.If(idle_pipe):
-                    m.next = "DONE"
-            with m.State("DONE"):
-                m.d.comb += [self.done.valid.eq(1), self.done.payload.status.eq(status),
-                             self.done.payload.opcode.eq(ins.opcode)]
-                with m.If(self.done.ready):
-                    m.d.sync += [commit.eq(0), discard.eq(0)]
-                    m.next = "IDLE"
-        m.d.comb += self.busy.eq(~self.instr.ready | ~idle_pipe)
+                    entry(_DROP)
+                    finish(w_code)
+                with m.Elif(wcnt == writers[0].signature.latency + 1):
+                    entry(_DATA, s_wi, s_32)
+                    finish(E_OK, wait=1)
+                    fields = {
+                        "d_ci": d_ci, "d_32": d_32, "act": is_act, "sr": ins.sr,
+                        "scale_src": ins.scale_src, "bias_src": ins.bias_src,
+                        "scale": ins.scale, "bias": ins.bias,
+                        "reset": (ins.reduce_cmd == REDUCE_RESET)
+                        | (ins.reduce_cmd == REDUCE_RESET_REDUCE),
+                        "reduce": (ins.reduce_cmd == REDUCE_REDUCE)
+                        | (ins.reduce_cmd == REDUCE_RESET_REDUCE),
+                        "wid": wid, "wmem": ins.dst.mem, "wstart": ins.dst.start,
+                        "wcount": ins.dst.count, "wlo": d_lo, "whi": d_hi}
+                    for k in range(2):
+                        with m.If(fs == k):
+                            m.d.sync += [getattr(ctxs[k], f).eq(v) for f, v in fields.items()]
+                    m.d.sync += [inuse.bit_select(fs, 1).eq(1), fs.eq(~fs),
+                                 wnxt.bit_select(wsel, 1).eq(~wnxt.bit_select(wsel, 1))]
+            with m.State("TBL_DRAIN"):
+                with m.If(pipe_idle):
+                    m.next = "TBL_SRC"
+            with m.State("TBL_SRC"):
+                give(ins.src, "TBL_SRC_W")
+            with m.State("TBL_SRC_W"):
+                m.d.comb += rdesc.eq(ins.src)
+                with m.If(r_err):
+                    finish(r_code)
+                with m.Elif(r_ok):
+                    entry(_TABLE)
+                    m.d.sync += [taddr.eq(0), tbad.eq(0), loaded.eq(_NONE)]
+                    m.next = "TBL_RUN"
+            with m.State("TBL_RUN"):
+                with m.If(~kq.r_rdy):
+                    # whole segments, at least one
+                    bad = tbad | (taddr < ACT_SEG_BASE + ACT_SEG_STRIDE) | (taddr[:4] != 0)
+                    finish(Mux(bad, E_FORMAT, E_OK))
+                    with m.If(~bad):
+                        m.d.sync += loaded.eq(ins.func)
+        m.d.comb += self.busy.eq(~self.instr.ready | ~pipe_idle | rs.busy | rp.busy
+                                 | dq.r_rdy)
         return m

@@ -16,7 +16,7 @@ __all__ = ["OP_ACTIVATION", "OP_ACT_TABLE_LOAD", "OP_TENSOR_SCALAR", "OP_COPY", 
            "FUNCTION_NAMES", "REDUCE_IDLE", "REDUCE_RESET", "REDUCE_REDUCE",
            "REDUCE_RESET_REDUCE", "OPERAND_IMM", "OPERAND_AP", "instr_layout", "done_layout",
            "E_OK", "E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_AP_ALIGN",
-           "E_AP_FORM"]
+           "E_AP_FORM", "TABLE_HEADER_WORDS"]
 
 OP_ACTIVATION = 0x30
 OP_ACT_TABLE_LOAD = 0x31
@@ -33,6 +33,10 @@ FUNCTION_NAMES = ("identity", "relu", "exp", "tanh", "sigmoid", "gelu", "gelu_ta
 REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE = 0, 1, 2, 3
 #: ``scale_src`` / ``bias_src``: the FP32 immediate, or one value per partition from an AP.
 OPERAND_IMM, OPERAND_AP = 0, 1
+
+#: Header words of a table image (addresses 0..9); ``ACT_TABLE_LOAD`` takes the header, the
+#: ``2 * ACT_BINADES`` binade-map words, then 9 words per segment (golden.activation.table_words).
+TABLE_HEADER_WORDS = 10
 
 #: docs/architecture.md §11.2.
 E_OK, E_OPCODE, E_FORMAT, E_AP_PART, E_AP_RANGE, E_SHAPE = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05

@@ -60,54 +60,59 @@ def pack_instr(cfg, ins):
 
 
 def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000, cycles=None, rng=None,
-                p_hog=0.0, p_done=1.0):
-    """Load ``image`` (table words), preload SBUF with ``sbuf_bytes``, run the instructions;
-    returns ``(statuses, sbuf after, accumulators)``; ``cycles`` (a list) receives, per
-    instruction, the cycles from ``instr.valid`` (taken at once by an idle engine) to
-    ``done.valid``. With ``rng``: the SBUF hog port reads a random row of every partition in a
-    cycle with probability ``p_hog`` (the engine's SBUF requests lose those cycles) and
-    ``done.ready`` is high with probability ``p_done``."""
+                p_hog=0.0, p_done=1.0, p_instr=1.0):
+    """Load ``image`` (table words through ``tw``; ``None``: no load), preload SBUF with
+    ``sbuf_bytes``, stream the instructions (each offered as soon as the previous one was
+    taken: the engine overlaps them); returns ``(statuses, sbuf after, accumulators)``.
+    ``cycles`` (a list) receives, per instruction, the cycle (counted from the first
+    ``instr.valid``) in which its ``done`` was taken. With ``rng``: the SBUF hog port reads a
+    random row of every partition in a cycle with probability ``p_hog`` (the engine's SBUF
+    requests lose those cycles), ``done.ready`` is high with probability ``p_done`` and an
+    instruction is offered with probability ``p_instr``. Bounded: ``limit`` cycles per
+    instruction (a hang gives ``None`` statuses)."""
     cfg, eng = rig.cfg, rig.eng
     res = {}
 
     async def job(ctx):
         preload_sbuf(ctx, rig.sbuf, sbuf_bytes)
-        for addr, word in sorted(image.items()):
+        for addr, word in sorted((image or {}).items()):
             ctx.set(eng.tw.valid, 1)
             ctx.set(eng.tw.payload.addr, addr)
             ctx.set(eng.tw.payload.data, word)
             await ctx.tick()
         ctx.set(eng.tw.valid, 0)
-        statuses, cycles = [], []
+        statuses, done_at = [], []
         hog = rig.sbuf.hog.req
         hog_lay = hog.payload.shape()
         full = (1 << cfg.partitions) - 1
-        for ins in instrs:
-            ctx.set(eng.instr.payload.as_value(), pack_instr(cfg, ins))
-            ctx.set(eng.instr.valid, 1)
-            for c in range(limit):                          # bounded: a hang fails
-                stall = rng is not None and rng.random() < p_hog
-                ctx.set(hog.valid, int(stall))
-                if stall:
-                    ctx.set(hog.payload, hog_lay.const(
-                        {"addr": int(rng.integers(1 << len(hog.payload.addr))), "mask": full,
-                         "we": 0}))
-                ready = rng is None or rng.random() < p_done
-                ctx.set(eng.done.ready, int(ready))
-                taken = ready and ctx.get(eng.done.valid)   # handshake at the coming edge
-                if taken:
-                    statuses.append(ctx.get(eng.done.payload.status))
-                    cycles.append(c)
-                await ctx.tick()
-                ctx.set(eng.instr.valid, 0)               # taken at the first edge (idle)
-                if taken:
-                    break
-            else:
-                statuses.append(None)
-                cycles.append(None)
-            ctx.set(eng.done.ready, 0)
-            ctx.set(hog.valid, 0)
-        res["st"], res["cycles"] = statuses, cycles
+        packed = [pack_instr(cfg, ins) for ins in instrs]
+        k = 0
+        for c in range(limit * max(1, len(instrs))):        # bounded: a hang fails
+            offer = k < len(instrs) and (rng is None or rng.random() < p_instr)
+            ctx.set(eng.instr.valid, int(offer))
+            if offer:
+                ctx.set(eng.instr.payload.as_value(), packed[k])
+            stall = rng is not None and rng.random() < p_hog
+            ctx.set(hog.valid, int(stall))
+            if stall:
+                ctx.set(hog.payload, hog_lay.const(
+                    {"addr": int(rng.integers(1 << len(hog.payload.addr))), "mask": full,
+                     "we": 0}))
+            ready = rng is None or rng.random() < p_done
+            ctx.set(eng.done.ready, int(ready))
+            took = offer and ctx.get(eng.instr.ready)      # handshakes at the coming edge
+            if ready and ctx.get(eng.done.valid):
+                statuses.append(ctx.get(eng.done.payload.status))
+                done_at.append(c)
+            await ctx.tick()
+            k += int(took)
+            if len(statuses) == len(instrs):
+                break
+        ctx.set(eng.instr.valid, 0)
+        ctx.set(eng.done.ready, 0)
+        ctx.set(hog.valid, 0)
+        statuses += [None] * (len(instrs) - len(statuses))
+        res["st"], res["cycles"] = statuses, done_at
         res["sbuf"] = dump_sbuf(ctx, rig.sbuf)
         res["acc"] = np.array([ctx.get(eng.acc[p]) for p in range(cfg.partitions)], np.uint32)
     bench.run(job)
