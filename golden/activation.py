@@ -720,11 +720,12 @@ def table_load(cfg, ins, mems):
         return status, None
     from golden.ap import addresses
     a = addresses(ins.src)
-    p0 = ins.src.start_partition
+    p0, np_ = ins.src.start_partition, ins.src.num_partitions
     mem = mems[ins.src.memory]
-    words = np.zeros(len(a), np.uint32)
+    words = np.zeros((np_, len(a)), np.uint32)
     for j in range(4):
-        words |= mem[p0, a + j].astype(np.uint32) << np.uint32(8 * j)
+        words |= mem[p0:p0 + np_, a + j].astype(np.uint32) << np.uint32(8 * j)
+    words = words.T.ravel()             # word k: element k // np of partition p0 + k % np
     n = len(words)
     head = TABLE_HEADER_WORDS + 2 * ACT_BINADES
     k, rem = divmod(n - head, NCOEF + 2)
@@ -838,8 +839,6 @@ def check_instr(cfg, ins, loaded=None):
     if ins.opcode == OP_ACT_TABLE_LOAD:
         if ins.src_dtype != 0 or ins.src.elem_bytes != 4:
             return E_FORMAT
-        if ins.src.num_partitions != 1:
-            return E_SHAPE
         r = ap_check(cfg, ins.src)
         return E_OK if r is None else r[0]
     if ins.opcode not in (OP_ACTIVATION, OP_COPY):

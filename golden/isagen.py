@@ -107,11 +107,17 @@ def _f32imm(rng):
     return float(np.float32(v))
 
 
+#: The vector opcodes the generator draws, with their source operand counts (bn_stats,
+#: bn_aggr, affine_select and block_transpose have shape rules of their own: not drawn yet).
+_VEC_SRCS = {"tensor_tensor": 2, "tensor_scalar": 2, "tensor_reduce": 1, "tensor_copy": 1,
+             "memset": 0, "select": 2, "iota": 0, "tensor_tensor_scan": 2, "max8": 1}
+
+
 def _vector_op(cfg, rng, k, rb, ops):
     """One random vector-engine instruction over random regions (SBUF regions or PSUM banks,
     the destination apart from the sources); returns False when the pattern did not fit."""
     from golden import vector as gv
-    name = rng.choice(sorted(gv.OPCODES.values()))
+    name = rng.choice(sorted(n for n in gv.OPCODES.values() if n in _VEC_SRCS))
     P = cfg.partitions
     parts = rng.randint(1, P)
     fmts = [gv.DTYPE_NAMES[c] for c in gv.vector_formats(cfg)]
@@ -137,8 +143,7 @@ def _vector_op(cfg, rng, k, rb, ops):
             if ap is not None:
                 return ap, key
         return None, None
-    srcs = {"tensor_tensor": 2, "tensor_scalar": 2, "tensor_reduce": 1, "tensor_copy": 1,
-            "memset": 0, "select": 2, "iota": 0, "tensor_tensor_scan": 2, "max8": 1}[name]
+    srcs = _VEC_SRCS[name]
     op0, op1 = rng.randrange(16), rng.randrange(16)
     ctl = rng.randrange(16)
     if name == "tensor_reduce":
@@ -186,15 +191,12 @@ def _act_table(cfg, rng, k, rb, ops, state):
     from golden import activation as ga
     from golden.isasim import table_words
     P = cfg.partitions
-    cands = [f for f in _SMALL_TABLES if -(-len(table_words(ga.table(f))) // P) * 4 <= rb]
+    cands = [f for f in _SMALL_TABLES if table_words(ga.table(f), P).shape[1] * 4 <= rb]
     name = rng.choice(cands)
-    w = table_words(ga.table(name))
-    cols = -(-len(w) // P)
+    w = table_words(ga.table(name), P)
+    cols = w.shape[1]
     if name not in state["tables"]:
-        img = np.zeros(cols * P, np.uint32)
-        img[:len(w)] = w
-        state["tables"][name] = k.dram_tensor(f"table_{name}", dtype="fp32",
-                                              data=img.reshape(cols, P).T)
+        state["tables"][name] = k.dram_tensor(f"table_{name}", dtype="fp32", data=w)
     t = state["tables"][name]
     b = rng.randrange(_REGIONS)
     W = cfg.sbuf_word_bytes

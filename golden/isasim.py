@@ -1023,11 +1023,11 @@ register_op("dma_start", _dma_start, _t_dma_start, _dma_start_access)
 # slots) as E_AP_FORM before the engine sees the instruction. They do not drive the completion's
 # ``info``, so ERR_INFO is 0 for every vector and scalar error.
 
-def decoder_form(sim, ins):
-    """The decoders' own check: E_AP_FORM (info 0) for an AP using a dimension slot
-    ``>= cfg.ap_dims``."""
+def decoder_form(sim, ins, slots=("ap0", "ap1", "ap2")):
+    """The decoders' own check: E_AP_FORM (info 0) for an AP of ``slots`` (the ones the
+    instruction uses) using a dimension slot ``>= cfg.ap_dims``."""
     nd = sim.cfg.ap_dims
-    for slot in ("ap0", "ap1", "ap2"):
+    for slot in slots:
         enc = ins.aps.get(slot)
         if enc is not None and any(n for _s, n in enc.dims[nd:]):
             raise Fault(E_AP_FORM, 0, f"{slot} uses a dimension beyond ap_dims = {nd}")
@@ -1178,10 +1178,19 @@ def act_instr(sim, ins):
                        reduce_cmd=imm.get("reduce_cmd", 0) & 3, sr="sr" in ins.flags)
 
 
+def act_slots(ins):
+    """The AP slots the ScalarDecoder checks: ``act_table_load`` ap1; ``activation`` ap0, ap1
+    and ap2 when it is the bias or scale AP (bit 0 of ``bias_ap`` / ``scale_ap``)."""
+    if ins.op == "act_table_load":
+        return ("ap1",)
+    per = (int(ins.imm.get("bias_ap", 0)) | int(ins.imm.get("scale_ap", 0))) & 1
+    return ("ap0", "ap1", "ap2") if per else ("ap0", "ap1")
+
+
 def _act_execute(sim, ins):
     from golden import activation as ga
     from golden.ap import E_OK
-    decoder_form(sim, ins)
+    decoder_form(sim, ins, act_slots(ins))
     ai = act_instr(sim, ins)
     loaded = sim.act_loaded
     if ai.opcode == ga.OP_ACTIVATION and loaded is None:
@@ -1202,48 +1211,36 @@ def _act_execute(sim, ins):
     assert code == E_OK, code
 
 
-def table_words(tab):
-    """The words of ``golden.activation.table_image(tab)`` in address order: what
-    ``act_table_load`` reads through its fp32 AP ``ap1``, word ``k`` being element ``k // np``
-    of partition ``start + k % np`` (``np`` = the AP's partitions: the reader's beats, lanes in
-    order, so a large table spreads over the partitions): the 10 header words, the binade map
-    (``2 x (bmax - bmin)`` words: half 0, then half 1), then 9 words per segment (centre,
-    c0..c6, flags). Words after the last segment (padding to a whole number of beats) go to
-    further segment slots, which the map never selects."""
-    from golden.activation import table_image
-    img = table_image(tab)
-    return np.array([img[a] for a in sorted(img)], np.uint32)
+def table_words(tab, parts=1):
+    """What ``act_table_load`` reads through its fp32 AP ``ap1`` over ``parts`` partitions, as
+    ``[parts, cols]`` words (element ``j`` of partition ``p`` is stream word ``j * parts + p``):
+    ``golden.activation.table_words`` (the 10 header words, the 128 binade-map words, 9 words
+    per segment), padded with zero segments to fill whole columns (the engine takes whole
+    segments only; the map never selects the padding). A ``[1, n]`` array for one partition."""
+    from golden.activation import NCOEF, table_words as stream
+    from rtl.config import ACT_BINADES
+    w = stream(tab)
+    head, seg = 10 + 2 * ACT_BINADES, NCOEF + 2
+    cols = -(-len(w) // parts)
+    while (parts * cols - head) % seg:
+        cols += 1
+    img = np.zeros(parts * cols, np.uint32)
+    img[:len(w)] = w
+    return img.reshape(cols, parts).T
 
 
 def _act_table_load(sim, ins):
+    """``act_table_load`` as the engine runs it (``golden.activation.table_load``: the word
+    stream over the AP's partitions, the image checks); a bad image leaves no function."""
     from golden import activation as ga
-    from rtl.config import ACT_BINADES
-    decoder_form(sim, ins)
-    enc = ins.aps.get("ap1", _ZERO_AP)
-    if enc.dtype != "fp32":
-        raise Fault(E_FORMAT, 0, f"act_table_load ap1 must be fp32 (32-bit table words), not "
-                                 f"{enc.dtype}")
-    ap = _gap(sim, enc, 4)
-    r = ap_check(sim.cfg, ap)
-    if r is not None:
-        raise Fault(r[0], 0, f"act_table_load ap1: {r[2]}")
-    w = sim.read_ap(ap).T.ravel()           # element-major: each beat's lanes in order
-    n = len(w)
-    nb = ((int(w[0]) >> 24) & 0xFF) - ((int(w[0]) >> 16) & 0xFF) if n else 0
-    segs = -(-(n - 10 - 2 * nb) // 9) if n >= 10 else -1
-    fid = int(w[9]) if n >= 10 else -1
-    if (n < 10 or not 0 <= nb <= ACT_BINADES or segs < 1 or segs > sim.cfg.act_segments
-            or not 0 <= fid < len(ga.FUNCTIONS) or fid != ins.imm.get("func", 0)):
-        raise Fault(E_SHAPE, 0, f"act_table_load: {n} words are not a table image of "
-                                f"function {ins.imm.get('func', 0)} (docs/kernels.md)")
-    name = ga.FUNCTIONS[fid]
-    ref = table_words(ga.table(name))
-    # words past the table land in segments its map never selects: no effect
-    if n < len(ref) or not np.array_equal(w[:len(ref)], ref):
-        raise NotImplementedError(
-            f"golden ISA simulator: act_table_load of a table other than the built-in "
-            f"{name!r} table is not modelled")
-    sim.act_loaded = name
+    decoder_form(sim, ins, act_slots(ins))
+    ai = act_instr(sim, ins)
+    status, image = ga.table_load(sim.cfg, ai, {SBUF: sim.sbuf, PSUM: sim.psum})
+    if image is not None:
+        sim.act_loaded = ga.FUNCTIONS[ai.func] if status == ga.E_OK else ""
+    if status != ga.E_OK:
+        raise Fault(status, 0, f"act_table_load: scalar engine status "
+                               f"{ERROR_NAMES.get(status, status)}")
 
 
 def _act_pipe(cfg):

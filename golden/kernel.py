@@ -622,13 +622,10 @@ class Kernel:
         if self._act_table == name:
             return
         P = self.cfg.partitions
-        w = table_words(ga.table(name))
-        cols = -(-len(w) // P)
-        img = np.zeros(cols * P, np.uint32)
-        img[:len(w)] = w
+        img = table_words(ga.table(name), P)
+        cols = img.shape[1]
         key = f"__table_{name}"
-        t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32",
-                                                      data=img.reshape(cols, P).T)
+        t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32", data=img)
         tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
         self.load(tile, t, queue=queue)
         fid = ga.FUNCTION_IDS[name]

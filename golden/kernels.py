@@ -142,7 +142,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
     # beside them (its temporary tile's space is then reused: later tiles wait for the load)
     w_res = k._word(F * 2) * len(kts)
     rings = 4 * k._word(TN * 2) + 4 * k._word(TN * es_out) + len(fts) * k._word(4)
-    table = k._word(-(-len(table_words(ga.table(func))) // cfg.partitions) * 4)
+    table = k._word(table_words(ga.table(func), cfg.partitions).shape[1] * 4)
     resident = w_res + rings + table <= cfg.sbuf_bytes_per_partition
     if not resident and rings + table > cfg.sbuf_bytes_per_partition:
         k.load_table(func)

@@ -197,7 +197,8 @@ def test_engine_per_partition_scale_bias(rig, seed):
 def test_engine_table_load(rig, seed):
     """ACT_TABLE_LOAD from SBUF (no ``tw`` load at all): exp from partition 1 with a negative
     step, run; a bad image (another id) -> E_FORMAT and ACTIVATION -> E_OPCODE after it; a
-    partial segment -> E_FORMAT; static errors; then log loaded and run, COPY in between."""
+    partial segment -> E_FORMAT; static errors; log from two partitions; then log loaded from
+    one and run, COPY in between."""
     rng = np.random.default_rng(seed)
     sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
     sb[:, 0:64] = rng.uniform(-3, 3, (P, 16)).astype(np.float32).view(np.uint8)
@@ -206,6 +207,14 @@ def test_engine_table_load(rig, seed):
     ne, nl = len(we), len(wl)
     sb[1, 1024:1024 + 4 * ne] = np.ascontiguousarray(we[::-1]).view(np.uint8)
     sb[3, 2048:2048 + 4 * nl] = wl.view(np.uint8)
+    # log again, its words spread over partitions 2 and 3 (word k: element k // 2 of
+    # partition 2 + k % 2), padded with a zero segment to whole columns
+    w2 = np.zeros(2 * -(-(nl + 9) // 2), np.uint32)
+    w2[:nl] = wl
+    while (len(w2) - 138) % 9:
+        w2 = np.concatenate([w2, np.zeros(2, np.uint32)])
+    c2 = len(w2) // 2
+    sb[2:4, 3200:3200 + 4 * c2] = np.ascontiguousarray(w2.reshape(c2, 2).T).view(np.uint8)
     exp_id, log_id = FUNCTION_IDS["exp"], FUNCTION_IDS["log"]
     ld_exp = ActInstr(opcode=OP_ACT_TABLE_LOAD, func=exp_id,
                       src=AP(memory=SBUF, start_partition=1, offset=1024 + 4 * (ne - 1),
@@ -222,10 +231,10 @@ def test_engine_table_load(rig, seed):
                                                     offset=2048, dims=((1, nl - 4),))}),
            ActInstr(**{**ld_log.__dict__, "src_dtype": 2}),
            ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=2,
-                                                    num_partitions=2, offset=2048,
-                                                    dims=((1, nl),))}),
+                                                    num_partitions=2, offset=3200,
+                                                    dims=((1, c2),))}),
            ld_log, ActInstr(opcode=OP_COPY, src=src, dst=AP(memory=SBUF, num_partitions=P,
                                                             offset=3100, dims=((1, 16),))),
            run[1]]
     st = check(rig, None, ins, sb)
-    assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, E_SHAPE, 0, 0, 0], st
+    assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, 0, 0, 0, 0], st

@@ -91,7 +91,8 @@ class ScalarEngine(wiring.Component):
     elements already read for it are dropped before the lanes).
 
     ``ACT_TABLE_LOAD`` waits until the lanes are idle, then reads the table words
-    (``golden.activation.table_words`` order, FP32 container, one partition) through ``src``
+    (``golden.activation.table_words`` order, FP32 container; word ``k`` is element ``k // np``
+    of partition ``start + k % np``, ``np`` the AP's partitions, one word per cycle) through ``src``
     and writes them to every lane's table; the image's function id (word 9) must equal
     ``func`` and the word count must be whole segments within ``act_segments``, else
     ``E_FORMAT`` and no function is loaded (ACTIVATION -> ``E_OPCODE`` until a good load).
@@ -225,8 +226,6 @@ class ScalarEngine(wiring.Component):
         with m.Elif(is_tbl):
             with m.If(~s_ok | ~s_32):
                 m.d.comb += static.eq(E_FORMAT)
-            with m.Elif(ins.src.count != 1):
-                m.d.comb += static.eq(E_SHAPE)
         with m.Elif(~s_ok | ~d_ok | (ins.scale_src & ~sc_ok) | (ins.bias_src & ~bi_ok)):
             m.d.comb += static.eq(E_FORMAT)
         with m.Elif(shape_bad):
@@ -266,14 +265,20 @@ class ScalarEngine(wiring.Component):
                                                  rs.o.payload.as_value()))
         credit = (in_flight + outq.level) < D
         is_data = hd.kind == _DATA
+        # a table beat holds the AP's partitions' words: one word per cycle, lanes in order
+        is_tw = hd.kind == _TABLE
+        tlane = Signal(AP_PART_BITS)
+        t_next = (tlane + 1 == ins.src.count) | ~is_tw
         go = Signal()
-        m.d.comb += [go.eq(el_valid & (~is_data | credit)),
-                     rs.o.ready.eq(kq.r_rdy & ~hd.rsel & (~is_data | credit)),
-                     rp.o.ready.eq(kq.r_rdy & hd.rsel & (~is_data | credit)),
+        m.d.comb += [go.eq(el_valid & (~is_data | credit) & t_next),
+                     rs.o.ready.eq(kq.r_rdy & ~hd.rsel & (~is_data | credit) & t_next),
+                     rp.o.ready.eq(kq.r_rdy & hd.rsel & (~is_data | credit) & t_next),
                      kq.r_en.eq(go & el.last)]
         take = go & is_data
         cap = go & ((hd.kind == _SCALE) | (hd.kind == _BIAS))
-        tword = go & (hd.kind == _TABLE)
+        tword = el_valid & is_tw
+        with m.If(tword):
+            m.d.sync += tlane.eq(Mux(t_next, 0, tlane + 1))
         first = Signal(init=1)                       # the next element starts an entry
         with m.If(go):
             m.d.sync += first.eq(el.last)
@@ -366,8 +371,8 @@ class ScalarEngine(wiring.Component):
         top = ACT_SEG_BASE + cfg.act_segments * ACT_SEG_STRIDE
         lanes = Cat(*(el.data[p] for p in range(P)))
         m.d.comb += [tw_int.addr.eq(taddr),
-                     tw_int.data.eq(lanes.word_select(ins.src.start[:max(1, (P - 1).bit_length())],
-                                                      LANE_BITS))]
+                     tw_int.data.eq(lanes.word_select(
+                         (ins.src.start + tlane)[:max(1, (P - 1).bit_length())], LANE_BITS))]
         with m.If(tword):
             with m.If(taddr == TABLE_HEADER_WORDS - 1):
                 m.d.sync += taddr.eq(ACT_MAP_BASE)

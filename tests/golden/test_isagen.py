@@ -66,9 +66,10 @@ def test_generator_coverage():
 
 def test_corruption_covers_many_error_classes():
     codes = set()
-    for seed in range(40):
+    for seed in range(80):
         rp = random_program(SMALL, 1000 + seed, n_ops=12, corrupt=True)
         err = IsaSim(SMALL, dram_bytes=rp.dram).run(rp.programs)
         if err is not None:
             codes.add(err.name)
-    assert {"E_OPCODE", "E_SEM", "E_AP_PART", "E_AP_RANGE"} <= codes and len(codes) >= 6, codes
+    # E_AP_RANGE comes about once in 60 corrupted programs: directed in test_isasim.py
+    assert {"E_OPCODE", "E_SEM", "E_AP_PART", "E_SHAPE"} <= codes and len(codes) >= 6, codes

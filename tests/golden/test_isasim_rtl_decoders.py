@@ -17,7 +17,8 @@ import random
 
 from amaranth.sim import Simulator
 
-from golden.isasim import (E_AP_FORM, STATIC_DETAIL, Fault, IsaSim, act_instr, decoder_form,
+from golden.isasim import (E_AP_FORM, STATIC_DETAIL, Fault, IsaSim, act_instr, act_slots,
+                           decoder_form,
                            vec_instr)
 from rtl import isa
 from rtl.config import SMALL
@@ -137,7 +138,7 @@ def test_scalar_decoder_fields_and_form_check_match_the_golden():
     for raw, (form, status, info, p) in zip(raws, _run_engine_decoder(ScalarDecoder, raws)):
         ins = isa.decode(raw)
         try:
-            decoder_form(sim, ins)
+            decoder_form(sim, ins, act_slots(ins))
             g_form = False
         except Fault:
             g_form = True
