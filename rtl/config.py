@@ -483,6 +483,21 @@ class CoreConfig:
         return {n: FORMATS[MX_FORMAT_NAMES[n]] for n in self.mx_formats}
 
     @property
+    def fp8_pack(self):
+        """FP8 elements per PE step of a double-rate FP8 matmul (issue 13): 2 when an FP8
+        format is enabled and a lane (the widest PE format) holds two 8-bit codes, else 0."""
+        widest = max(f.width for f in (*self.dense_formats, *self.mx_element_formats.values()))
+        return 2 if self.fp8_formats and widest >= 16 else 0
+
+    @property
+    def mx_pack(self):
+        """MX elements per PE step of an x4 MX matmul (issue 13): 4 when MX is enabled, a lane
+        holds four 8-bit codes and ``mx_block`` is a multiple of 4 (the four elements of a
+        step share one scale), else 0."""
+        widest = max(f.width for f in (*self.dense_formats, *self.mx_element_formats.values()))
+        return 4 if self.mx_formats and widest >= 32 and self.mx_block % 4 == 0 else 0
+
+    @property
     def psum_bank_bytes(self):
         return 4 * self.psum_bank_fp32
 
