@@ -2,7 +2,7 @@
 """Packed modes of the PE (issue 13) in Amaranth's simulator: double-rate FP8 (two FP8 codes
 per lane) and x4 MX (four element codes per lane, one scale pair), interleaved with ordinary
 beats, against ``golden.tensor.packed_step`` (the exact sum of the step's products, one
-rounding; checked against a Fraction chain in tests/golden/test_tensor_packed.py).
+rounding; checked against a Fraction chain in tests/golden/test_tensor_packed_golden.py).
 
 Every expected value comes from the golden model; the slot layout (element j at bits
 ``[j * w, (j + 1) * w)``) and the ``nel`` rule (slots ``j > nel`` do not participate) from
@@ -133,3 +133,21 @@ def test_pe_packed_inactive_row_passes(pe_bench, seed):
     want = [int(v) if (int(v) & 0x7F800000) != 0x7F800000 or not int(v) & 0x7FFFFF
             else 0x7FC00000 for v in c]
     _check(pe_bench, beats, want, seed, "inactive packed")
+
+
+@pytest.mark.parametrize("change,fp8,mx", [({"mx_block": 2}, 2, 0),
+                                           ({"formats": ("bf16", "fp8_e4m3")}, 2, 0),
+                                           ({"formats": ("fp32", "bf16")}, 0, 4),
+                                           ({"formats": ("bf16",), "mx_formats": ()}, 0, 0)])
+def test_packed_modes_follow_config(change, fp8, mx):
+    """``fp8_pack`` / ``mx_pack`` follow the documented rules (an FP8 format and a 16-bit lane;
+    MX, a 32-bit lane and ``mx_block % 4 == 0``), and the engine elaborates with either mode
+    alone (the ``pk`` field exists only with a packed mode)."""
+    from amaranth.hdl import Fragment
+    from rtl.tensor.engine import TensorEngine
+    cfg = SMALL.replace(**change, sparse_patterns=())
+    assert (cfg.fp8_pack, cfg.mx_pack) == (fp8, mx)
+    tl = TensorLayouts(cfg)
+    assert ("pk" in {n for n, _ in tl.cmd}) == bool(fp8 or mx)
+    assert tl.k_max == cfg.pe_rows * max(1, fp8, mx)
+    Fragment.get(TensorEngine(cfg, use_instances=True), None)     # the top; PEs by name

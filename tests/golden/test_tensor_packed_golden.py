@@ -16,14 +16,32 @@ import pytest
 from golden.tensor import (FP32_NEG_ZERO, PsumModel, matmul, matmul_fp8x2, matmul_mx_x4,
                            packed_step, round_fp32_exact)
 from rtl.config import FORMATS, MX_FORMAT_NAMES, PRESETS
-from tests.golden.test_tensor import (QNAN, _bits_val, _hexdiff, _ref_mx_values, ref_decode,
-                                      random_codes_with_specials, random_finite_codes,
-                                      rne_f32_bits)
+from tests.golden.test_tensor import (QNAN, ref_decode, random_codes_with_specials,
+                                      random_finite_codes, rne_f32_bits)
+
+
+def bits_val(b):
+    return float(np.uint32(b).view(np.float32))
+
+
+def hexdiff(got, want):
+    bad = np.argwhere(got != want)
+    m, n = bad[0]
+    return (f"{len(bad)} mismatches, first at [{m},{n}]: got {int(got[m, n]):#010x} "
+            f"want {int(want[m, n]):#010x}")
+
+
+def ref_mx_values(codes, scales, elem, block):
+    """Exact float64 scaled element values, decoded without golden (NaN scale -> NaN)."""
+    v = ref_decode(codes, elem)
+    sc = np.array([[math.nan if s == 0xFF else 2.0 ** (int(s) - 127) for s in row]
+                   for row in scales])
+    return v * np.repeat(sc, block, axis=0)[:len(v)]
 
 
 def ref_step(p_bits, prods):
     """RNE_fp32(p + sum(prods)) with the sum exact; ``prods`` exact Python floats."""
-    p = _bits_val(p_bits)
+    p = bits_val(p_bits)
     vals = [p, *prods]
     if any(math.isnan(v) for v in vals):
         return QNAN
@@ -88,7 +106,7 @@ def test_fp8x2_every_pair_bit_exact_vs_fraction(seed, ci):
             got = matmul_fp8x2(s, fs, x, fx, cfg)
             want = ref_packed_chain(ref_decode(s, f_s), ref_decode(x, f_x), P)
             assert np.array_equal(got, want), f"seed={seed} {cfg.name} {fs}x{fx} K={K}: " \
-                + _hexdiff(got, want)
+                + hexdiff(got, want)
 
 
 def test_fp8x2_cancellation_and_wide_spans():
@@ -137,16 +155,18 @@ def test_round_fp32_exact_matches_numpy(seed):
 def test_packed_p1_equals_the_dense_chain(seed):
     """P = 1 (one product a step) must give the dense golden's bits: two implementations of the
     same rounding (round-to-odd float64 vs the exact integer sum)."""
-    from golden.tensor import _packed_chain     # noqa: PLC0415 (internal, the P=1 degenerate case)
     from golden.arith import mul_exact
+    step = np.frompyfunc(packed_step, 2, 1)
     cfg = PRESETS["small"]
     rng = np.random.default_rng(seed)
     for fs, fx in [("fp32", "fp32"), ("bf16", "fp8_e5m2"), ("fp16", "fp16")]:
         f_s, f_x = cfg.fmt(fs), cfg.fmt(fx)
         s = random_codes_with_specials(rng, f_s, (4, 4))
         x = random_codes_with_specials(rng, f_x, (4, 6))
-        planes = [mul_exact(s[k][:, None], f_s, x[k][None, :], f_x) for k in range(4)]
-        assert np.array_equal(_packed_chain(planes, 1), matmul(s, fs, x, fx, cfg)), f"seed={seed}"
+        p = np.full((4, 6), FP32_NEG_ZERO, dtype=np.uint32)
+        for k in range(4):
+            p = step(p, mul_exact(s[k][:, None], f_s, x[k][None, :], f_x)).astype(np.uint32)
+        assert np.array_equal(p, matmul(s, fs, x, fx, cfg)), f"seed={seed}"
 
 
 def mx_cfgs():
@@ -173,10 +193,10 @@ def test_mx_x4_every_pair_bit_exact_vs_fraction(seed, ci):
             ss = rng.integers(lo, hi, (nb, M), dtype=np.uint8)
             xs = rng.integers(lo, hi, (nb, N), dtype=np.uint8)
             got = matmul_mx_x4(s, ss, sf, x, xs, xf, cfg)
-            want = ref_packed_chain(_ref_mx_values(s, ss, es, blk),
-                                    _ref_mx_values(x, xs, ex, blk), P)
+            want = ref_packed_chain(ref_mx_values(s, ss, es, blk),
+                                    ref_mx_values(x, xs, ex, blk), P)
             assert np.array_equal(got, want), f"seed={seed} {cfg.name} blk={blk} {sf}x{xf} " \
-                f"K={K}: " + _hexdiff(got, want)
+                f"K={K}: " + hexdiff(got, want)
 
 
 def test_mx_x4_nan_scale_and_zero_elements():
