@@ -138,7 +138,8 @@ def test_pe_packed_inactive_row_passes(pe_bench, seed):
 @pytest.mark.parametrize("change,fp8,mx", [({"mx_block": 2}, 2, 0),
                                            ({"formats": ("bf16", "fp8_e4m3")}, 2, 0),
                                            ({"formats": ("fp32", "bf16")}, 0, 4),
-                                           ({"formats": ("bf16",), "mx_formats": ()}, 0, 0)])
+                                           ({"formats": ("bf16",), "mx_formats": ()}, 0, 0),
+                                           ({"packed_modes": False}, 0, 0)])
 def test_packed_modes_follow_config(change, fp8, mx):
     """``fp8_pack`` / ``mx_pack`` follow the documented rules (an FP8 format and a 16-bit lane;
     MX, a 32-bit lane and ``mx_block % 4 == 0``), and the engine elaborates with either mode
@@ -151,3 +152,15 @@ def test_packed_modes_follow_config(change, fp8, mx):
     assert ("pk" in {n for n, _ in tl.cmd}) == bool(fp8 or mx)
     assert tl.k_max == cfg.pe_rows * max(1, fp8, mx)
     Fragment.get(TensorEngine(cfg, use_instances=True), None)     # the top; PEs by name
+
+
+def test_packed_modes_off_leaves_the_pe_as_before():
+    """``packed_modes = False``: no dot unit, no ``dot``/``nel`` on the moving bus, the fused
+    adder's term as wide as the multiplier's (48 bits), ``k`` up to ``pe_rows``."""
+    from rtl.tensor.pe import PE
+    on, off = PE.Signature(SMALL), PE.Signature(SMALL.replace(packed_modes=False))
+    assert {"dot", "nel"} <= {n for n, _ in on.mv_layout}
+    assert not {"dot", "nel"} & {n for n, _ in off.mv_layout}
+    assert off.term_layout["sig"].width == 48 < on.term_layout["sig"].width
+    assert (on.latency, on.row_skew) == (off.latency, off.row_skew)
+    assert TensorLayouts(SMALL.replace(packed_modes=False)).k_max == SMALL.pe_rows
