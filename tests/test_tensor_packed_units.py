@@ -118,6 +118,41 @@ def test_pe_mx_x4(pe_bench, seed):
     _check(pe_bench, beats, want, seed, "mx x4")
 
 
+@pytest.mark.parametrize("mul_stages,add_stages", [(0, 1), (2, 6)])
+def test_pe_packed_other_depths(seed, mul_stages, add_stages):
+    """The dot term meets the partial sum at every pipeline depth: FP8 x2 and MX x4 beats
+    (the MX ones with NaN scales) with mul_stages 0 and 2, against golden.tensor.packed_step."""
+    from rtl.tensor.pe import PE
+    cfg = SMALL.replace(mul_stages=mul_stages, add_stages=add_stages)
+    tl = TensorLayouts(cfg)
+    bench = Bench(PE(cfg))
+    rng = np.random.default_rng([seed, 24, mul_stages])
+    beats, want = [], []
+    e5, e4 = cfg.fmt("fp8_e5m2"), cfg.fmt("fp8_e4m3fn")
+    for i in range(40):
+        mx = i % 2
+        P = 4 if mx else 2
+        w = mixed_codes(rng, e5, P)
+        x = mixed_codes(rng, e4, P)
+        nel = int(rng.integers(0, P))
+        ws, xs = (int(rng.choice([120, 127, 134, 255, 1])), int(rng.choice([126, 130, 0])))
+        c = rand_fp32(rng, 1)[0]
+        ld = {"valid": 1, "col": 0, "fmt": tl.fmt_index(e5), "code": pack(w, 8)}
+        mv = {"valid": 1, "active": 1, "first": 1, "dot": 1, "nel": nel,
+              "fmt": tl.fmt_index(e4), "code": pack(x, 8)}
+        if mx:
+            ld["scale"], mv["mx"], mv["scale"] = ws, 1, xs
+            sv = decode(w, e5).astype(np.float64) * decode_e8m0(np.uint32(ws))
+            xv = decode(x, e4).astype(np.float64) * decode_e8m0(np.uint32(xs))
+            prods = [float(mx_product(sv[j], xv[j])) for j in range(nel + 1)]
+        else:
+            prods = [float(mul_exact(w[j], e5, x[j], e4)) for j in range(nel + 1)]
+        _ld(beats, ld)
+        beats.append({"mv": mv, "c": c})
+        want.append(packed_step(c, *prods))
+    _check(bench, beats, want, seed, f"depths {mul_stages}/{add_stages}")
+
+
 def test_pe_packed_inactive_row_passes(pe_bench, seed):
     """A packed beat with ``active = 0`` passes the addend unchanged, whatever its codes."""
     tl = TensorLayouts(SMALL)
