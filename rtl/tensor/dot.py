@@ -23,6 +23,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.fp.pipe import stage
 from rtl.fp.unpack import exact_layout
 
 __all__ = ["PackedDot", "dot_formats", "MAX_SLOTS"]
@@ -58,6 +59,10 @@ class PackedDot(wiring.Component):
     Parameters
     ----------
     cfg : CoreConfig
+    split : bool, keyword-only
+        A register between the decoded products / shift amounts and the shift-and-sum (latency
+        1 instead of 0): the PE uses it when ``mul_stages >= 2``, so the dot unit is pipelined
+        like the multiplier instead of only delayed after it.
 
     Members
     -------
@@ -76,7 +81,7 @@ class PackedDot(wiring.Component):
         The exact sum: NaN if a slot is NaN (NaN operand, ``0 x Inf``), Infs of both signs meet
         or ``adj_nan``; else Inf if a slot is Inf; else ``sign``/``sig``/``exp`` of the sum
         (``is_zero`` when it is 0: ``sign`` is 1 only when every active product is a -0, and
-        every slot inactive gives -0). Latency 0.
+        every slot inactive gives -0). Latency 0, or 1 with ``split``.
     """
 
     class Signature(wiring.Signature):
@@ -111,9 +116,10 @@ class PackedDot(wiring.Component):
                 "o": Out(self.layout),
             })
 
-    def __init__(self, cfg: CoreConfig):
+    def __init__(self, cfg: CoreConfig, *, split=False):
         super().__init__(self.Signature(cfg))
         self.cfg = cfg
+        self.split = bool(split)
 
     def _decode(self, m, code, fmt, j, name):
         """Slot ``j`` of ``code`` decoded under the format index ``fmt``."""
@@ -156,39 +162,51 @@ class PackedDot(wiring.Component):
         m = Module()
         W = self.signature.sig_width
         terms, nans, pinf, ninf, zeros, zsigns = [], [], [], [], [], []
+        # stage A: decode, products, shift amounts, flags (registered when ``split``)
+        va = {}
         for j in range(MAX_SLOTS):
             a = self._decode(m, self.a, self.fmt_a, j, "a")
             b = self._decode(m, self.b, self.fmt_b, j, "b")
             on = Signal(name=f"on{j}")
             m.d.comb += on.eq(self.nel >= j) if j else on.eq(1)
-            sgn = a.sign ^ b.sign
             prod = Signal(2 * len(a.sig), name=f"prod{j}")
             m.d.comb += prod.eq(a.sig * b.sig)
+            sh = Signal(len(a.off) + 1, name=f"shamt{j}")
+            m.d.comb += sh.eq(a.off + b.off)
+            va.update({f"on{j}": on, f"sgn{j}": a.sign ^ b.sign, f"prod{j}": prod,
+                       f"sh{j}": sh, f"az{j}": a.zero, f"bz{j}": b.zero,
+                       f"nan{j}": on & (a.nan | b.nan | (a.zero & b.inf) | (a.inf & b.zero)),
+                       f"inf{j}": on & (a.inf | b.inf)})
+        va["exp"] = Signal(self.signature.exp_shape, name="exp_a")
+        m.d.comb += va["exp"].eq(self._base(m, self.fmt_a, "base_a")
+                                 + self._base(m, self.fmt_b, "base_b") + self.adj)
+        va["adj_nan"] = self.adj_nan
+        _, x = stage(m, self.split, Const(1), va, name="dotA")
+        # stage B: shift into the window, signed sum, magnitude
+        for j in range(MAX_SLOTS):
+            on, sgn = x[f"on{j}"], x[f"sgn{j}"]
             shifted = Signal(W, name=f"sh{j}")
-            m.d.comb += shifted.eq(prod << (a.off + b.off))
+            m.d.comb += shifted.eq(x[f"prod{j}"] << x[f"sh{j}"])
             t = Signal(signed(W + 2), name=f"t{j}")
             m.d.comb += t.eq(Mux(on, Mux(sgn, -shifted, shifted), 0))
             terms.append(t)
-            nan = on & (a.nan | b.nan | (a.zero & b.inf) | (a.inf & b.zero))
-            inf = on & (a.inf | b.inf)
-            nans.append(nan)
-            pinf.append(inf & ~sgn)
-            ninf.append(inf & sgn)
-            zeros.append(~on | a.zero | b.zero)
+            nans.append(x[f"nan{j}"])
+            pinf.append(x[f"inf{j}"] & ~sgn)
+            ninf.append(x[f"inf{j}"] & sgn)
+            zeros.append(~on | x[f"az{j}"] | x[f"bz{j}"])
             zsigns.append(~on | sgn)
         total = Signal(signed(W + 2))
         m.d.comb += total.eq(sum(terms[1:], terms[0]))
         any_p, any_n = Cat(*pinf).any(), Cat(*ninf).any()
-        nan = Cat(*nans).any() | (any_p & any_n) | self.adj_nan
+        nan = Cat(*nans).any() | (any_p & any_n) | x["adj_nan"]
         inf = ~nan & (any_p | any_n)
         neg = total < 0
         zero = ~nan & ~inf & (total == 0)
         all_zero = Cat(*zeros).all()
-        base_a, base_b = self._base(m, self.fmt_a, "base_a"), self._base(m, self.fmt_b, "base_b")
         o = self.o
         m.d.comb += [
             o.sig.eq(Mux(neg, -total, total)),
-            o.exp.eq(base_a + base_b + self.adj),
+            o.exp.eq(x["exp"]),
             o.is_nan.eq(nan),
             o.is_inf.eq(inf),
             o.is_zero.eq(zero),

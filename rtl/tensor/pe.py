@@ -249,7 +249,9 @@ class PE(wiring.Component):
         if tl.packed:
             # packed step (double-rate FP8 / x4 MX): the exact sum of up to four products,
             # formed from the undelayed operands and delayed to meet the multiplier's output
-            m.submodules.dot = dot = PackedDot(self.cfg)
+            # mul_stages >= 2: one of the registers sits inside the dot unit (pipelined)
+            split = mul.latency >= 2
+            m.submodules.dot = dot = PackedDot(self.cfg, split=split)
             use_dot = mv.dot & ~forced
             m.d.comb += [dot.a.eq(w.code), dot.b.eq(x_code), dot.fmt_a.eq(w.fmt),
                          dot.fmt_b.eq(mv.fmt), dot.nel.eq(mv.nel)]
@@ -261,7 +263,8 @@ class PE(wiring.Component):
                 ]
             dt = Signal(dot.o.shape())
             m.d.comb += dt.eq(dot.o)
-            dd = delay(m, Cat(dt.as_value(), use_dot), mul.latency, name="dot")
+            use_d = delay(m, use_dot, int(split), name="dot_use")
+            dd = delay(m, Cat(dt.as_value(), use_d), mul.latency - int(split), name="dot")
             dterm = data.View(dot.o.shape(), dd[:-1])
             wide = Signal(self.term_layout)
             for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
