@@ -6,7 +6,8 @@ Utilization = useful MACs / (rows x cols x cycles), cycles from the first input 
 N = one PSUM bank), 8 back-to-back BF16 tiles (each with its own LoadStationary, overlapped), and
 the same for FP8 / FP32 / MX when the config has them. Every result is also checked bit for bit.
 ``rate_vs_bf16_{fp8,fp32,mx}``: MACs per cycle of those scenarios over BF16's (FP32 is 0.25 with
-``fp32_passes = 4``). PE area and Fmax per setting come from ``python -m synth.pe_settings``
+``fp32_passes = 4``; FP8 and MX run their packed modes, 2 and 4 elements per PE step, when the
+config has them, and ``*_unpacked`` the same formats one element per step). PE area and Fmax per setting come from ``python -m synth.pe_settings``
 when it was run for the preset (``pe_area``).
 """
 
@@ -43,7 +44,8 @@ def pe_area(cfg):
     """The PE's sky130 area and ECP5 Fmax per setting, from ``python -m synth.pe_settings``
     (``build/synth/pe_settings.json``) when it was run for this preset: ``pe_um2_p{passes}_m{mul
     stages}_a{add stages}`` and ``pe_fmax_mhz_...``; ``pe_um2_per_fp8_mac_per_cycle`` for the
-    preset's own setting (one FP8 MAC per PE per cycle)."""
+    preset's own setting (``cfg.fp8_pack`` FP8 MACs per PE per cycle with double-rate FP8, else
+    one)."""
     if not PE_SETTINGS.exists():
         return {}
     d = json.loads(PE_SETTINGS.read_text())
@@ -58,7 +60,8 @@ def pe_area(cfg):
         if (r["fp32_passes"], r["mul_stages"], r["add_stages"]) == (
                 cfg.fp32_passes, cfg.mul_stages, cfg.add_stages):
             out["pe_um2"] = r["um2_sky130"]
-            out["pe_um2_per_fp8_mac_per_cycle"] = r["um2_sky130"]
+            # a double-rate FP8 PE does cfg.fp8_pack FP8 MACs per cycle
+            out["pe_um2_per_fp8_mac_per_cycle"] = r["um2_sky130"] / max(1, cfg.fp8_pack)
     return out
 
 

@@ -291,6 +291,8 @@ def params_table():
          lambda c: f"{c.mul_stages}, {c.add_stages}"),
         ("`fp32_passes`", "array passes of an FP32 column (1 = native 24 × 24 multiplier, "
          "4 = 12 × 12 split, ¼ rate)", lambda c: str(c.fp32_passes)),
+        ("`packed_modes`", "double-rate FP8 / x4 MX (elements per PE step: `fp8_pack`, "
+         "`mx_pack`)", lambda c: f"{c.fp8_pack}, {c.mx_pack}" if c.packed_modes else "off"),
         ("`ap_dims`", "free dimensions of an access pattern (≤ 4)", lambda c: str(c.ap_dims)),
         ("`sparse_patterns`", "N:M sparsity patterns (None = all that fit; `()` = none)",
          lambda c: "all " + str(len(c.sparsity)) if c.sparse_patterns is None

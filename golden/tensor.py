@@ -18,6 +18,8 @@ range; a rejected operation changes nothing (see :class:`PsumModel`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from golden.arith import add_fp32, fma_fp32_f64, mul_exact
@@ -27,6 +29,7 @@ from rtl.config import E8M0, MX_FORMAT_NAMES, CoreConfig, FPFormat
 __all__ = [
     "FP32_NEG_ZERO", "matmul", "psum_update", "transpose", "matmul_mx", "mx_product",
     "resolve_dense_format", "check_pair", "transpose_formats", "PsumModel",
+    "matmul_fp8x2", "matmul_mx_x4", "packed_step", "round_fp32_exact",
 ]
 
 #: The chain's initial partial sum: FP32 -0.0, the additive identity under RNE.
@@ -308,6 +311,176 @@ def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cf
     return _chain(mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K))
 
 
+# --- packed modes (issue 13): double-rate FP8 and x4 MX -----------------------------------------
+#
+# A PE step takes P consecutive K elements (P = cfg.fp8_pack = 2, or cfg.mx_pack = 4): row r
+# holds S[P*r + j, m] and meets X[P*r + j, n], j < P. The step adds the EXACT sum of its P
+# products to the partial sum and rounds once:
+#
+#     p = RNE_fp32(p + sum_j S[P*r + j, m] * X[P*r + j, n])
+#
+# Elements with P*r + j >= K do not participate. NaN if any term is NaN (a NaN operand, 0 * Inf,
+# a NaN scale) or Infs of both signs meet; otherwise Inf if any term is Inf; an exact zero sum
+# is -0 only when p and every product are zeros of negative sign, else +0.
+
+def round_fp32_exact(sig, exp):
+    """FP32 bits of ``RNE_fp32(sig * 2**exp)`` for Python ints ``sig`` (signed, nonzero) and
+    ``exp`` (subnormals kept, overflow to +-Inf)."""
+    neg = sig < 0
+    a = -sig if neg else sig
+    msb = exp + a.bit_length() - 1              # exponent of the leading bit
+    lsb = max(msb - 23, -149)                   # exponent of the result's last kept bit
+    sh = lsb - exp
+    if sh <= 0:
+        q = a << -sh
+    else:
+        q, rem = a >> sh, a & ((1 << sh) - 1)
+        half = 1 << (sh - 1)
+        if rem > half or (rem == half and q & 1):
+            q += 1
+    if q >> 24:                                  # rounding carried into a new bit
+        q >>= 1
+        lsb += 1
+    if q >> 23:
+        ef = lsb + 23 + 127
+        bits = 0x7F800000 if ef >= 255 else (ef << 23) | (q & 0x7FFFFF)
+    else:
+        bits = q                                 # subnormal (lsb = -149) or zero
+    return bits | (0x80000000 if neg else 0)
+
+
+def packed_step(p_bits, *products):
+    """One packed PE step: FP32 bits of ``RNE_fp32(p + sum(products))`` with the sum exact.
+
+    ``p_bits`` is the FP32 partial sum (int), ``products`` exact float64 products (NaN for a
+    NaN term). See the contract above for specials and the sign of a zero."""
+    p = int(p_bits)
+    nan = pinf = ninf = False
+    terms = []
+    e, man, sp = (p >> 23) & 0xFF, p & 0x7FFFFF, p >> 31
+    neg_zero = False
+    if e == 255:
+        if man:
+            nan = True
+        elif sp:
+            ninf = True
+        else:
+            pinf = True
+    elif e == 0 and man == 0:
+        neg_zero = bool(sp)
+    else:
+        sig = (man | (1 << 23)) if e else man
+        terms.append((-sig if sp else sig, (e if e else 1) - 150))
+    for q in products:
+        q = float(q)
+        if math.isnan(q):
+            nan = True
+        elif math.isinf(q):
+            if q < 0:
+                ninf = True
+            else:
+                pinf = True
+        elif q == 0:
+            neg_zero = neg_zero and math.copysign(1.0, q) < 0
+        else:
+            f, ex = math.frexp(q)
+            terms.append((int(f * (1 << 53)), ex - 53))
+            neg_zero = False
+    if nan or (pinf and ninf):
+        return 0x7FC00000
+    if pinf or ninf:
+        return 0xFF800000 if ninf else 0x7F800000
+    if terms and any(t for t, _ in terms):
+        emin = min(x for _, x in terms)
+        total = sum(t << (x - emin) for t, x in terms)
+        if total:
+            return round_fp32_exact(total, emin)
+    return 0x80000000 if neg_zero else 0
+
+
+_STEP_UFUNCS = {}
+
+
+def _packed_chain(planes, P):
+    """The packed chain over exact product planes ``planes[k]`` ``[M, N]``: row r adds planes
+    ``P*r .. P*r + P - 1`` (those that exist) exactly and rounds once."""
+    p = np.full(planes[0].shape, FP32_NEG_ZERO, dtype=np.uint32)
+    for r in range(0, len(planes), P):
+        group = planes[r:r + P]
+        f = _STEP_UFUNCS.setdefault(len(group), np.frompyfunc(packed_step, len(group) + 1, 1))
+        p = f(p, *group).astype(np.uint32)
+    return p
+
+
+def _check_pack(cfg, what, P):
+    if not P:
+        raise ValueError(f"{what} is not available on cfg {cfg.name!r} (cfg.fp8_pack / "
+                         f"cfg.mx_pack is 0: docs/tensor-engine.md, packed modes)")
+
+
+def _check_packed_shapes(cfg, s, x, sname, xname, P):
+    K, M = s.shape
+    Kx, N = x.shape
+    _check_dim(f"{sname} K (axis 0)", K, P * cfg.pe_rows, f"pe_rows * {P}")
+    _check_dim(f"{sname} M (axis 1)", M, cfg.pe_cols, "pe_cols")
+    if Kx != K:
+        raise ValueError(f"{xname} K (axis 0) must equal {sname} K = {K}, not {Kx}")
+    _check_dim(f"{xname} N (axis 1)", N, cfg.psum_bank_fp32, "psum_bank_fp32")
+    return K, M, N
+
+
+def matmul_fp8x2(stationary_codes, fmt_s, moving_codes, fmt_x, cfg):
+    """FP32 bits ``R[M, N]`` of a double-rate FP8 matmul: ``K <= cfg.fp8_pack * pe_rows``.
+
+    Both formats must be enabled 8-bit formats (fp8_e5m2, fp8_e4m3, fp8_e4m3fn, cfp8, any
+    pair). PE row r meets elements ``2r`` and ``2r + 1``; each step rounds once after adding the
+    exact sum of its two products (:func:`packed_step`).
+    """
+    _check_cfg(cfg)
+    P = cfg.fp8_pack
+    _check_pack(cfg, "double-rate FP8", P)
+    fs = resolve_dense_format(fmt_s, cfg, "fmt_s")
+    fx = resolve_dense_format(fmt_x, cfg, "fmt_x")
+    for nm, f in (("fmt_s", fs), ("fmt_x", fx)):
+        if f.width != 8:
+            raise ValueError(f"{nm} must be an 8-bit format {tuple(g.name for g in cfg.fp8_formats)}"
+                             f" for double-rate FP8, not {f.name!r}")
+    s = _check_codes2d(stationary_codes, fs, "stationary_codes", "K, M")
+    x = _check_codes2d(moving_codes, fx, "moving_codes", "K, N")
+    K, M, N = _check_packed_shapes(cfg, s, x, "stationary_codes", "moving_codes", P)
+    planes = [mul_exact(s[k][:, None], fs, x[k][None, :], fx) for k in range(K)]
+    return _packed_chain(planes, P)
+
+
+def matmul_mx_x4(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cfg):
+    """FP32 bits ``R[M, N]`` of an x4 MX matmul: ``K <= cfg.mx_pack * pe_rows``.
+
+    Arguments as :func:`matmul_mx` (one E8M0 scale per ``cfg.mx_block`` elements along K). PE
+    row r meets elements ``4r .. 4r + 3`` (one block: ``mx_block`` is a multiple of 4); each
+    step rounds once after adding the exact sum of its four scaled products.
+    """
+    _check_cfg(cfg)
+    P = cfg.mx_pack
+    _check_pack(cfg, "x4 MX", P)
+    fs = _resolve_mx(s_mx_format, cfg, "s_mx_format")
+    fx = _resolve_mx(x_mx_format, cfg, "x_mx_format")
+    s = _check_codes2d(s_codes, fs, "s_codes", "K, M")
+    x = _check_codes2d(x_codes, fx, "x_codes", "K, N")
+    K, M, N = _check_packed_shapes(cfg, s, x, "s_codes", "x_codes", P)
+    blk = cfg.mx_block
+    nblk = -(-K // blk)
+    ss = _check_codes2d(s_scales, E8M0, "s_scales", "ceil(K / mx_block), M")
+    xs = _check_codes2d(x_scales, E8M0, "x_scales", "ceil(K / mx_block), N")
+    if ss.shape != (nblk, M):
+        raise ValueError(f"s_scales must have shape {(nblk, M)}, not {ss.shape}")
+    if xs.shape != (nblk, N):
+        raise ValueError(f"x_scales must have shape {(nblk, N)}, not {xs.shape}")
+    sv = _scaled(s, ss, fs, blk)
+    xv = _scaled(x, xs, fx, blk)
+    planes = [mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K)]
+    return _packed_chain(planes, P)
+
+
 # --- PSUM state model -----------------------------------------------------------------------------
 
 class PsumModel:
@@ -378,12 +551,28 @@ class PsumModel:
         r = matmul_sparse(values, tags, fmt_s, pattern, moving_codes, fmt_x, self.cfg)
         return self._write(b, r, acc)
 
+    def matmul_fp8x2(self, bank, accumulate, stationary_codes, fmt_s, moving_codes, fmt_x):
+        """Double-rate FP8 matmul (:func:`matmul_fp8x2`) into ``bank``; returns ``[M, N]``."""
+        b = self._check_bank(bank)
+        acc = _check_bool("accumulate", accumulate)
+        r = matmul_fp8x2(stationary_codes, fmt_s, moving_codes, fmt_x, self.cfg)
+        return self._write(b, r, acc)
+
+    def matmul_mx_x4(self, bank, accumulate, s_codes, s_scales, s_mx_format, x_codes, x_scales,
+                     x_mx_format):
+        """x4 MX matmul (:func:`matmul_mx_x4`) into ``bank``; returns ``[M, N]``."""
+        b = self._check_bank(bank)
+        acc = _check_bool("accumulate", accumulate)
+        r = matmul_mx_x4(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format,
+                         self.cfg)
+        return self._write(b, r, acc)
+
     def read(self, bank, m=None, n=None):
         """A copy of ``state[bank, :m, :n]`` (whole bank when ``m``/``n`` are None)."""
         b = self._check_bank(bank)
         return self.state[b, :m, :n].copy()
 
-    _OPS = ("matmul", "transpose", "matmul_mx", "matmul_sparse")
+    _OPS = ("matmul", "transpose", "matmul_mx", "matmul_sparse", "matmul_fp8x2", "matmul_mx_x4")
 
     def apply(self, op):
         """Run one operation given as a mapping ``{"op": name, **keyword arguments}``, where

@@ -272,6 +272,11 @@ class CoreConfig:
         partial products of the hi/lo operand halves exactly over 4 cycles and the fused adder
         rounds their exact sum once: FP32 at 1/4 rate, bit-identical results; TF32 and every
         narrower format stay at one pass). Trainium runs FP32 at 1/4 rate.
+    packed_modes : bool
+        The packed tensor modes (issue 13): double-rate FP8 (two FP8 elements per PE step,
+        :attr:`fp8_pack`) and x4 MX (four, :attr:`mx_pack`), where the config can run them.
+        They add a dot unit to every PE (docs/tensor-engine.md, "Packed modes"); False leaves
+        the PE without it (one element per PE step for every format).
     ap_dims : int
         Free dimensions an access-pattern unit walks, 1..4 (``AP_MAX_DIMS``, the encoding's 4
         slots; fewer saves counters, and a descriptor using more is rejected with E_AP_FORM).
@@ -330,6 +335,7 @@ class CoreConfig:
     mul_stages: int = 1
     add_stages: int = 2
     fp32_passes: int = 4
+    packed_modes: bool = True
     ap_dims: int = AP_MAX_DIMS
     sbuf_banks: int = 4
     axi_data_bits: int = 128
@@ -413,6 +419,9 @@ class CoreConfig:
         _check_int(c, "fetch_depth", self.fetch_depth, 1, 16)
         _check_int(c, "issue_depth", self.issue_depth, 1, 16)
         _check_int(c, "watchdog_reset", self.watchdog_reset, 0, (1 << 32) - 1)
+        if not isinstance(self.packed_modes, bool):
+            raise TypeError(f"{c} field 'packed_modes' must be a bool, "
+                            f"not {self.packed_modes!r}")
         _check_int(c, "act_segments", self.act_segments, 16, 4096)
         if not _is_pow2(self.act_segments):
             raise ValueError(f"{c} field 'act_segments' must be a power of two in [16, 4096], "
@@ -481,6 +490,23 @@ class CoreConfig:
     def mx_element_formats(self):
         """Element formats of the enabled MX formats, by MX format name."""
         return {n: FORMATS[MX_FORMAT_NAMES[n]] for n in self.mx_formats}
+
+    @property
+    def fp8_pack(self):
+        """FP8 elements per PE step of a double-rate FP8 matmul (issue 13): 2 when
+        ``packed_modes``, an FP8 format is enabled and a lane (the widest PE format) holds two
+        8-bit codes, else 0."""
+        widest = max(f.width for f in (*self.dense_formats, *self.mx_element_formats.values()))
+        return 2 if self.packed_modes and self.fp8_formats and widest >= 16 else 0
+
+    @property
+    def mx_pack(self):
+        """MX elements per PE step of an x4 MX matmul (issue 13): 4 when ``packed_modes``, MX
+        is enabled, a lane holds four 8-bit codes and ``mx_block`` is a multiple of 4 (the four
+        elements of a step share one scale), else 0."""
+        widest = max(f.width for f in (*self.dense_formats, *self.mx_element_formats.values()))
+        return 4 if (self.packed_modes and self.mx_formats and widest >= 32
+                     and self.mx_block % 4 == 0) else 0
 
     @property
     def psum_bank_bytes(self):

@@ -260,6 +260,8 @@ _DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma",
 #: The sparsity decoder (group bus, tag mux) and the sparse paths of the PE and the engine:
 #: the amaranth.sim unit tests and the formal check first, then the cocotb sparse tests.
 _SPARSE = ("tests/test_tensor_sparse_units.py", "tests/test_tensor_sparse.py::test_tensor_sparse")
+#: The packed modes (double-rate FP8, x4 MX): the PE's dot unit in amaranth.sim, then cocotb.
+_PACKED = ("tests/test_tensor_packed_units.py", "tests/test_tensor_packed.py::test_tensor_packed")
 _MEM = "tests/test_mem_"
 _VECTOR = ("tests/test_vector_units.py",)
 
@@ -286,8 +288,9 @@ BLOCKS = (
           sources=("rtl/fp/widen.py",), tests=(_CONV + "test_widen_all_formats",)),
     Block(name="tensor_pe", module="rtl.tensor.pe", build=_build_pe,
           description="tensor-engine PE: weight-stationary FMA of every enabled format (+MX)",
-          sources=("rtl/tensor/pe.py", "rtl/tensor/sparse.py", "rtl/tensor/splitmul.py"),
-          tests=_SPARSE + _TENSOR),
+          sources=("rtl/tensor/pe.py", "rtl/tensor/sparse.py", "rtl/tensor/splitmul.py",
+                   "rtl/tensor/dot.py"),
+          tests=_PACKED + _SPARSE + _TENSOR),
     # The array's Fmax is its PE's (every path is PE-local or a single skew register); the
     # array itself is too big for the ECP5 parts at 16 x 16 and is not placed and routed.
     Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,
@@ -301,7 +304,7 @@ BLOCKS = (
     Block(name="tensor_engine", module="rtl.tensor.engine", build=_build_engine, pnr=False,
           sweep=False, holds_array=True, default=False,
           description="tensor engine: array + PSUM banks (memory) + lane adders + control",
-          sources=("rtl/tensor/engine.py",), tests=_TENSOR + _SPARSE),
+          sources=("rtl/tensor/engine.py",), tests=_TENSOR + _SPARSE + _PACKED),
     Block(name="ap_generator", module="rtl.mem.ap", default=False, build=_build_ap_generator,
           description="access-pattern generator: closed-form range check, one address/cycle",
           sources=("rtl/mem/ap.py",), tests=("tests/test_ap_units.py",)),

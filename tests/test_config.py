@@ -79,7 +79,7 @@ def test_access_pattern_fields():
 
 @pytest.mark.parametrize("field, value", [("pe_cols", 4.0), ("sr_seed", True),
                                           ("formats", ["bf16"]), ("ap_dims", 4.0),
-                                          ("fp32_passes", 4.0)])
+                                          ("fp32_passes", 4.0), ("packed_modes", 1)])
 def test_wrong_types_raise_type_error(field, value):
     with pytest.raises(TypeError, match=f"'{field}'"):
         PRESETS["default"].replace(**{field: value})

@@ -89,8 +89,8 @@ class FusedAdd(Pipeline):
                 raise TypeError(f"term_layout must be an rtl.fp.unpack.exact_layout, "
                                 f"not {term_layout!r}")
             width = term_layout["sig"].width
-            if not 1 <= width <= 48:
-                raise ValueError(f"term_layout 'sig' width must be in [1, 48], not {width}")
+            if not 1 <= width <= 80:
+                raise ValueError(f"term_layout 'sig' width must be in [1, 80], not {width}")
             self.term_layout = term_layout
             super().__init__(data.StructLayout({"c": 32, "p": term_layout}),
                              data.StructLayout({"result": 32}), latency=cfg.add_stages)

@@ -200,11 +200,15 @@ class TensorEngine(wiring.Component):
         cur_sp = Signal(sp_shape)
         cur_k = Signal(range(R + 1))
         cur_bad = Signal()                  # active weights from a bad load (via a transpose)
+        ld_pk = Signal()                    # x4 MX load: the scale of row k is block
+        #                                     mx_pack * k // mx_block
+        shadow_pk = Signal(2)               # packing of the weights: 0 none, 1 FP8 x2, 2 MX x4
+        cur_pk = Signal(2)
 
         mv_busy = Signal()
         mv_left = Signal(range(B + 1))
         mv_n = Signal(range(max(B, R)))
-        mv_k = Signal(range(R + 1))
+        mv_k = Signal(range(tl.k_max + 1))     # K (packed: elements, up to P * rows)
         mv_fmt = Signal(tl.fmt_shape)
         mv_tp = Signal()
         mv_mx = Signal()
@@ -215,6 +219,7 @@ class TensorEngine(wiring.Component):
         mv_wsel = Signal(range(max(2, len(tl.sparse_widths))))
         mv_multi = Signal()                 # FP32 four-pass matmul: each column is 4 parts
         mv_part = Signal(2)
+        mv_pk = Signal()                    # packed matmul (double-rate FP8 / x4 MX)
 
         rd_busy = Signal()
         rd_left = Signal(range(B + 1))
@@ -257,9 +262,24 @@ class TensorEngine(wiring.Component):
                     lane.fmt.eq(mv_fmt),
                     lane.code.eq(Mux(mv_tp, 0, code)),
                 ]
+                if tl.packed:
+                    # packed: row k holds elements P*k .. P*k + P - 1 (those below K)
+                    nel = Signal(2, name=f"nel_{k}")
+                    act = Signal(name=f"act_{k}")
+                    m.d.comb += [nel.eq(0), act.eq(k < mv_k)]
+                    for P, sel in ((tl.fp8_pack, ~mv_mx), (tl.mx_pack, mv_mx)):
+                        if P:
+                            with m.If(mv_pk & sel):
+                                m.d.comb += [act.eq(P * k < mv_k),
+                                             nel.eq(Mux(mv_k >= P * k + P, P - 1,
+                                                        mv_k - P * k - 1))]
+                    m.d.sync += [lane.dot.eq(mv_pk & ~mv_tp), lane.nel.eq(nel),
+                                 lane.active.eq(act)]
                 if tl.mx:
-                    m.d.sync += [lane.mx.eq(mv_mx),
-                                 lane.scale.eq(mvp.scales[k // cfg.mx_block])]
+                    sc = mvp.scales[k // cfg.mx_block]
+                    if tl.mx_pack:
+                        sc = Mux(mv_pk, mvp.scales[tl.mx_pack * k // cfg.mx_block], sc)
+                    m.d.sync += [lane.mx.eq(mv_mx), lane.scale.eq(sc)]
         with m.If(issue & mv_multi):
             m.d.sync += mv_part.eq(mv_part + 1)
         with m.If(col_done):
@@ -283,7 +303,10 @@ class TensorEngine(wiring.Component):
                 m.d.sync += [lane.valid.eq(ld_fire), lane.fmt.eq(ld_fmt), lane.col.eq(ld_col),
                              lane.code.eq(stp.codes[k])]
                 if tl.mx:
-                    m.d.sync += lane.scale.eq(stp.scales[k // cfg.mx_block])
+                    sc = stp.scales[k // cfg.mx_block]
+                    if tl.mx_pack:
+                        sc = Mux(ld_pk, stp.scales[tl.mx_pack * k // cfg.mx_block], sc)
+                    m.d.sync += lane.scale.eq(sc)
                 if tl.sparse:
                     m.d.sync += lane.tag.eq(stp.tags[k])
         # sparse tag check of a stationary beat: rows k < ld_k, every tag < m, the n tags of a
@@ -343,6 +366,9 @@ class TensorEngine(wiring.Component):
         s_k = Mux(shadow_new, shadow_k, cur_k)
         s_bad = Mux(shadow_new, shadow_bad, cur_bad)
         c_sp = c.sp if tl.sparse else Const(0, 1)
+        c_pk = c.pk if tl.packed else Const(0, 1)
+        c_pkm = Mux(c_pk, Mux(c.mx, 2, 1), 0)      # the packing the command names
+        s_pk = Mux(shadow_new, shadow_pk, cur_pk)
         npat = len(tl.patterns)
 
         def sp_switch(body):
@@ -360,6 +386,11 @@ class TensorEngine(wiring.Component):
         bad = Signal()
         code = Signal(3)
         k_ok = (c.k >= 1) & (c.k <= R)
+        # packed matmul: K up to P * rows elements
+        pk_k_ok = Const(0)
+        if tl.packed:
+            P_of = Mux(c.mx, tl.mx_pack, tl.fp8_pack)
+            pk_k_ok = (c.k >= 1) & (c.k <= P_of * R) & (P_of != 0)
         n_ok = (c.n >= 1) & (c.n <= B)
         bank_ok = c.bank < cfg.psum_banks
         wide = tl.wide_indices
@@ -369,6 +400,11 @@ class TensorEngine(wiring.Component):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
                 with m.Elif(c.fmt >= nf):
                     m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                if tl.packed:       # a packed load: a packed format, not sparse
+                    pk_fmt_ok = Mux(c.mx, in_set(c.fmt, tl.mx_indices) & (tl.mx_pack != 0),
+                                    in_set(c.fmt, tl.fp8_indices) & (tl.fp8_pack != 0))
+                    with m.Elif(c_pk & (~pk_fmt_ok | (c_sp != 0))):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
                 if tl.sparse:       # no sparsity: not even dead logic (the dense hardware)
                     with m.Elif(c_sp > npat):
                         m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
@@ -380,8 +416,16 @@ class TensorEngine(wiring.Component):
                                 m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
                         sp_switch(load_body)
             with m.Case(OP_MATMUL):
-                with m.If(~(k_ok & n_ok & bank_ok & have_w)):
+                with m.If(~(Mux(c_pk, pk_k_ok, k_ok) & n_ok & bank_ok & have_w)):
                     m.d.comb += [bad.eq(1), code.eq(ERR_SHAPE)]
+                if tl.packed:
+                    # packed matmul: packed weights (pk load), both formats packed ones, dense
+                    with m.Elif(c_pkm != s_pk):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
+                    with m.Elif(c_pk & ((c_sp != 0) | ~pk_fmt_ok
+                                        | ~Mux(c.mx, in_set(s_fmt, tl.mx_indices),
+                                               in_set(s_fmt, tl.fp8_indices)))):
+                        m.d.comb += [bad.eq(1), code.eq(ERR_FORMAT)]
                 if tl.sparse:
                     with m.Elif((c_sp != s_sp) | ((c_sp != 0) & s_bad)):
                         m.d.comb += [bad.eq(1), code.eq(ERR_SPARSE)]
@@ -464,6 +508,8 @@ class TensorEngine(wiring.Component):
                     if tl.sparse:
                         m.d.sync += [ld_sp.eq(c_sp), ld_k.eq(c.k), shadow_sp.eq(c_sp),
                                      shadow_k.eq(c.k), shadow_bad.eq(0)]
+                    if tl.packed:
+                        m.d.sync += [ld_pk.eq(c_pk & c.mx), shadow_pk.eq(c_pkm)]
                 with m.Case(OP_MATMUL, OP_TRANSPOSE):
                     m.d.comb += ops.w_en.eq(1)
                     m.d.sync += [mv_busy.eq(1), mv_left.eq(Mux(is_tp, c.k, c.n)), mv_n.eq(0),
@@ -471,6 +517,8 @@ class TensorEngine(wiring.Component):
                                  mv_mx.eq(c.mx & ~is_tp), mv_swap.eq(shadow_new),
                                  mv_bank.eq(c.bank), shadow_new.eq(0),
                                  cur_m.eq(s_m), cur_fmt.eq(s_fmt), mv_part.eq(0)]
+                    if tl.packed:
+                        m.d.sync += [mv_pk.eq(c_pk & ~is_tp), cur_pk.eq(s_pk)]
                     if tl.fp32_split:
                         fi = tl.fp32_index
                         m.d.sync += mv_multi.eq(~is_tp & ~c.mx & ((c.fmt == fi) | (s_fmt == fi)))

@@ -59,12 +59,18 @@ class TensorLayouts:
         ``acc`` (accumulate instead of overwrite), ``mx`` (``matmul`` of MX element codes with
         E8M0 scales); with sparsity enabled also ``sp``: 0 = dense, ``i + 1`` = pattern
         ``patterns[i]`` (a sparse ``load`` of kept values and tags, or a sparse ``matmul`` of
-        packed moving beats).
+        packed moving beats); with a packed mode (:attr:`packed`) also ``pk``: the ``load`` /
+        ``matmul`` is packed, ``P`` consecutive K elements per lane (``mx = 0``: double-rate
+        FP8, ``P = fp8_pack``; ``mx = 1``: x4 MX, ``P = mx_pack``); ``k`` counts elements, up
+        to :attr:`k_max` = ``P * pe_rows``.
     lanes_in : StructLayout
         A moving beat (and a dense stationary beat): ``codes``, ``pe_rows`` lanes of
         :attr:`lane_width` bits (lane k = partition k), a code zero-extended; with MX enabled
         also ``scales``, one E8M0 scale per ``mx_block`` rows (row k uses
-        ``scales[k // mx_block]``; ignored by dense operations). A *sparse* moving beat packs
+        ``scales[k // mx_block]``; ignored by dense operations; row k of an x4 MX beat uses
+        ``scales[mx_pack * k // mx_block]``, so a beat has ``ceil(mx_pack * pe_rows /
+        mx_block)`` scales). A packed beat (``pk``) holds P codes per lane, element ``P*k + j``
+        at bits ``[j * w, (j + 1) * w)`` of lane k (``w`` the element width). A *sparse* moving beat packs
         the ``CR = m / n`` logical elements ``g * m + (k % n) * CR + i`` (``g = k // n``) of
         row k at bits ``[i * w, (i + 1) * w)`` of lane k (``golden.sparse.moving_lanes``).
     lanes_st : StructLayout
@@ -99,19 +105,24 @@ class TensorLayouts:
         self.code_width = max(f.width for f in self.pe_formats)
         self.fmt_shape = unsigned(max(1, (len(self.pe_formats) - 1).bit_length()))
         self.rows, self.cols = cfg.pe_rows, cfg.pe_cols
+        # packed modes (issue 13): FP8 at 2 and MX at 4 elements per PE step
+        self.fp8_pack, self.mx_pack = cfg.fp8_pack, cfg.mx_pack
+        self.packed = bool(self.fp8_pack or self.mx_pack)
+        self.k_max = cfg.pe_rows * max(1, self.fp8_pack, self.mx_pack)
         self.cmd = data.StructLayout({
             "op": 2,
             "fmt": self.fmt_shape,
-            "k": range(cfg.pe_rows + 1),
+            "k": range(self.k_max + 1),
             "m": range(cfg.pe_cols + 1),
             "n": range(cfg.psum_bank_fp32 + 1),
             "bank": range(max(2, cfg.psum_banks)),
             "acc": 1,
             "mx": 1,
             **({"sp": range(len(cfg.sparsity) + 1)} if cfg.sparsity else {}),
+            **({"pk": 1} if self.packed else {}),
         })
         self.mx = bool(cfg.mx_formats)
-        self.mx_blocks = -(-cfg.pe_rows // cfg.mx_block)
+        self.mx_blocks = -(-cfg.pe_rows * max(1, self.mx_pack) // cfg.mx_block)
         self.sparse = bool(cfg.sparsity)
         self.pattern_names = tuple(cfg.sparsity)
         self.patterns = tuple(parse_sparse_pattern(p) for p in cfg.sparsity)
@@ -168,20 +179,31 @@ class TensorLayouts:
                      if f.width * m <= SPARSE_LANE_BITS * n)
 
     @property
+    def fp8_indices(self):
+        """Indices of the enabled dense 8-bit formats (double-rate FP8 operands)."""
+        return tuple(i for i, f in enumerate(self.pe_formats[:len(self.cfg.formats)])
+                     if f.width == 8)
+
+    @property
     def mx_indices(self):
         """Indices of the element formats of the enabled MX formats."""
         names = {f.name for f in self.cfg.mx_element_formats.values()}
         return tuple(i for i, f in enumerate(self.pe_formats) if f.name in names)
 
     # --- packing (testbench / driver side) ------------------------------------------------
-    def pack_cmd(self, op, *, fmt=0, k=0, m=0, n=0, bank=0, acc=0, mx=0, sp=0):
-        """The command as an int (``cmd`` layout bits); ``sp`` only with sparsity enabled."""
+    def pack_cmd(self, op, *, fmt=0, k=0, m=0, n=0, bank=0, acc=0, mx=0, sp=0, pk=0):
+        """The command as an int (``cmd`` layout bits); ``sp`` only with sparsity enabled,
+        ``pk`` only with a packed mode (:attr:`packed`)."""
         fields = {"op": op, "fmt": fmt, "k": k, "m": m, "n": n, "bank": bank,
                   "acc": int(acc), "mx": int(mx)}
         if sp and not self.sparse:
             raise ValueError("sp given but the config has no sparse patterns")
         if self.sparse:
             fields["sp"] = sp
+        if pk and not self.packed:
+            raise ValueError("pk given but the config has no packed mode")
+        if self.packed:
+            fields["pk"] = int(pk)
         return self.cmd.const(fields).as_value().value
 
     def sp_index(self, pattern):

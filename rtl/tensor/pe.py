@@ -14,6 +14,7 @@ from rtl.fp.pipe import delay
 from rtl.fp.unpack import exact_layout
 from rtl.pipeline import signature_attr
 from rtl.tensor.layouts import TensorLayouts
+from rtl.tensor.dot import PackedDot
 from rtl.tensor.sparse import tag_select
 from rtl.tensor.splitmul import SplitMultiplier
 
@@ -38,6 +39,8 @@ def pe_layouts(cfg: CoreConfig):
         ld.update({"tag": tl.tag_bits})
     if tl.fp32_split:
         mv.update({"part": 2, "last": 1})
+    if tl.packed:
+        mv.update({"dot": 1, "nel": 2})
     ps = {"valid": 1, "flag": 1, "value": 32}
     return data.StructLayout(mv), data.StructLayout(ld), data.StructLayout(ps)
 
@@ -124,6 +127,12 @@ class PE(wiring.Component):
                 ew = term["exp"].shape.width + 2    # + (ws + xs - 254) in [-254, 256]
                 ew = max(ew, 11)
                 term = exact_layout(term["sig"].width, signed(ew))
+            self.mul_term_layout = term
+            if tl.packed:
+                # packed modes: the dot unit's exact sum shares the fused adder's term input
+                self.dot = PackedDot.Signature(cfg)
+                ew = max(term["exp"].shape.width, self.dot.exp_shape.width)
+                term = exact_layout(max(term["sig"].width, self.dot.sig_width), signed(ew))
             self.term_layout = term
             self.fadd = FusedAdd.Signature(cfg, term_layout=term)
             #: Enabled cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder).
@@ -208,7 +217,7 @@ class PE(wiring.Component):
         enc = Signal(32)
         m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
         # term (with the MX scale applied to its exponent), delayed operands aligned to mul.o
-        term = Signal(self.term_layout)
+        term = Signal(self.signature.mul_term_layout)
         if self.mx and tl.fp32_split:
             # the split multiplier applies the scale in its first stage (off the adder's path)
             use_mx = Signal()
@@ -237,6 +246,30 @@ class PE(wiring.Component):
             ]
         else:
             m.d.comb += term.eq(mul.o.payload)
+        if tl.packed:
+            # packed step (double-rate FP8 / x4 MX): the exact sum of up to four products,
+            # formed from the undelayed operands and delayed to meet the multiplier's output
+            # mul_stages >= 2: one of the registers sits inside the dot unit (pipelined)
+            split = mul.latency >= 2
+            m.submodules.dot = dot = PackedDot(self.cfg, split=split)
+            use_dot = mv.dot & ~forced
+            m.d.comb += [dot.a.eq(w.code), dot.b.eq(x_code), dot.fmt_a.eq(w.fmt),
+                         dot.fmt_b.eq(mv.fmt), dot.nel.eq(mv.nel)]
+            if self.mx:
+                m.d.comb += [
+                    dot.adj.eq(Mux(mv.mx, Cat(w.scale + mv.scale, Const(0, 1)).as_signed() - 254,
+                                   0)),
+                    dot.adj_nan.eq(mv.mx & ((w.scale == 0xFF) | (mv.scale == 0xFF))),
+                ]
+            dt = Signal(dot.o.shape())
+            m.d.comb += dt.eq(dot.o)
+            use_d = delay(m, use_dot, int(split), name="dot_use")
+            dd = delay(m, Cat(dt.as_value(), use_d), mul.latency - int(split), name="dot")
+            dterm = data.View(dot.o.shape(), dd[:-1])
+            wide = Signal(self.term_layout)
+            for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
+                m.d.comb += wide[f].eq(Mux(dd[-1], dterm[f], term[f]))
+            term = wide
         # the sum from above arrives when the product leaves the multiplier (rows are skewed
         # by the adder latency only); the transpose replacement is delayed to meet it
         hd = delay(m, Cat(enc, raw_flag, hit), mul.latency, name="hit")

@@ -65,7 +65,7 @@ def run(cfg, seed=1, scenarios=None):
         m["cycles_back_to_back_fp32"] = r["b2b_fp32"]["window_cycles"]
         m["formula_back_to_back_fp32_cycles"] = cycle_formula(cfg, M=M, N=N, tiles=8,
                                                               parts=parts)
-    for name in ("b2b_fp8", "b2b_fp32", "b2b_mx"):
+    for name in ("b2b_fp8", "b2b_fp32", "b2b_mx", "b2b_fp8_unpacked", "b2b_mx_unpacked"):
         if name in r:
             m[f"utilization_{name}"] = r[name]["utilization"]
             if "b2b_bf16" in r:

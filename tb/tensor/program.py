@@ -90,6 +90,73 @@ class Program:
         self._s = (codes, fmt, None if scales is None else np.asarray(scales, np.uint32))
         self._sp = None
 
+    def _packed_lanes(self, codes, f, P, p_wild):
+        """Lanes ``[pe_rows, cols]`` of a packed tile ``codes [K, cols]``: lane k holds elements
+        ``P*k + j`` at bits ``[j*w, (j+1)*w)``; slots at and beyond K hold random codes."""
+        cfg = self.cfg
+        K, n = codes.shape
+        full = rand_codes(self.rng, f, (P * cfg.pe_rows, n), p_wild=p_wild)
+        full[:K] = codes
+        lanes = np.zeros((cfg.pe_rows, n), dtype=np.uint64)
+        for j in range(P):
+            lanes |= full[j::P].astype(np.uint64) << np.uint64(j * f.width)
+        return lanes
+
+    def load_packed(self, codes, fmt, P, scales=None):
+        """Packed LoadStationary (``pk``): ``codes [K, M]``, K up to ``P * pe_rows``, P codes
+        per lane; x4 MX (``scales`` given, ``[ceil(K / mx_block), M]``): row k's scale is block
+        ``P * k // mx_block``. Unused slots get random codes (they must never matter)."""
+        cfg, tl = self.cfg, self.tl
+        codes = np.asarray(codes, dtype=np.uint32)
+        K, M = codes.shape
+        lanes = self._packed_lanes(codes, cfg.fmt(fmt), P, 0.5)
+        sc = None
+        if scales is not None:
+            sc = np.zeros((tl.mx_blocks, M), dtype=np.uint32)
+            sc[:len(scales)] = scales
+        for j in range(M):
+            self.st.append(tl.pack_lanes(lanes[:, j], [] if sc is None else sc[:, j]))
+        self.cmds.append(tl.pack_cmd(OP_LOAD, fmt=tl.fmt_index(fmt), m=M, pk=1,
+                                     mx=int(scales is not None)))
+        self._s = (codes, fmt, None if scales is None else np.asarray(scales, np.uint32))
+        self._sp = None
+
+    def matmul_fp8x2(self, codes, fmt, *, bank=0, acc=False):
+        """Double-rate FP8 MultiplyMoving (``pk``) of ``codes [K, N]`` (K up to
+        ``fp8_pack * pe_rows``) with the last packed FP8 load."""
+        cfg, tl = self.cfg, self.tl
+        s, fmt_s, _ = self._s
+        x = np.asarray(codes, dtype=np.uint32)
+        K, N = x.shape
+        self.model.matmul_fp8x2(bank, bool(acc), s[:K], fmt_s, x, fmt)
+        lanes = self._packed_lanes(x, cfg.fmt(fmt), cfg.fp8_pack, 1.0)
+        for j in range(N):
+            self.mv.append(tl.pack_lanes(lanes[:, j]))
+        self.cmds.append(tl.pack_cmd(OP_MATMUL, fmt=tl.fmt_index(fmt), k=K, n=N, bank=bank,
+                                     acc=acc, pk=1))
+        self.macs += K * s.shape[1] * N
+
+    def matmul_mx_x4(self, codes, scales, mx_fmt, *, bank=0, acc=False, s_mx_fmt=None):
+        """x4 MX MultiplyMoving (``pk``, ``mx``): element ``codes [K, N]`` (K up to
+        ``mx_pack * pe_rows``), E8M0 ``scales [ceil(K / mx_block), N]``, with the last packed
+        MX load."""
+        cfg, tl = self.cfg, self.tl
+        s, fmt_s, s_sc = self._s
+        x = np.asarray(codes, dtype=np.uint32)
+        xs = np.asarray(scales, dtype=np.uint32)
+        K, N = x.shape
+        nb = -(-K // cfg.mx_block)
+        self.model.matmul_mx_x4(bank, bool(acc), s[:K], s_sc[:nb], s_mx_fmt, x, xs, mx_fmt)
+        el = MX_FORMAT_NAMES[mx_fmt]
+        lanes = self._packed_lanes(x, cfg.fmt(el), cfg.mx_pack, 1.0)
+        sc = np.full((tl.mx_blocks, N), 0xFF, dtype=np.uint32)    # padding blocks: NaN
+        sc[:len(xs)] = xs
+        for j in range(N):
+            self.mv.append(tl.pack_lanes(lanes[:, j], sc[:, j]))
+        self.cmds.append(tl.pack_cmd(OP_MATMUL, fmt=tl.fmt_index(el), k=K, n=N, bank=bank,
+                                     acc=acc, mx=1, pk=1))
+        self.macs += K * s.shape[1] * N
+
     def load_sparse(self, values, tags, fmt, pattern, *, expect_error=None):
         """Sparse LoadStationary of a compressed tile (``golden.sparse``: kept ``values`` and
         ``tags`` ``[K_phys, M]``; the command's ``k`` = K_phys rows are tag-checked). Rows

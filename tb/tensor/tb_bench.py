@@ -14,15 +14,29 @@ from tb.tensor.driver import EngineDriver, compare
 from tb.tensor.program import Program, rand_codes
 
 
-def gemm_program(cfg, rng, *, tiles, fmt_s="bf16", fmt_x="bf16", n=None, mx=None):
+def gemm_program(cfg, rng, *, tiles, fmt_s="bf16", fmt_x="bf16", n=None, mx=None,
+                 packed=False):
     """``tiles`` back-to-back full-array matmuls (K = rows, M = cols, N = one bank), each with
-    its own stationary, into banks ``i % psum_banks``; then one read of the last bank."""
+    its own stationary, into banks ``i % psum_banks``; then one read of the last bank.
+    ``packed``: the packed mode of the format (double-rate FP8, x4 MX), K = P x rows."""
     prog = Program(cfg, rng)
     R, C = cfg.pe_rows, cfg.pe_cols
     N = n or cfg.psum_bank_fp32
     for i in range(tiles):
         b = i % cfg.psum_banks
-        if mx:
+        if packed and mx:
+            el = cfg.mx_element_formats[mx]
+            K = cfg.mx_pack * R
+            nb = -(-K // cfg.mx_block)
+            prog.load_packed(rand_codes(rng, el, (K, C), 0.0), el.name, cfg.mx_pack,
+                             scales=rng.integers(120, 134, (nb, C)))
+            prog.matmul_mx_x4(rand_codes(rng, el, (K, N), 0.0), rng.integers(120, 134, (nb, N)),
+                              mx, bank=b, s_mx_fmt=mx)
+        elif packed:
+            K = cfg.fp8_pack * R
+            prog.load_packed(rand_codes(rng, cfg.fmt(fmt_s), (K, C), 0.0), fmt_s, cfg.fp8_pack)
+            prog.matmul_fp8x2(rand_codes(rng, cfg.fmt(fmt_x), (K, N), 0.0), fmt_x, bank=b)
+        elif mx:
             el = cfg.mx_element_formats[mx]
             nb = -(-R // cfg.mx_block)
             prog.load(rand_codes(rng, el, (R, C), 0.0), el.name,
@@ -42,12 +56,19 @@ def scenarios(cfg):
     if "bf16" in cfg.formats:
         out.update({"single_bf16": dict(tiles=1), "b2b_bf16": dict(tiles=8)})
     narrow = [f for f in cfg.formats if cfg.fmt(f).width == 8]
+    # b2b_fp8 / b2b_mx: the fastest mode the config has (packed when it has it); the
+    # *_unpacked twins run the same formats one element per PE step
     if narrow:
-        out["b2b_fp8"] = dict(tiles=8, fmt_s=narrow[0], fmt_x=narrow[0])
+        out["b2b_fp8"] = dict(tiles=8, fmt_s=narrow[0], fmt_x=narrow[0],
+                              packed=bool(cfg.fp8_pack))
+        if cfg.fp8_pack:
+            out["b2b_fp8_unpacked"] = dict(tiles=8, fmt_s=narrow[0], fmt_x=narrow[0])
     if "fp32" in cfg.formats:
         out["b2b_fp32"] = dict(tiles=8, fmt_s="fp32", fmt_x="fp32")
     if cfg.mx_formats:
-        out["b2b_mx"] = dict(tiles=8, mx=cfg.mx_formats[0])
+        out["b2b_mx"] = dict(tiles=8, mx=cfg.mx_formats[0], packed=bool(cfg.mx_pack))
+        if cfg.mx_pack:
+            out["b2b_mx_unpacked"] = dict(tiles=8, mx=cfg.mx_formats[0])
     return out
 
 

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The packed-mode dot unit of the PE (issue 13): the exact sum of up to four narrow products.
+
+Double-rate FP8 (``cfg.fp8_pack = 2``) and x4 MX (``cfg.mx_pack = 4``) put ``P`` consecutive K
+elements in one PE step: the weight code and the moving lane each hold ``P`` codes, element j at
+bits ``[j * w, (j + 1) * w)`` (``w`` = the format's width: 8 for FP8, 4 for FP4). The step adds
+the *exact* sum of the ``P`` products to the partial sum and rounds once, in the PE's fused
+adder (docs/tensor-engine.md, "Packed modes"). This unit forms that sum as one exact term.
+
+Every product of an element pair lies on the grid of its pair's smallest LSB exponent
+``base_a + base_b`` (``base_f = 1 - bias - man_bits``, the LSB exponent of a subnormal): product
+j is ``sig_a * sig_b * 2**(off_a + off_b)`` above it, with ``off = max(exponent field, 1) - 1``.
+So the sum needs no exponent comparison: each product is shifted left by its own ``off_a +
+off_b`` (at most ``2 * (largest exponent field - 1)``: 58 for E5M2) into a fixed-point window,
+and the signed products are added. The window (:attr:`PackedDot.Signature.sig_width`, 66 bits
+for E5M2 x E5M2 x 4) holds every sum exactly.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal, Mux, Cat, Const, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.config import CoreConfig, check_config
+from rtl.fp.pipe import stage
+from rtl.fp.unpack import exact_layout
+
+__all__ = ["PackedDot", "dot_formats", "MAX_SLOTS"]
+
+#: Products per step the unit can add (x4 MX).
+MAX_SLOTS = 4
+
+
+def dot_formats(tl):
+    """``{pe format index: FPFormat}`` of the formats a packed step can hold (the enabled dense
+    8-bit formats when ``fp8_pack``, the MX element formats when ``mx_pack``)."""
+    cfg = tl.cfg
+    names = set()
+    if cfg.fp8_pack:
+        names |= {f.name for f in cfg.fp8_formats}
+    if cfg.mx_pack:
+        names |= {f.name for f in cfg.mx_element_formats.values()}
+    return {i: f for i, f in enumerate(tl.pe_formats) if f.name in names}
+
+
+def _max_field(f):
+    """Largest exponent field of a finite code of ``f``."""
+    return (1 << f.exp_bits) - (2 if f.specials == "ieee" else 1)
+
+
+def _base(f):
+    return 1 - f.bias - f.man_bits
+
+
+class PackedDot(wiring.Component):
+    """Exact ``sum_j a_j * b_j * 2**adj`` over the active slots ``j <= nel`` (combinational).
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    split : bool, keyword-only
+        A register between the decoded products / shift amounts and the shift-and-sum (latency
+        1 instead of 0): the PE uses it when ``mul_stages >= 2``, so the dot unit is pipelined
+        like the multiplier instead of only delayed after it.
+
+    Members
+    -------
+    a, b : In(code_width)
+        Packed codes of the weight and of the moving lane (slot j at ``[j*w, (j+1)*w)``).
+    fmt_a, fmt_b : In(fmt_shape)
+        PE format indices (:attr:`TensorLayouts.pe_formats`); each must be a
+        :func:`dot_formats` index (the engine checks it).
+    nel : In(2)
+        Active slots minus one: slots ``j > nel`` do not participate (a -0 product).
+    adj : In(signed(10))
+        Added to the term's exponent (MX: ``ws + xs - 254``; 0 otherwise).
+    adj_nan : In(1)
+        The term is NaN (a 0xFF MX scale).
+    o : Out(exact_layout(sig_width, exp_shape))
+        The exact sum: NaN if a slot is NaN (NaN operand, ``0 x Inf``), Infs of both signs meet
+        or ``adj_nan``; else Inf if a slot is Inf; else ``sign``/``sig``/``exp`` of the sum
+        (``is_zero`` when it is 0: ``sign`` is 1 only when every active product is a -0, and
+        every slot inactive gives -0). Latency 0, or 1 with ``split``.
+    """
+
+    class Signature(wiring.Signature):
+        """Members for ``cfg``, with ``formats`` (:func:`dot_formats`), ``sig_width`` and
+        ``exp_shape`` of the output term."""
+
+        def __init__(self, cfg: CoreConfig):
+            from rtl.tensor.layouts import TensorLayouts
+            check_config(cfg, "PackedDot")
+            tl = TensorLayouts(cfg)
+            self.formats = fm = dot_formats(tl)
+            if not fm:
+                raise ValueError(f"PackedDot needs cfg.fp8_pack or cfg.mx_pack (cfg {cfg.name!r})")
+            fs = list(fm.values())
+            def smax(f):
+                return (1 << (f.man_bits + 1)) - 1
+            omax = max(_max_field(f) - 1 for f in fs)
+            self.shift_max = 2 * omax
+            # the largest exact sum of any format pair: MAX_SLOTS maximal products at the
+            # pair's largest offset
+            self.sig_width = max((MAX_SLOTS * smax(f) * smax(g) << (_max_field(f) - 1 +
+                                  _max_field(g) - 1)).bit_length() for f in fs for g in fs)
+            bmin, bmax = min(_base(f) for f in fs), max(_base(f) for f in fs)
+            lo, hi = 2 * bmin - 254, 2 * bmax + 256
+            ew = max(lo.bit_length(), hi.bit_length()) + 1
+            self.exp_shape = signed(ew)
+            self.layout = exact_layout(self.sig_width, self.exp_shape)
+            super().__init__({
+                "a": In(tl.code_width), "b": In(tl.code_width),
+                "fmt_a": In(tl.fmt_shape), "fmt_b": In(tl.fmt_shape),
+                "nel": In(2), "adj": In(signed(10)), "adj_nan": In(1),
+                "o": Out(self.layout),
+            })
+
+    def __init__(self, cfg: CoreConfig, *, split=False):
+        super().__init__(self.Signature(cfg))
+        self.cfg = cfg
+        self.split = bool(split)
+
+    def _decode(self, m, code, fmt, j, name):
+        """Slot ``j`` of ``code`` decoded under the format index ``fmt``."""
+        sig_w = max(f.man_bits + 1 for f in self.signature.formats.values())
+        off_w = max(1, (self.signature.shift_max // 2).bit_length())
+        lay = data.StructLayout({"sign": 1, "off": off_w, "sig": sig_w, "zero": 1, "inf": 1,
+                                 "nan": 1})
+        d = Signal(lay, name=f"{name}{j}")
+        with m.Switch(fmt):
+            for i, f in self.signature.formats.items():
+                with m.Case(i):
+                    M, EB, w = f.man_bits, f.exp_bits, f.width
+                    c = code[j * w:(j + 1) * w] if (j + 1) * w <= len(code) else Const(0, w)
+                    e, man = c[M:M + EB], c[:M]
+                    sub = e == 0
+                    top = (1 << EB) - 1
+                    m.d.comb += [
+                        d.sign.eq(c[w - 1]),
+                        d.off.eq(Mux(sub, 0, e - 1)),
+                        d.sig.eq(Mux(sub, man, man | (1 << M))),
+                        d.zero.eq(sub & (man == 0)),
+                    ]
+                    if f.specials == "ieee":
+                        m.d.comb += [d.inf.eq((e == top) & (man == 0)),
+                                     d.nan.eq((e == top) & (man != 0))]
+                    elif f.specials == "fn":
+                        m.d.comb += d.nan.eq((e == top) & (man == (1 << M) - 1))
+        return d
+
+    def _base(self, m, fmt, name):
+        """LSB exponent of a subnormal of the format ``fmt`` selects (a per-format constant)."""
+        base = Signal(self.signature.exp_shape, name=name)
+        with m.Switch(fmt):
+            for i, f in self.signature.formats.items():
+                with m.Case(i):
+                    m.d.comb += base.eq(_base(f))
+        return base
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self.signature.sig_width
+        terms, nans, pinf, ninf, zeros, zsigns = [], [], [], [], [], []
+        # stage A: decode, products, shift amounts, flags (registered when ``split``)
+        va = {}
+        for j in range(MAX_SLOTS):
+            a = self._decode(m, self.a, self.fmt_a, j, "a")
+            b = self._decode(m, self.b, self.fmt_b, j, "b")
+            on = Signal(name=f"on{j}")
+            m.d.comb += on.eq(self.nel >= j) if j else on.eq(1)
+            prod = Signal(2 * len(a.sig), name=f"prod{j}")
+            m.d.comb += prod.eq(a.sig * b.sig)
+            sh = Signal(len(a.off) + 1, name=f"shamt{j}")
+            m.d.comb += sh.eq(a.off + b.off)
+            va.update({f"on{j}": on, f"sgn{j}": a.sign ^ b.sign, f"prod{j}": prod,
+                       f"sh{j}": sh, f"az{j}": a.zero, f"bz{j}": b.zero,
+                       f"nan{j}": on & (a.nan | b.nan | (a.zero & b.inf) | (a.inf & b.zero)),
+                       f"inf{j}": on & (a.inf | b.inf)})
+        va["exp"] = Signal(self.signature.exp_shape, name="exp_a")
+        m.d.comb += va["exp"].eq(self._base(m, self.fmt_a, "base_a")
+                                 + self._base(m, self.fmt_b, "base_b") + self.adj)
+        va["adj_nan"] = self.adj_nan
+        _, x = stage(m, self.split, Const(1), va, name="dotA")
+        # stage B: shift into the window, signed sum, magnitude
+        for j in range(MAX_SLOTS):
+            on, sgn = x[f"on{j}"], x[f"sgn{j}"]
+            shifted = Signal(W, name=f"sh{j}")
+            m.d.comb += shifted.eq(x[f"prod{j}"] << x[f"sh{j}"])
+            t = Signal(signed(W + 2), name=f"t{j}")
+            m.d.comb += t.eq(Mux(on, Mux(sgn, -shifted, shifted), 0))
+            terms.append(t)
+            nans.append(x[f"nan{j}"])
+            pinf.append(x[f"inf{j}"] & ~sgn)
+            ninf.append(x[f"inf{j}"] & sgn)
+            zeros.append(~on | x[f"az{j}"] | x[f"bz{j}"])
+            zsigns.append(~on | sgn)
+        total = Signal(signed(W + 2))
+        m.d.comb += total.eq(sum(terms[1:], terms[0]))
+        any_p, any_n = Cat(*pinf).any(), Cat(*ninf).any()
+        nan = Cat(*nans).any() | (any_p & any_n) | x["adj_nan"]
+        inf = ~nan & (any_p | any_n)
+        neg = total < 0
+        zero = ~nan & ~inf & (total == 0)
+        all_zero = Cat(*zeros).all()
+        o = self.o
+        m.d.comb += [
+            o.sig.eq(Mux(neg, -total, total)),
+            o.exp.eq(x["exp"]),
+            o.is_nan.eq(nan),
+            o.is_inf.eq(inf),
+            o.is_zero.eq(zero),
+            o.sign.eq(Mux(inf, any_n, Mux(zero, all_zero & Cat(*zsigns).all(), neg))),
+        ]
+        return m

@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Packed modes of the PE (issue 13) in Amaranth's simulator: double-rate FP8 (two FP8 codes
+per lane) and x4 MX (four element codes per lane, one scale pair), interleaved with ordinary
+beats, against ``golden.tensor.packed_step`` (the exact sum of the step's products, one
+rounding; checked against a Fraction chain in tests/golden/test_tensor_packed_golden.py).
+
+Every expected value comes from the golden model; the slot layout (element j at bits
+``[j * w, (j + 1) * w)``) and the ``nel`` rule (slots ``j > nel`` do not participate) from
+docs/tensor-engine.md "Packed modes".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from golden.arith import fma_fp32, mul_exact
+from golden.formats import decode, decode_e8m0
+from golden.tensor import mx_product, packed_step
+from rtl.config import get_preset
+from rtl.tensor.layouts import TensorLayouts
+from tests.test_tensor_units import (Bench, mixed_codes, rand_fp32, results, run_pe, schedule,
+                                     n_parts)
+
+SMALL = get_preset("small")
+FP8 = ("fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "cfp8")
+
+
+@pytest.fixture(scope="module")
+def pe_bench():
+    from rtl.tensor.pe import PE
+    return Bench(PE(SMALL))
+
+
+def pack(codes, w):
+    v = 0
+    for j, c in enumerate(codes):
+        v |= int(c) << (j * w)
+    return v
+
+
+def _check(pe_bench, beats, want, seed, what):
+    got = np.array([v for v, _ in results(run_pe(pe_bench, schedule(pe_bench.dut, beats)))],
+                   dtype=np.uint32)
+    want = np.array(want, dtype=np.uint32)
+    assert len(got) == len(want), f"{what}: {len(got)} results, {len(want)} expected"
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), (f"seed={seed} {what}: {len(bad)} mismatches, first beat {bad[0]}: "
+                          f"got {hex(got[bad[0]])} want {hex(want[bad[0]])}")
+
+
+def _ld(beats, ld):
+    if beats:
+        beats[-1]["ld"] = ld
+    else:
+        beats.append({"mv": {}, "ld": ld})
+
+
+def test_pe_fp8_double_rate(pe_bench, seed):
+    """Two FP8 products per beat, every FP8 pair, specials included, nel = 0 (second slot
+    holds a random code, NaN/Inf included, that must not matter) and 1; dense beats between
+    packed ones reuse the PE as before."""
+    tl = TensorLayouts(SMALL)
+    rng = np.random.default_rng([seed, 21])
+    beats, want = [], []
+    for fw in FP8:
+        for fx in FP8:
+            Fw, Fx = SMALL.fmt(fw), SMALL.fmt(fx)
+            n = 12
+            w = mixed_codes(rng, Fw, 2 * n).reshape(n, 2)
+            x = mixed_codes(rng, Fx, 2 * n).reshape(n, 2)
+            c = rand_fp32(rng, n)
+            nel = (rng.random(n) < 0.8).astype(int)
+            for i in range(n):
+                _ld(beats, {"valid": 1, "col": 0, "fmt": tl.fmt_index(fw),
+                            "code": pack(w[i], 8)})
+                beats.append({"mv": {"valid": 1, "active": 1, "first": 1, "dot": 1,
+                                     "nel": int(nel[i]), "fmt": tl.fmt_index(fx),
+                                     "code": pack(x[i], 8)}, "c": c[i]})
+                prods = [float(mul_exact(w[i, j], Fw, x[i, j], Fx)) for j in range(nel[i] + 1)]
+                want.append(packed_step(c[i], *prods))
+            # an ordinary beat in between: the low code only, one rounding
+            _ld(beats, {"valid": 1, "col": 0, "fmt": tl.fmt_index(fw), "code": int(w[0, 0])})
+            beats.append({"mv": {"valid": 1, "active": 1, "first": 1, "fmt": tl.fmt_index(fx),
+                                 "code": int(x[0, 0])}, "c": c[0],
+                          "parts": n_parts(tl, fw, fx)})
+            want.append(int(fma_fp32(c[:1], w[:1, 0], Fw, x[:1, 0], Fx)[0]))
+    _check(pe_bench, beats, want, seed, "fp8 x2")
+
+
+def test_pe_mx_x4(pe_bench, seed):
+    """Four MX element products per beat under one scale pair (wide scales, NaN scales),
+    every element pair, nel 0..3 (unused slots hold random codes)."""
+    tl = TensorLayouts(SMALL)
+    rng = np.random.default_rng([seed, 22])
+    els = [SMALL.mx_element_formats[m] for m in SMALL.mx_formats]
+    beats, want = [], []
+    for ew in els:
+        for ex in els:
+            n = 12
+            w = mixed_codes(rng, ew, 4 * n).reshape(n, 4)
+            x = mixed_codes(rng, ex, 4 * n).reshape(n, 4)
+            ws = rng.choice([0, 1, 127, 100, 160, 254, 255, 120, 134], n)
+            xs = rng.choice([0, 1, 127, 100, 160, 254, 120, 134, 128], n)
+            c = rand_fp32(rng, n)
+            nel = rng.choice([0, 1, 2, 3, 3, 3], n)
+            for i in range(n):
+                _ld(beats, {"valid": 1, "col": 0, "fmt": tl.fmt_index(ew),
+                            "code": pack(w[i], ew.width), "scale": int(ws[i])})
+                beats.append({"mv": {"valid": 1, "active": 1, "first": 1, "dot": 1, "mx": 1,
+                                     "nel": int(nel[i]), "fmt": tl.fmt_index(ex),
+                                     "code": pack(x[i], ex.width), "scale": int(xs[i])},
+                              "c": c[i]})
+                sv = decode(w[i], ew).astype(np.float64) * decode_e8m0(np.uint32(ws[i]))
+                xv = decode(x[i], ex).astype(np.float64) * decode_e8m0(np.uint32(xs[i]))
+                prods = [float(mx_product(sv[j], xv[j])) for j in range(nel[i] + 1)]
+                want.append(packed_step(c[i], *prods))
+    _check(pe_bench, beats, want, seed, "mx x4")
+
+
+@pytest.mark.parametrize("mul_stages,add_stages", [(0, 1), (2, 6)])
+def test_pe_packed_other_depths(seed, mul_stages, add_stages):
+    """The dot term meets the partial sum at every pipeline depth: FP8 x2 and MX x4 beats
+    (the MX ones with NaN scales) with mul_stages 0 and 2, against golden.tensor.packed_step."""
+    from rtl.tensor.pe import PE
+    cfg = SMALL.replace(mul_stages=mul_stages, add_stages=add_stages)
+    tl = TensorLayouts(cfg)
+    bench = Bench(PE(cfg))
+    rng = np.random.default_rng([seed, 24, mul_stages])
+    beats, want = [], []
+    e5, e4 = cfg.fmt("fp8_e5m2"), cfg.fmt("fp8_e4m3fn")
+    for i in range(40):
+        mx = i % 2
+        P = 4 if mx else 2
+        w = mixed_codes(rng, e5, P)
+        x = mixed_codes(rng, e4, P)
+        nel = int(rng.integers(0, P))
+        ws, xs = (int(rng.choice([120, 127, 134, 255, 1])), int(rng.choice([126, 130, 0])))
+        c = rand_fp32(rng, 1)[0]
+        ld = {"valid": 1, "col": 0, "fmt": tl.fmt_index(e5), "code": pack(w, 8)}
+        mv = {"valid": 1, "active": 1, "first": 1, "dot": 1, "nel": nel,
+              "fmt": tl.fmt_index(e4), "code": pack(x, 8)}
+        if mx:
+            ld["scale"], mv["mx"], mv["scale"] = ws, 1, xs
+            sv = decode(w, e5).astype(np.float64) * decode_e8m0(np.uint32(ws))
+            xv = decode(x, e4).astype(np.float64) * decode_e8m0(np.uint32(xs))
+            prods = [float(mx_product(sv[j], xv[j])) for j in range(nel + 1)]
+        else:
+            prods = [float(mul_exact(w[j], e5, x[j], e4)) for j in range(nel + 1)]
+        if i % 3 == 2:          # an ordinary beat in between: the dot term must not be used
+            ld = {"valid": 1, "col": 0, "fmt": tl.fmt_index(e5), "code": int(w[0])}
+            mv = {"valid": 1, "active": 1, "first": 1, "fmt": tl.fmt_index(e4),
+                  "code": int(x[0])}
+            exp = int(fma_fp32(np.array([c]), w[:1], e5, x[:1], e4)[0])
+        else:
+            exp = packed_step(c, *prods)
+        _ld(beats, ld)
+        beats.append({"mv": mv, "c": c})
+        want.append(exp)
+    _check(bench, beats, want, seed, f"depths {mul_stages}/{add_stages}")
+
+
+def test_pe_packed_inactive_row_passes(pe_bench, seed):
+    """A packed beat with ``active = 0`` passes the addend unchanged, whatever its codes."""
+    tl = TensorLayouts(SMALL)
+    rng = np.random.default_rng([seed, 23])
+    c = rand_fp32(rng, 20)
+    beats = []
+    for i in range(20):
+        _ld(beats, {"valid": 1, "col": 0, "fmt": tl.fmt_index("fp8_e5m2"),
+                    "code": int(rng.integers(0, 1 << 32))})
+        beats.append({"mv": {"valid": 1, "active": 0, "first": 1, "dot": 1, "nel": 3,
+                             "fmt": tl.fmt_index("fp8_e5m2"),
+                             "code": int(rng.integers(0, 1 << 32))}, "c": c[i]})
+    want = [int(v) if (int(v) & 0x7F800000) != 0x7F800000 or not int(v) & 0x7FFFFF
+            else 0x7FC00000 for v in c]
+    _check(pe_bench, beats, want, seed, "inactive packed")
+
+
+@pytest.mark.parametrize("change,fp8,mx", [({"mx_block": 2}, 2, 0),
+                                           ({"formats": ("bf16", "fp8_e4m3")}, 2, 0),
+                                           ({"formats": ("fp32", "bf16")}, 0, 4),
+                                           ({"formats": ("bf16",), "mx_formats": ()}, 0, 0),
+                                           ({"packed_modes": False}, 0, 0)])
+def test_packed_modes_follow_config(change, fp8, mx):
+    """``fp8_pack`` / ``mx_pack`` follow the documented rules (an FP8 format and a 16-bit lane;
+    MX, a 32-bit lane and ``mx_block % 4 == 0``), and the engine elaborates with either mode
+    alone (the ``pk`` field exists only with a packed mode)."""
+    from amaranth.hdl import Fragment
+    from rtl.tensor.engine import TensorEngine
+    cfg = SMALL.replace(**change, sparse_patterns=())
+    assert (cfg.fp8_pack, cfg.mx_pack) == (fp8, mx)
+    tl = TensorLayouts(cfg)
+    assert ("pk" in {n for n, _ in tl.cmd}) == bool(fp8 or mx)
+    assert tl.k_max == cfg.pe_rows * max(1, fp8, mx)
+    Fragment.get(TensorEngine(cfg, use_instances=True), None)     # the top; PEs by name
+
+
+def test_packed_modes_off_leaves_the_pe_as_before():
+    """``packed_modes = False``: no dot unit, no ``dot``/``nel`` on the moving bus, the fused
+    adder's term as wide as the multiplier's (48 bits), ``k`` up to ``pe_rows``."""
+    from rtl.tensor.pe import PE
+    on, off = PE.Signature(SMALL), PE.Signature(SMALL.replace(packed_modes=False))
+    assert {"dot", "nel"} <= {n for n, _ in on.mv_layout}
+    assert not {"dot", "nel"} & {n for n, _ in off.mv_layout}
+    assert off.term_layout["sig"].width == 48 < on.term_layout["sig"].width
+    assert (on.latency, on.row_skew) == (off.latency, off.row_skew)
+    assert TensorLayouts(SMALL.replace(packed_modes=False)).k_max == SMALL.pe_rows
