@@ -8,7 +8,13 @@ import random
 
 from golden import dma as G
 
-__all__ = ["random_copy", "mutate_bad", "random_descriptor_mix"]
+__all__ = ["random_copy", "random_element", "mutate_bad", "random_descriptor_mix",
+           "element_dtypes"]
+
+
+def element_dtypes(cfg):
+    """dtype codes an element descriptor may use on ``cfg`` (the enabled dense formats)."""
+    return tuple(c for c, n in G.DTYPES.items() if n in cfg.formats)
 
 
 def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=None,
@@ -65,6 +71,54 @@ def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=Non
             continue
         return d
     raise AssertionError("no legal descriptor found")
+
+
+def random_element(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=None,
+                   dst_space=None, max_elems=48, max_dims=4, sr=None, ops=None,
+                   dram_span=None, sbuf_span=None):
+    """A random legal *element* descriptor (an op, or a cast; ``golden.dma.check`` with
+    ``element_ops=True`` passes): independent element sizes, offsets and strides per side
+    (multiples of the element size; negative too), source and destination not overlapping, no
+    destination element named twice. ``sr``: force the rounding (None = random)."""
+    sbuf_n = cfg.partitions * cfg.sbuf_bytes_per_partition
+    spans = {G.DRAM: dram_span or (dram_base, dram_limit), G.SBUF: sbuf_span or (0, sbuf_n)}
+    dts = element_dtypes(cfg)
+    for _ in range(5000):
+        op = rng.choice(ops or (G.OP_COPY, G.OP_ADD, G.OP_MAX, G.OP_MIN))
+        sdt, ddt = rng.choice(dts), rng.choice(dts)
+        if op == G.OP_COPY and sdt == ddt:
+            continue
+        es, ed = G.ELEM_BYTES[G.DTYPES[sdt]], G.ELEM_BYTES[G.DTYPES[ddt]]
+        ss = rng.choice((G.DRAM, G.SBUF)) if src_space is None else src_space
+        ds = rng.choice((G.DRAM, G.SBUF)) if dst_space is None else dst_space
+        run = rng.randrange(1, 12)
+        outer = []
+        for _ in range(rng.randrange(max_dims)):
+            outer.append((rng.randrange(1, 4), rng.randrange(-24, 25) * es,
+                          rng.randrange(-24, 25) * ed))
+        d = G.Descriptor(
+            src=rng.randrange(*spans[ss]) // es * es, dst=rng.randrange(*spans[ds]) // ed * ed,
+            src_space=ss, dst_space=ds, dims=((run, es, ed),) + tuple(outer), op=op,
+            src_dtype=sdt, dst_dtype=ddt, rounding=rng.randrange(2) if sr is None else int(sr),
+            post=rng.random() < 0.5, sem=rng.randrange(cfg.semaphores), inc=rng.randrange(1, 4))
+        if d.count > max_elems:
+            continue
+        if G.check(cfg, d, dram_base=dram_base, dram_limit=dram_limit, element_ops=True)[0]:
+            continue
+        ok = True
+        for side, sp in ((0, ss), (1, ds)):
+            lo, hi = G.extent(d, side)
+            if not spans[sp][0] <= lo <= hi < spans[sp][1]:
+                ok = False
+        lo0, hi0 = G.extent(d, 0)
+        lo1, hi1 = G.extent(d, 1)
+        if not ok or (ss == ds and not (hi0 < lo1 or hi1 < lo0)):
+            continue
+        da = G._offsets(d, 1)
+        if len(set(da.tolist())) != len(da):
+            continue
+        return d
+    raise AssertionError("no legal element descriptor found")
 
 
 #: Field changes that make a legal descriptor malformed (the golden check says which code).
