@@ -10,10 +10,12 @@ key of the FP32 bits; copy passes the source through) and one
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
-from amaranth.lib import data
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.dma.descriptor import DESC_LAYOUT, DIMS, OP_COPY, SPACE_DRAM, esize_log2
 from rtl.fp.adder import FP32Adder
 from rtl.fp.convert import ConvertFromFP32
 from rtl.fp.prng import XorWow
@@ -21,7 +23,7 @@ from rtl.fp.widen import WidenToFP32
 from rtl.isa import DTYPES
 from rtl.pipeline import Pipeline, PipelineSignature
 
-__all__ = ["ElementALU", "element_dtypes", "sr_lane", "SR_LANE_BASE", "OP_ADD", "OP_MAX",
+__all__ = ["ElementALU", "ElementMover", "element_dtypes", "sr_lane", "SR_LANE_BASE", "OP_ADD", "OP_MAX",
            "OP_MIN"]
 
 OP_ADD, OP_MAX, OP_MIN = 1, 2, 3
@@ -167,4 +169,194 @@ class ElementALU(Pipeline):
             m.d.comb += [prng.next.eq(valid_o & sr),
                          self.o.payload.code.eq(delay(r, CL, "r32"))]
         m.d.comb += self.o.valid.eq(delay(valid_o, CL, "vc"))
+        return m
+
+
+class ElementMover(wiring.Component):
+    """One element descriptor, element by element (docs/dma.md §4.2): read the source element,
+    read the old destination element (ops only), run :class:`ElementALU`, write the result
+    with byte enables; DRAM accesses are single-beat AXI bursts (the engine lends its AXI
+    channels), SBUF ones go through the engine's partition port.
+
+    Timing per element (cycles, nothing stalling): ``rd(src) [+ rd(dst)] + 1 + latency(ALU) +
+    wr``, with ``rd`` = 1 + the read latency (AR to R, or SBUF request to response) and ``wr`` =
+    1 (SBUF) or 1 + the write response latency (AW/W to B). The elements of a descriptor run
+    one after another in the order of ``golden.dma.run`` (``dims[0]`` fastest).
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+        ``sbuf_word_bytes`` (= the AXI beat), ``sbuf_bytes_per_partition``, the ALU's fields.
+    lane : int
+        The ALU's PRNG lane (:func:`sr_lane` of the engine).
+
+    Members
+    -------
+    start : In(1)
+        Take ``desc`` (a descriptor that passed the check) and run it.
+    abort : In(1)
+        Give the descriptor up (back to idle; the ALU and its PRNG keep their state).
+    desc : In(DESC_LAYOUT)
+    busy : Out(1)
+        From the cycle after ``start`` until the last element's write is complete.
+    ar_valid, ar_addr, ar_ready, r_valid, r_data : the AXI read side (one beat per address;
+        R is always taken)
+    aw_valid, aw_addr, aw_ready, w_valid, w_data, w_strb, w_ready, b_valid : the write side
+    req_valid, req_we, req_word, req_be, req_wdata, req_ready, rsp_valid, rsp_data : SBUF word
+        accesses (``req_word`` = device byte address / ``sbuf_word_bytes``)
+    """
+
+    def __init__(self, cfg: CoreConfig, *, lane=SR_LANE_BASE):
+        check_config(cfg, "ElementMover")
+        self.cfg, self.lane = cfg, lane
+        W = cfg.sbuf_word_bytes
+        A = cfg.axi_addr_bits
+        super().__init__({
+            "start": In(1), "desc": In(DESC_LAYOUT), "busy": Out(1), "abort": In(1),
+            "ar_valid": Out(1), "ar_addr": Out(A), "ar_ready": In(1),
+            "r_valid": In(1), "r_data": In(8 * W),
+            "aw_valid": Out(1), "aw_addr": Out(A), "aw_ready": In(1),
+            "w_valid": Out(1), "w_data": Out(8 * W), "w_strb": Out(W), "w_ready": In(1),
+            "b_valid": In(1),
+            "req_valid": Out(1), "req_we": Out(1), "req_word": Out(64), "req_be": Out(W),
+            "req_wdata": Out(8 * W), "req_ready": In(1),
+            "rsp_valid": In(1), "rsp_data": In(8 * W),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        W = cfg.sbuf_word_bytes
+        lw = W.bit_length() - 1
+        d = Signal(DESC_LAYOUT, name="el_desc")
+        m.submodules.alu = alu = ElementALU(cfg, lane=self.lane)
+
+        # --- the element walk: counters and the running addresses of both sides ---------------
+        idx = [Signal(16, name=f"i{k}") for k in range(DIMS)]
+        cur = [Signal(64, name="sa"), Signal(64, name="da")]
+        lvl = [[Signal(64, name=f"{'sd'[s]}base{k}") for k in range(DIMS)] for s in range(2)]
+        es = [esize_log2(d.src_dtype), esize_log2(d.dst_dtype)]
+
+        def stride(k, s):
+            return d.dims[k].src_stride if s == 0 else d.dims[k].dst_stride
+
+        last = Signal()
+        m.d.comb += last.eq(Cat(*[idx[k] == d.dims[k].num - 1 for k in range(DIMS)]).all())
+
+        def advance():
+            """Step to the next element (dims[0] fastest); the caller checks ``last``."""
+            with m.If(idx[0] != d.dims[0].num - 1):
+                m.d.sync += idx[0].eq(idx[0] + 1)
+                for s in range(2):
+                    m.d.sync += cur[s].eq(cur[s] + (Const(1, 4) << es[s]))
+            for k in range(1, DIMS):
+                lower_done = Cat(*[idx[j] == d.dims[j].num - 1 for j in range(k)]).all()
+                with m.Elif(lower_done & (idx[k] != d.dims[k].num - 1)):
+                    m.d.sync += idx[k].eq(idx[k] + 1)
+                    for j in range(k):
+                        m.d.sync += idx[j].eq(0)
+                    for s in range(2):
+                        nxt = (lvl[s][k] + stride(k, s))[:64]
+                        m.d.sync += cur[s].eq(nxt)
+                        for j in range(1, k + 1):
+                            m.d.sync += lvl[s][j].eq(nxt)
+
+        # --- word access helpers --------------------------------------------------------------
+        src_dram = d.src_space == SPACE_DRAM
+        dst_dram = d.dst_space == SPACE_DRAM
+        word_addr = [Cat(Const(0, lw), cur[s][lw:]) for s in range(2)]
+        off = [cur[s][:lw] if lw else Const(0, 1) for s in range(2)]
+        opnd = [Signal(32, name="src_code"), Signal(32, name="dst_code")]
+        res = Signal(32)
+        m.d.comb += [alu.i.payload.src.eq(opnd[0]), alu.i.payload.dst.eq(opnd[1]),
+                     alu.i.payload.src_dtype.eq(d.src_dtype),
+                     alu.i.payload.dst_dtype.eq(d.dst_dtype), alu.i.payload.op.eq(d.op[:2]),
+                     alu.i.payload.sr.eq(d.rounding)]
+        be = (Cat(Const(1, 1), es[1] >= 1, es[1] >= 2, es[1] >= 2) if W >= 4 else
+              Cat(Const(1, 1), es[1] >= 1))
+        aw_done, w_done = Signal(), Signal()
+
+        def abort():
+            with m.If(self.abort):
+                m.next = "IDLE"
+
+        def next_element():
+            advance()
+            with m.If(last):
+                m.next = "IDLE"
+            with m.Else():
+                m.next = "RD_SRC"
+
+        with m.FSM(name="element"):
+            with m.State("IDLE"):
+                with m.If(self.start):
+                    m.d.sync += [d.eq(self.desc), idx[0].eq(0), idx[1].eq(0), idx[2].eq(0),
+                                 idx[3].eq(0)]
+                    for s, base in enumerate((self.desc.src, self.desc.dst)):
+                        m.d.sync += cur[s].eq(base)
+                        for k in range(DIMS):
+                            m.d.sync += lvl[s][k].eq(base)
+                    m.next = "RD_SRC"
+            for s, (name, space_dram) in enumerate((("SRC", src_dram), ("DST", dst_dram))):
+                with m.State(f"RD_{name}"):
+                    m.d.comb += self.busy.eq(1)
+                    with m.If(space_dram):
+                        m.d.comb += [self.ar_valid.eq(1), self.ar_addr.eq(word_addr[s])]
+                        with m.If(self.ar_ready):
+                            m.next = f"WAIT_{name}"
+                    with m.Else():
+                        m.d.comb += [self.req_valid.eq(1), self.req_word.eq(cur[s][lw:])]
+                        with m.If(self.req_ready):
+                            m.next = f"WAIT_{name}"
+                    abort()
+                with m.State(f"WAIT_{name}"):
+                    m.d.comb += self.busy.eq(1)
+                    got = Mux(space_dram, self.r_valid, self.rsp_valid)
+                    data_ = Mux(space_dram, self.r_data, self.rsp_data)
+                    with m.If(got):
+                        m.d.sync += opnd[s].eq((data_ >> Cat(Const(0, 3), off[s]))[:32])
+                        if s == 0:
+                            with m.If(d.op[:2] != OP_COPY):
+                                m.next = "RD_DST"
+                            with m.Else():
+                                m.next = "ALU"
+                        else:
+                            m.next = "ALU"
+                    abort()
+            with m.State("ALU"):
+                m.d.comb += [self.busy.eq(1), alu.i.valid.eq(1)]
+                m.next = "WAIT_ALU"
+                abort()
+            with m.State("WAIT_ALU"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(alu.o.valid):
+                    m.d.sync += [res.eq(alu.o.payload.code), aw_done.eq(0), w_done.eq(0)]
+                    m.next = "WR"
+                abort()
+            with m.State("WR"):
+                m.d.comb += self.busy.eq(1)
+                wdata = (res << Cat(Const(0, 3), off[1]))[:8 * W]
+                strb = (be << off[1])[:W]
+                with m.If(dst_dram):
+                    m.d.comb += [self.aw_valid.eq(~aw_done), self.aw_addr.eq(word_addr[1]),
+                                 self.w_valid.eq(~w_done), self.w_data.eq(wdata),
+                                 self.w_strb.eq(strb)]
+                    with m.If(self.aw_ready):
+                        m.d.sync += aw_done.eq(1)
+                    with m.If(self.w_ready):
+                        m.d.sync += w_done.eq(1)
+                    with m.If((aw_done | self.aw_ready) & (w_done | self.w_ready)):
+                        m.next = "WAIT_B"
+                with m.Else():
+                    m.d.comb += [self.req_valid.eq(1), self.req_we.eq(1),
+                                 self.req_word.eq(cur[1][lw:]), self.req_be.eq(strb),
+                                 self.req_wdata.eq(wdata)]
+                    with m.If(self.req_ready):
+                        next_element()
+                abort()
+            with m.State("WAIT_B"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(self.b_valid):
+                    next_element()
+                abort()
         return m

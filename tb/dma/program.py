@@ -75,13 +75,15 @@ def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=Non
 
 def random_element(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=None,
                    dst_space=None, max_elems=48, max_dims=4, sr=None, ops=None,
-                   dram_span=None, sbuf_span=None):
+                   dram_span=None, sbuf_span=None, dst_dram_span=None, dst_sbuf_span=None):
     """A random legal *element* descriptor (an op, or a cast; ``golden.dma.check`` with
     ``element_ops=True`` passes): independent element sizes, offsets and strides per side
     (multiples of the element size; negative too), source and destination not overlapping, no
-    destination element named twice. ``sr``: force the rounding (None = random)."""
+    destination element named twice. ``sr``: force the rounding (None = random). Spans as
+    in :func:`random_copy`."""
     sbuf_n = cfg.partitions * cfg.sbuf_bytes_per_partition
     spans = {G.DRAM: dram_span or (dram_base, dram_limit), G.SBUF: sbuf_span or (0, sbuf_n)}
+    dspans = {G.DRAM: dst_dram_span or spans[G.DRAM], G.SBUF: dst_sbuf_span or spans[G.SBUF]}
     dts = element_dtypes(cfg)
     for _ in range(5000):
         op = rng.choice(ops or (G.OP_COPY, G.OP_ADD, G.OP_MAX, G.OP_MIN))
@@ -97,7 +99,7 @@ def random_element(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=
             outer.append((rng.randrange(1, 4), rng.randrange(-24, 25) * es,
                           rng.randrange(-24, 25) * ed))
         d = G.Descriptor(
-            src=rng.randrange(*spans[ss]) // es * es, dst=rng.randrange(*spans[ds]) // ed * ed,
+            src=rng.randrange(*spans[ss]) // es * es, dst=rng.randrange(*dspans[ds]) // ed * ed,
             src_space=ss, dst_space=ds, dims=((run, es, ed),) + tuple(outer), op=op,
             src_dtype=sdt, dst_dtype=ddt, rounding=rng.randrange(2) if sr is None else int(sr),
             post=rng.random() < 0.5, sem=rng.randrange(cfg.semaphores), inc=rng.randrange(1, 4))
@@ -108,7 +110,8 @@ def random_element(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=
         ok = True
         for side, sp in ((0, ss), (1, ds)):
             lo, hi = G.extent(d, side)
-            if not spans[sp][0] <= lo <= hi < spans[sp][1]:
+            rng_ = (spans if side == 0 else dspans)[sp]
+            if not rng_[0] <= lo <= hi < rng_[1]:
                 ok = False
         lo0, hi0 = G.extent(d, 0)
         lo1, hi1 = G.extent(d, 1)
@@ -130,13 +133,16 @@ _BAD = (
 
 
 def mutate_bad(cfg, rng: random.Random, d: G.Descriptor, *, dram_base, dram_limit):
-    """A malformed or out-of-range variant of the legal ``d`` (any error class)."""
+    """A malformed or out-of-range variant of the legal ``d`` (any error class). For an
+    element descriptor only the mutations that are errors for it too (form, zero dimension,
+    ``dims[0]`` stride, range), so it never becomes a legal descriptor writing elsewhere."""
     from dataclasses import replace
     W = cfg.sbuf_word_bytes
-    kind = rng.randrange(8)
+    el = G.elementwise(d)
+    kind = rng.choice((0, 1, 2, 5, 6, 7)) if el else rng.randrange(8)
     slots = list(d.slots)
     if kind == 0:
-        return replace(d, **rng.choice(_BAD))
+        return replace(d, **rng.choice(_BAD[:8] if el else _BAD))
     if kind == 1:                                      # a zero dimension
         k = rng.randrange(4)
         slots[k] = (0,) + slots[k][1:]
