@@ -10,8 +10,8 @@ key of the FP32 bits; copy passes the source through) and one
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
@@ -31,6 +31,9 @@ OP_ADD, OP_MAX, OP_MIN = 1, 2, 3
 #: ``cfg.sr_seed`` (docs/dma.md §2; the partition lanes 0..P-1 belong to the compute engines).
 SR_LANE_BASE = 1 << 16
 _QNAN = 0x7FC00000
+#: Elements the element path holds between its reader and its writer (in the ALU or waiting
+#: to be written).
+RESULT_SLOTS = 8
 
 
 def sr_lane(engine):
@@ -173,15 +176,18 @@ class ElementALU(Pipeline):
 
 
 class ElementMover(wiring.Component):
-    """One element descriptor, element by element (docs/dma.md §4.2): read the source element,
-    read the old destination element (ops only), run :class:`ElementALU`, write the result
-    with byte enables; DRAM accesses are single-beat AXI bursts (the engine lends its AXI
-    channels), SBUF ones go through the engine's partition port.
+    """One element descriptor (docs/dma.md §4.2): a *reader* reads each element's source word
+    and, for an op, its old destination word (one read in flight), and pushes the pair into
+    :class:`ElementALU`; a *writer* takes the results in element order (with their addresses,
+    up to :data:`RESULT_SLOTS` elements between the two) and writes each with byte enables.
+    DRAM accesses are single-beat AXI bursts (the engine lends its AXI channels; up to
+    ``dma_outstanding`` writes await their B response), SBUF ones go through the engine's
+    partition port (the writer first; a request once offered is held until taken).
 
-    Timing per element (cycles, nothing stalling): ``rd(src) [+ rd(dst)] + 1 + latency(ALU) +
-    wr``, with ``rd`` = 1 + the read latency (AR to R, or SBUF request to response) and ``wr`` =
-    1 (SBUF) or 1 + the write response latency (AW/W to B). The elements of a descriptor run
-    one after another in the order of ``golden.dma.run`` (``dims[0]`` fastest).
+    Timing: the reader takes ``1 + r_src [+ 1 + r_dst]`` cycles per element (``r`` = the read
+    latency of that side: AR to R, or SBUF request to response), the ALU and the writes overlap
+    it; on SBUF→SBUF each write also takes a port cycle. The elements run in the order of
+    ``golden.dma.run`` (``dims[0]`` fastest), so SR draws are in element order.
 
     Parameters
     ----------
@@ -228,8 +234,11 @@ class ElementMover(wiring.Component):
         cfg = self.cfg
         W = cfg.sbuf_word_bytes
         lw = W.bit_length() - 1
+        D = RESULT_SLOTS
+        OUT = cfg.dma_outstanding
         d = Signal(DESC_LAYOUT, name="el_desc")
         m.submodules.alu = alu = ElementALU(cfg, lane=self.lane)
+        L = alu.signature.latency
 
         # --- the element walk: counters and the running addresses of both sides ---------------
         idx = [Signal(16, name=f"i{k}") for k in range(DIMS)]
@@ -261,37 +270,110 @@ class ElementMover(wiring.Component):
                         for j in range(1, k + 1):
                             m.d.sync += lvl[s][j].eq(nxt)
 
-        # --- word access helpers --------------------------------------------------------------
         src_dram = d.src_space == SPACE_DRAM
         dst_dram = d.dst_space == SPACE_DRAM
-        word_addr = [Cat(Const(0, lw), cur[s][lw:]) for s in range(2)]
-        off = [cur[s][:lw] if lw else Const(0, 1) for s in range(2)]
-        opnd = [Signal(32, name="src_code"), Signal(32, name="dst_code")]
-        res = Signal(32)
-        m.d.comb += [alu.i.payload.src.eq(opnd[0]), alu.i.payload.dst.eq(opnd[1]),
+        is_op = d.op[:2] != OP_COPY
+
+        def lane_of(addr):
+            return addr[:lw] if lw else Const(0, 1)
+
+        # --- results: the ALU's outputs in element order, with their destination addresses ----
+        # `pending` elements are in the ALU or waiting to be written; the reader pushes only
+        # while fewer than D are, so neither FIFO overflows. After an abort the ALU's stale
+        # outputs are told apart by an epoch bit that travels with each element.
+        af = m.submodules.addr_fifo = ResetInserter(self.abort)(
+            fifo.SyncFIFOBuffered(width=64, depth=D))
+        rf = m.submodules.res_fifo = ResetInserter(self.abort)(
+            fifo.SyncFIFOBuffered(width=32, depth=D))
+        epoch = Signal()
+        with m.If(self.abort):
+            m.d.sync += epoch.eq(~epoch)
+        ep = epoch
+        for k in range(L):
+            nxt = Signal(name=f"epoch_d{k}")
+            m.d.sync += nxt.eq(ep)
+            ep = nxt
+        push, pop = Signal(), Signal()
+        pending = Signal(range(D + 1))
+        with m.If(self.abort):
+            m.d.sync += pending.eq(0)
+        with m.Else():
+            m.d.sync += pending.eq(pending + push - pop)
+        m.d.comb += [alu.i.valid.eq(push), af.w_en.eq(push), af.w_data.eq(cur[1]),
+                     rf.w_en.eq(alu.o.valid & (ep == epoch)), rf.w_data.eq(alu.o.payload.code),
                      alu.i.payload.src_dtype.eq(d.src_dtype),
                      alu.i.payload.dst_dtype.eq(d.dst_dtype), alu.i.payload.op.eq(d.op[:2]),
                      alu.i.payload.sr.eq(d.rounding)]
+
+        # --- the writer: results to AXI (AW + W, up to dma_outstanding B pending) or SBUF ------
+        wa = af.r_data
         be = (Cat(Const(1, 1), es[1] >= 1, es[1] >= 2, es[1] >= 2) if W >= 4 else
               Cat(Const(1, 1), es[1] >= 1))
+        wdata = (rf.r_data << Cat(Const(0, 3), lane_of(wa)))[:8 * W]
+        strb = (be << lane_of(wa))[:W]
+        have = rf.r_rdy
         aw_done, w_done = Signal(), Signal()
+        wr_pend = Signal(range(OUT + 1))
+        aw_fire = self.aw_valid & self.aw_ready
+        wr_port = Signal()                       # the SBUF write was taken
+        m.d.comb += [self.aw_addr.eq(Cat(Const(0, lw), wa[lw:])), self.w_data.eq(wdata),
+                     self.w_strb.eq(strb),
+                     self.aw_valid.eq(have & dst_dram & ~aw_done & (wr_pend < OUT)),
+                     self.w_valid.eq(have & dst_dram & ~w_done)]
+        axi_pop = (have & dst_dram & (aw_done | aw_fire)
+                   & (w_done | (self.w_valid & self.w_ready)))
+        m.d.comb += pop.eq(axi_pop | wr_port)
+        m.d.comb += [af.r_en.eq(pop), rf.r_en.eq(pop)]
+        with m.If(self.abort | pop):
+            m.d.sync += [aw_done.eq(0), w_done.eq(0)]
+        with m.Else():
+            with m.If(aw_fire):
+                m.d.sync += aw_done.eq(1)
+            with m.If(self.w_valid & self.w_ready):
+                m.d.sync += w_done.eq(1)
+        with m.If(self.abort):
+            m.d.sync += wr_pend.eq(0)
+        with m.Else():
+            m.d.sync += wr_pend.eq(wr_pend + aw_fire - self.b_valid)
+
+        # --- the SBUF port: the writer first, a request once offered held until taken ----------
+        rd_want = Signal()
+        rd_word = Signal(64)
+        wr_want = have & ~dst_dram
+        held_rd = Signal()
+        sel_rd = held_rd | (rd_want & ~wr_want)
+        m.d.comb += [self.req_valid.eq(Mux(sel_rd, rd_want, wr_want)),
+                     self.req_we.eq(~sel_rd),
+                     self.req_word.eq(Mux(sel_rd, rd_word, wa[lw:])),
+                     self.req_be.eq(strb), self.req_wdata.eq(wdata),
+                     wr_port.eq(~sel_rd & wr_want & self.req_ready)]
+        rd_taken = sel_rd & rd_want & self.req_ready
+        m.d.sync += held_rd.eq(sel_rd & rd_want & ~self.req_ready & ~self.abort)
+
+        # --- the reader: one element at a time into the ALU ---------------------------------
+        opnd = [Signal(32, name="src_code"), Signal(32, name="dst_code")]
+        alu_in = [Signal(32, name="alu_src"), Signal(32, name="alu_dst")]
+        m.d.comb += [alu_in[0].eq(opnd[0]), alu_in[1].eq(opnd[1]),
+                     alu.i.payload.src.eq(alu_in[0]), alu.i.payload.dst.eq(alu_in[1])]
+        credit = pending < D
+        reading = Signal()
 
         def abort():
             with m.If(self.abort):
                 m.next = "IDLE"
 
-        def next_element():
+        def push_now():
+            m.d.comb += push.eq(1)
             advance()
             with m.If(last):
-                m.next = "IDLE"
+                m.next = "DRAIN"
             with m.Else():
                 m.next = "RD_SRC"
 
         with m.FSM(name="element"):
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [d.eq(self.desc), idx[0].eq(0), idx[1].eq(0), idx[2].eq(0),
-                                 idx[3].eq(0)]
+                    m.d.sync += [d.eq(self.desc)] + [i.eq(0) for i in idx]
                     for s, base in enumerate((self.desc.src, self.desc.dst)):
                         m.d.sync += cur[s].eq(base)
                         for k in range(DIMS):
@@ -299,64 +381,47 @@ class ElementMover(wiring.Component):
                     m.next = "RD_SRC"
             for s, (name, space_dram) in enumerate((("SRC", src_dram), ("DST", dst_dram))):
                 with m.State(f"RD_{name}"):
-                    m.d.comb += self.busy.eq(1)
+                    m.d.comb += reading.eq(1)
                     with m.If(space_dram):
-                        m.d.comb += [self.ar_valid.eq(1), self.ar_addr.eq(word_addr[s])]
+                        m.d.comb += [self.ar_valid.eq(1),
+                                     self.ar_addr.eq(Cat(Const(0, lw), cur[s][lw:]))]
                         with m.If(self.ar_ready):
                             m.next = f"WAIT_{name}"
                     with m.Else():
-                        m.d.comb += [self.req_valid.eq(1), self.req_word.eq(cur[s][lw:])]
-                        with m.If(self.req_ready):
+                        m.d.comb += [rd_want.eq(1), rd_word.eq(cur[s][lw:])]
+                        with m.If(rd_taken):
                             m.next = f"WAIT_{name}"
                     abort()
                 with m.State(f"WAIT_{name}"):
-                    m.d.comb += self.busy.eq(1)
+                    m.d.comb += reading.eq(1)
                     got = Mux(space_dram, self.r_valid, self.rsp_valid)
                     data_ = Mux(space_dram, self.r_data, self.rsp_data)
+                    ext = (data_ >> Cat(Const(0, 3), lane_of(cur[s])))[:32]
                     with m.If(got):
-                        m.d.sync += opnd[s].eq((data_ >> Cat(Const(0, 3), off[s]))[:32])
+                        m.d.sync += opnd[s].eq(ext)
                         if s == 0:
-                            with m.If(d.op[:2] != OP_COPY):
+                            with m.If(is_op):
                                 m.next = "RD_DST"
+                            with m.Elif(credit):
+                                m.d.comb += alu_in[0].eq(ext)
+                                push_now()
                             with m.Else():
-                                m.next = "ALU"
+                                m.next = "PUSH"
                         else:
-                            m.next = "ALU"
+                            m.d.comb += alu_in[1].eq(ext)
+                            with m.If(credit):
+                                push_now()
+                            with m.Else():
+                                m.next = "PUSH"
                     abort()
-            with m.State("ALU"):
-                m.d.comb += [self.busy.eq(1), alu.i.valid.eq(1)]
-                m.next = "WAIT_ALU"
+            with m.State("PUSH"):
+                m.d.comb += reading.eq(1)
+                with m.If(credit):
+                    push_now()
                 abort()
-            with m.State("WAIT_ALU"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(alu.o.valid):
-                    m.d.sync += [res.eq(alu.o.payload.code), aw_done.eq(0), w_done.eq(0)]
-                    m.next = "WR"
+            with m.State("DRAIN"):
+                with m.If((pending == 0) & (wr_pend == 0)):
+                    m.next = "IDLE"
                 abort()
-            with m.State("WR"):
-                m.d.comb += self.busy.eq(1)
-                wdata = (res << Cat(Const(0, 3), off[1]))[:8 * W]
-                strb = (be << off[1])[:W]
-                with m.If(dst_dram):
-                    m.d.comb += [self.aw_valid.eq(~aw_done), self.aw_addr.eq(word_addr[1]),
-                                 self.w_valid.eq(~w_done), self.w_data.eq(wdata),
-                                 self.w_strb.eq(strb)]
-                    with m.If(self.aw_ready):
-                        m.d.sync += aw_done.eq(1)
-                    with m.If(self.w_ready):
-                        m.d.sync += w_done.eq(1)
-                    with m.If((aw_done | self.aw_ready) & (w_done | self.w_ready)):
-                        m.next = "WAIT_B"
-                with m.Else():
-                    m.d.comb += [self.req_valid.eq(1), self.req_we.eq(1),
-                                 self.req_word.eq(cur[1][lw:]), self.req_be.eq(strb),
-                                 self.req_wdata.eq(wdata)]
-                    with m.If(self.req_ready):
-                        next_element()
-                abort()
-            with m.State("WAIT_B"):
-                m.d.comb += self.busy.eq(1)
-                with m.If(self.b_valid):
-                    next_element()
-                abort()
+        m.d.comb += self.busy.eq(reading | (pending != 0) | (wr_pend != 0))
         return m
