@@ -235,8 +235,8 @@ def _mover_run(cfg, descs, rng, bench, *, lat=2, p_ready=0.7, max_cycles=20000):
 def test_mover_sbuf_to_sbuf(seed):
     """``ElementMover`` on random SBUF-to-SBUF element descriptors (every op, casts, RNE/SR,
     1-4 dims, negative strides, any byte offsets) under random port stalls: SBUF byte for byte
-    against ``golden.dma.run`` replaying the SR stream; with no stalls, a cast takes the
-    reader's 3 cycles per element (read, 2 of latency) plus a bounded tail."""
+    against ``golden.dma.run`` replaying the SR stream; with no stalls the port is the bound
+    (2 accesses per cast element, 3 per op element) plus a bounded fill."""
     from rtl.dma.element import ElementMover
     from tb.dma.program import random_element
     cfg = SMALL
@@ -245,17 +245,21 @@ def test_mover_sbuf_to_sbuf(seed):
     descs = [random_element(cfg, rng, dram_base=0, dram_limit=1 << 16, src_space=G.SBUF,
                             dst_space=G.SBUF, max_elems=24) for _ in range(24)]
     bench = SimBench(ElementMover(cfg, lane=sr_lane(0)))
-    start, got, _ = _mover_run(cfg, descs, rng, bench)
-    mem = G.Memory(cfg, dram_bytes=16, sbuf=start)
-    stream = G.sr_stream(cfg, 0)
-    for d in descs:
-        assert G.run(cfg, d, mem, element_ops=True, rand=stream) == (0, 0)
-    bad = [i for i in range(n) if got[i] != mem.sbuf[i]]
-    assert not bad, f"seed={seed}: {len(bad)} bytes differ, first {bad[:6]}\n" + \
-        "\n".join(str(d) for d in descs)
-    # rate: a 64-element cast with a port that always accepts
-    cast = G.Descriptor(src=0, dst=n // 2, src_space=G.SBUF, dst_space=G.SBUF,
-                        dims=((64, 4, 2),), src_dtype=0, dst_dtype=2)
-    _, _, cyc = _mover_run(cfg, [cast], rng, bench, p_ready=1.0)
+    for lat, part in ((2, descs[:16]), (5, descs[16:])):   # each run starts from reset
+        start, got, _ = _mover_run(cfg, part, rng, bench, lat=lat)
+        mem = G.Memory(cfg, dram_bytes=16, sbuf=start)
+        stream = G.sr_stream(cfg, 0)
+        for d in part:
+            assert G.run(cfg, d, mem, element_ops=True, rand=stream) == (0, 0)
+        bad = [i for i in range(n) if got[i] != mem.sbuf[i]]
+        assert not bad, f"seed={seed} lat={lat}: {len(bad)} bytes differ, first {bad[:6]}\n" \
+            + "\n".join(str(d) for d in part)
+    # rate with a port that always accepts: the port is the bound (a cast reads and writes
+    # each element, an op reads twice), plus the pipeline's fill
     L = ElementALU.Signature(cfg).latency
-    assert 3 * 64 <= cyc[0] <= 3 * 64 + L + 4, f"{cyc[0]} cycles for 64 elements"
+    for op, accesses in ((G.OP_COPY, 2), (G.OP_ADD, 3)):
+        d = G.Descriptor(src=0, dst=n // 2, src_space=G.SBUF, dst_space=G.SBUF, op=op,
+                         dims=((64, 4, 2),), src_dtype=0, dst_dtype=2)
+        _, _, cyc = _mover_run(cfg, [d], rng, bench, p_ready=1.0)
+        assert accesses * 64 <= cyc[0] <= accesses * 64 + L + 12, \
+            f"op {op}: {cyc[0]} cycles for 64 elements"

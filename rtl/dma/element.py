@@ -31,9 +31,9 @@ OP_ADD, OP_MAX, OP_MIN = 1, 2, 3
 #: ``cfg.sr_seed`` (docs/dma.md §2; the partition lanes 0..P-1 belong to the compute engines).
 SR_LANE_BASE = 1 << 16
 _QNAN = 0x7FC00000
-#: Elements the element path holds between its reader and its writer (in the ALU or waiting
-#: to be written).
-RESULT_SLOTS = 8
+#: Elements the element path has in flight (issued and not yet written): enough to cover the
+#: read latency, the ALU and the write at one element per SBUF port cycle pair.
+RESULT_SLOTS = 16
 
 
 def sr_lane(engine):
@@ -277,14 +277,18 @@ class ElementMover(wiring.Component):
         def lane_of(addr):
             return addr[:lw] if lw else Const(0, 1)
 
-        # --- results: the ALU's outputs in element order, with their destination addresses ----
-        # `pending` elements are in the ALU or waiting to be written; the reader pushes only
-        # while fewer than D are, so neither FIFO overflows. After an abort the ALU's stale
-        # outputs are told apart by an epoch bit that travels with each element.
-        af = m.submodules.addr_fifo = ResetInserter(self.abort)(
-            fifo.SyncFIFOBuffered(width=64, depth=D))
-        rf = m.submodules.res_fifo = ResetInserter(self.abort)(
-            fifo.SyncFIFOBuffered(width=32, depth=D))
+        # --- elements in flight: `pending` were issued (source read requested) and are not yet
+        # written; the reader issues only while fewer than D are, so no FIFO below overflows
+        # (the SBUF response has no back-pressure, R is always taken in element mode)
+        def flushed(f):
+            return ResetInserter(self.abort)(f)
+        af = m.submodules.addr_fifo = flushed(fifo.SyncFIFOBuffered(width=64, depth=D))
+        rf = m.submodules.res_fifo = flushed(fifo.SyncFIFOBuffered(width=32, depth=D))
+        sq = m.submodules.src_fifo = flushed(fifo.SyncFIFOBuffered(width=32, depth=D))
+        dq = m.submodules.dst_fifo = flushed(fifo.SyncFIFOBuffered(width=32, depth=D))
+        so = m.submodules.src_lane = flushed(fifo.SyncFIFOBuffered(width=lw, depth=D))
+        do = m.submodules.dst_lane = flushed(fifo.SyncFIFOBuffered(width=lw, depth=D))
+        # after an abort the ALU's outputs still in flight are told apart by an epoch bit
         epoch = Signal()
         with m.If(self.abort):
             m.d.sync += epoch.eq(~epoch)
@@ -293,17 +297,44 @@ class ElementMover(wiring.Component):
             nxt = Signal(name=f"epoch_d{k}")
             m.d.sync += nxt.eq(ep)
             ep = nxt
-        push, pop = Signal(), Signal()
+        issue, pop = Signal(), Signal()
         pending = Signal(range(D + 1))
         with m.If(self.abort):
             m.d.sync += pending.eq(0)
         with m.Else():
-            m.d.sync += pending.eq(pending + push - pop)
-        m.d.comb += [alu.i.valid.eq(push), af.w_en.eq(push), af.w_data.eq(cur[1]),
-                     rf.w_en.eq(alu.o.valid & (ep == epoch)), rf.w_data.eq(alu.o.payload.code),
+            m.d.sync += pending.eq(pending + issue - pop)
+        credit = pending < D
+        active = Signal()
+
+        # --- responses: codes taken from their lanes into the source / destination FIFOs -------
+        # a channel carrying both sides (an op with source and destination in one space)
+        # alternates source, destination, as the reads were issued
+        for c, (c_valid, c_data, c_dram) in enumerate(((self.r_valid, self.r_data, 1),
+                                                      (self.rsp_valid, self.rsp_data, 0))):
+            on_src = src_dram if c_dram else ~src_dram
+            on_dst = is_op & (dst_dram if c_dram else ~dst_dram)
+            tog = Signal(name=f"tog{c}")
+            to_src = c_valid & active & on_src & (~on_dst | ~tog)
+            to_dst = c_valid & active & on_dst & ~to_src
+            with m.If(self.abort | self.start):
+                m.d.sync += tog.eq(0)
+            with m.Elif(c_valid & active & on_src & on_dst):
+                m.d.sync += tog.eq(~tog)
+            with m.If(to_src):
+                m.d.comb += [sq.w_en.eq(1), so.r_en.eq(1),
+                             sq.w_data.eq((c_data >> Cat(Const(0, 3), so.r_data))[:32])]
+            with m.If(to_dst):
+                m.d.comb += [dq.w_en.eq(1), do.r_en.eq(1),
+                             dq.w_data.eq((c_data >> Cat(Const(0, 3), do.r_data))[:32])]
+
+        # --- join: a source code (and, for an op, the old destination code) into the ALU ------
+        join = sq.r_rdy & (dq.r_rdy | ~is_op)
+        m.d.comb += [alu.i.valid.eq(join), sq.r_en.eq(join), dq.r_en.eq(join & is_op),
+                     alu.i.payload.src.eq(sq.r_data), alu.i.payload.dst.eq(dq.r_data),
                      alu.i.payload.src_dtype.eq(d.src_dtype),
                      alu.i.payload.dst_dtype.eq(d.dst_dtype), alu.i.payload.op.eq(d.op[:2]),
-                     alu.i.payload.sr.eq(d.rounding)]
+                     alu.i.payload.sr.eq(d.rounding),
+                     rf.w_en.eq(alu.o.valid & (ep == epoch)), rf.w_data.eq(alu.o.payload.code)]
 
         # --- the writer: results to AXI (AW + W, up to dma_outstanding B pending) or SBUF ------
         wa = af.r_data
@@ -350,20 +381,13 @@ class ElementMover(wiring.Component):
         rd_taken = sel_rd & rd_want & self.req_ready
         m.d.sync += held_rd.eq(sel_rd & rd_want & ~self.req_ready & ~self.abort)
 
-        # --- the reader: one element at a time into the ALU ---------------------------------
-        opnd = [Signal(32, name="src_code"), Signal(32, name="dst_code")]
-        alu_in = [Signal(32, name="alu_src"), Signal(32, name="alu_dst")]
-        m.d.comb += [alu_in[0].eq(opnd[0]), alu_in[1].eq(opnd[1]),
-                     alu.i.payload.src.eq(alu_in[0]), alu.i.payload.dst.eq(alu_in[1])]
-        credit = pending < D
-        reading = Signal()
-
+        # --- the reader: issues the reads of one element after another (source, then the old
+        # destination for an op), as long as fewer than D elements are in flight ---------------
         def abort():
             with m.If(self.abort):
                 m.next = "IDLE"
 
-        def push_now():
-            m.d.comb += push.eq(1)
+        def next_element():
             advance()
             with m.If(last):
                 m.next = "DRAIN"
@@ -381,47 +405,34 @@ class ElementMover(wiring.Component):
                     m.next = "RD_SRC"
             for s, (name, space_dram) in enumerate((("SRC", src_dram), ("DST", dst_dram))):
                 with m.State(f"RD_{name}"):
-                    m.d.comb += reading.eq(1)
+                    m.d.comb += active.eq(1)
+                    # a source read starts an element: only with a free slot (the valid, once
+                    # raised, stays: only this state adds to `pending`)
+                    go = credit if s == 0 else Const(1, 1)
+                    taken = Signal(name=f"taken_{name.lower()}")
                     with m.If(space_dram):
-                        m.d.comb += [self.ar_valid.eq(1),
-                                     self.ar_addr.eq(Cat(Const(0, lw), cur[s][lw:]))]
-                        with m.If(self.ar_ready):
-                            m.next = f"WAIT_{name}"
+                        m.d.comb += [self.ar_valid.eq(go),
+                                     self.ar_addr.eq(Cat(Const(0, lw), cur[s][lw:])),
+                                     taken.eq(go & self.ar_ready)]
                     with m.Else():
-                        m.d.comb += [rd_want.eq(1), rd_word.eq(cur[s][lw:])]
-                        with m.If(rd_taken):
-                            m.next = f"WAIT_{name}"
-                    abort()
-                with m.State(f"WAIT_{name}"):
-                    m.d.comb += reading.eq(1)
-                    got = Mux(space_dram, self.r_valid, self.rsp_valid)
-                    data_ = Mux(space_dram, self.r_data, self.rsp_data)
-                    ext = (data_ >> Cat(Const(0, 3), lane_of(cur[s])))[:32]
-                    with m.If(got):
-                        m.d.sync += opnd[s].eq(ext)
+                        m.d.comb += [rd_want.eq(go), rd_word.eq(cur[s][lw:]),
+                                     taken.eq(rd_taken)]
+                    with m.If(taken):
+                        lane = so if s == 0 else do
+                        m.d.comb += [lane.w_en.eq(1), lane.w_data.eq(lane_of(cur[s]))]
                         if s == 0:
+                            m.d.comb += [issue.eq(1), af.w_en.eq(1), af.w_data.eq(cur[1])]
                             with m.If(is_op):
                                 m.next = "RD_DST"
-                            with m.Elif(credit):
-                                m.d.comb += alu_in[0].eq(ext)
-                                push_now()
                             with m.Else():
-                                m.next = "PUSH"
+                                next_element()
                         else:
-                            m.d.comb += alu_in[1].eq(ext)
-                            with m.If(credit):
-                                push_now()
-                            with m.Else():
-                                m.next = "PUSH"
+                            next_element()
                     abort()
-            with m.State("PUSH"):
-                m.d.comb += reading.eq(1)
-                with m.If(credit):
-                    push_now()
-                abort()
             with m.State("DRAIN"):
+                m.d.comb += active.eq(1)
                 with m.If((pending == 0) & (wr_pend == 0)):
                     m.next = "IDLE"
                 abort()
-        m.d.comb += self.busy.eq(reading | (pending != 0) | (wr_pend != 0))
+        m.d.comb += self.busy.eq(active)
         return m

@@ -268,7 +268,9 @@ class DMAEngine(wiring.Component):
         m.d.comb += [axi.rready.eq(em(1, dq.w_rdy) | axi_dead),
                      r_last.eq(axi.rvalid & axi.rready & axi.rlast)]
         if EO:
-            m.d.comb += [el.ar_ready.eq(axi.arready), el.r_valid.eq(axi.rvalid & ~axi_dead),
+            # the mover sees responses only in element mode (its counters must not take a copy's)
+            m.d.comb += [el.ar_ready.eq(axi.arready),
+                         el.r_valid.eq(axi.rvalid & el_mode & ~axi_dead),
                          el.r_data.eq(axi.rdata)]
         with m.If(axi_dead):
             m.d.sync += rd_out.eq(0)
@@ -321,7 +323,7 @@ class DMAEngine(wiring.Component):
         m.d.comb += [axi.bready.eq(1), b_fire.eq(axi.bvalid)]
         if EO:
             m.d.comb += [el.aw_ready.eq(axi.awready), el.w_ready.eq(axi.wready),
-                         el.b_valid.eq(axi.bvalid & ~axi_dead)]
+                         el.b_valid.eq(axi.bvalid & el_mode & ~axi_dead)]
         with m.If(axi_dead):
             m.d.sync += wr_out.eq(0)
         with m.Else():
@@ -356,7 +358,7 @@ class DMAEngine(wiring.Component):
                      rd_req.eq(fire & ~we)]
         m.d.comb += dq.r_en.eq(nel(Mux(dst_dram, w_fire, fire & sel_w)))
         if EO:
-            m.d.comb += [el.req_ready.eq(req.ready & ~flush), el.rsp_valid.eq(rsp),
+            m.d.comb += [el.req_ready.eq(req.ready & ~flush), el.rsp_valid.eq(rsp & el_mode),
                          el.rsp_data.eq(self.sbuf.rsp.payload)]
 
         # --- AXI errors while the descriptor runs -----------------------------------------------
