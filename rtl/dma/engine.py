@@ -261,15 +261,15 @@ class DMAEngine(wiring.Component):
                      axi.araddr.eq(em(el.ar_addr if EO else 0, src_w.seg.payload.word << lw)),
                      axi.arlen.eq(em(0, src_w.seg.payload.count - 1)), axi.arsize.eq(asig.size),
                      axi.arburst.eq(BURST_INCR),
-                     axi.arvalid.eq(em(el.ar_valid if EO else 0,
-                                       src_w.seg.valid & src_dram & (rd_out < OUT)) & ~axi_dead),
+                     axi.arvalid.eq(em(el.ar_valid if EO else 0, src_w.seg.valid & src_dram)
+                                    & (rd_out < OUT) & ~axi_dead),
                      ar_fire.eq(axi.arvalid & axi.arready)]
         # a dead bus: late R beats and B responses are taken and dropped
         m.d.comb += [axi.rready.eq(em(1, dq.w_rdy) | axi_dead),
                      r_last.eq(axi.rvalid & axi.rready & axi.rlast)]
         if EO:
             # the mover sees responses only in element mode (its counters must not take a copy's)
-            m.d.comb += [el.ar_ready.eq(axi.arready),
+            m.d.comb += [el.ar_ready.eq(axi.arready & (rd_out < OUT) & ~axi_dead),
                          el.r_valid.eq(axi.rvalid & el_mode & ~axi_dead),
                          el.r_data.eq(axi.rdata)]
         with m.If(axi_dead):
