@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden.formats import FP32_QNAN, convert_rne_bits, convert_sr_bits, decode_bits
+from golden.prng import XorWow
 from rtl.config import CoreConfig
 
 __all__ = [
@@ -27,7 +28,8 @@ __all__ = [
     "E_TIMEOUT", "E_AXI", "E_DESC", "E_AP_RANGE", "E_AP_ALIGN", "ERROR_NAMES", "F_RESERVED",
     "F_OP", "F_SPACE", "F_DTYPE", "F_NUM", "F_DIM0", "F_SEM", "F_ELEMWISE", "F_ADDR_ALIGN",
     "F_STRIDE_ALIGN", "F_LANE", "F_RANGE", "F_RRESP", "F_BRESP", "F_TIMEOUT", "Descriptor",
-    "info_word", "check", "extent", "elementwise", "Memory", "run",
+    "info_word", "check", "extent", "elementwise", "Memory", "run", "SR_LANE_BASE", "sr_lane",
+    "sr_stream", "sr_draws",
 ]
 
 #: Address spaces (2 bits each).
@@ -58,6 +60,13 @@ ERROR_NAMES = {E_OK: "OK", E_AP_RANGE: "E_AP_RANGE", E_SEM: "E_SEM", E_TIMEOUT: 
 #: ``info`` field ids (bits [7:0] of the error detail, docs/dma.md §3).
 (F_RESERVED, F_OP, F_SPACE, F_DTYPE, F_NUM, F_DIM0, F_SEM, F_ELEMWISE, F_ADDR_ALIGN,
  F_STRIDE_ALIGN, F_LANE, F_RANGE, F_RRESP, F_BRESP, F_TIMEOUT) = range(1, 16)
+
+#: The stochastic-rounding random stream (docs/dma.md §2): DMA engine ``e`` draws from XORWOW
+#: lane ``SR_LANE_BASE + e`` of ``cfg.sr_seed`` (number-formats §4), one word per element of
+#: every element descriptor with ``rounding`` = SR, in element order, descriptor after
+#: descriptor in the order the engine runs them (all its queues share the stream); reset
+#: restores the seed state. Lanes 0..P-1 are the compute engines' partition lanes.
+SR_LANE_BASE = 1 << 16
 
 _U16, _U64 = (1 << 16) - 1, (1 << 64) - 1
 _I32_LO, _I32_HI = -(1 << 31), (1 << 31) - 1
@@ -192,6 +201,23 @@ class Descriptor:
 def elementwise(d: Descriptor):
     """True when ``d`` needs the element path (an op other than copy, or a cast)."""
     return d.op != OP_COPY or d.src_dtype != d.dst_dtype
+
+
+def sr_lane(engine=0):
+    """The XORWOW lane of DMA engine ``engine``."""
+    return SR_LANE_BASE + engine
+
+
+def sr_stream(cfg: CoreConfig, engine=0):
+    """A fresh :class:`golden.prng.XorWow` for DMA engine ``engine`` (its state after reset);
+    pass it as ``run(..., rand=...)`` for every descriptor in the order the engine runs them."""
+    return XorWow(cfg.sr_seed, sr_lane(engine))
+
+
+def sr_draws(d: Descriptor):
+    """Random words descriptor ``d`` draws from its engine's stream: ``d.count`` for an element
+    descriptor with stochastic rounding, else 0 (a rejected descriptor draws nothing)."""
+    return d.count if elementwise(d) and d.rounding == RND_SR else 0
 
 
 def _esize(code):
@@ -339,9 +365,12 @@ def run(cfg: CoreConfig, d: Descriptor, mem: Memory, *, element_ops=False, rand=
     Copies move bytes; the element path decodes the source (and, for an op, the destination)
     to FP32, applies the op, and encodes into the destination format with RNE or, for
     :data:`RND_SR`, stochastic rounding with one word of ``rand`` (uint32 array of
-    ``d.count`` words, element order) per element. Source and destination must not overlap
-    (the result of an overlapping descriptor is undefined; this model reads every source
-    element first).
+    ``d.count`` words, element order) per element, or drawn from ``rand`` when it is a
+    :class:`golden.prng.XorWow` (:func:`sr_stream`; it advances by :func:`sr_draws` only when
+    the descriptor runs). Source and destination must not overlap, and an element descriptor
+    with an op must not name one destination element twice (the result of either is
+    undefined; this model reads every source and old destination element first). A 4-byte
+    TF32 element is its 19-bit code: the bits above are ignored when read, written 0.
     """
     code, info, _ = check(cfg, d, dram_base=mem.dram_base, dram_limit=mem.dram_limit,
                           element_ops=element_ops)
@@ -358,14 +387,18 @@ def run(cfg: CoreConfig, d: Descriptor, mem: Memory, *, element_ops=False, rand=
     else:
         sfmt, dfmt = cfg.fmt(DTYPES[d.src_dtype]), cfg.fmt(DTYPES[d.dst_dtype])
         w = sbytes.astype(np.uint32) << (8 * np.arange(es[0], dtype=np.uint32))
-        a = decode_bits(np.bitwise_or.reduce(w, axis=1), sfmt)
+        smask = np.uint32((1 << sfmt.width) - 1)
+        a = decode_bits(np.bitwise_or.reduce(w, axis=1) & smask, sfmt)
         if d.op != OP_COPY:
             dst = np.frombuffer(bytes(dbuf), dtype=np.uint8)
             dw = dst[da[:, None] + np.arange(es[1])].astype(np.uint32) \
                 << (8 * np.arange(es[1], dtype=np.uint32))
-            old = decode_bits(np.bitwise_or.reduce(dw, axis=1), dfmt)
+            dmask = np.uint32((1 << dfmt.width) - 1)
+            old = decode_bits(np.bitwise_or.reduce(dw, axis=1) & dmask, dfmt)
             a = _fp32_op(d.op, old, a)
         if d.rounding == RND_SR:
+            if isinstance(rand, XorWow):
+                rand = rand.next_n(d.count)
             if rand is None or len(rand) != d.count:
                 raise ValueError(f"run field 'rand' must hold {d.count} uint32 words for "
                                  f"stochastic rounding")

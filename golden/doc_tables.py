@@ -305,6 +305,8 @@ def params_table():
         ("`dma_queues`, `dma_outstanding`", "DMA queues per engine, AXI transactions in flight "
          "(engines = max(1, P/8))", lambda c: f"{c.dma_queues}, {c.dma_outstanding} "
          f"(×{c.dma_engines})"),
+        ("`dma_element_ops`", "DMA element path (ops add/max/min, casts; docs/dma.md §4.2)",
+         lambda c: "on" if c.dma_element_ops else "off"),
         ("`semaphores` × `semaphore_bits`", "semaphore file",
          lambda c: f"{c.semaphores} × {c.semaphore_bits}"),
         ("`fetch_depth`, `issue_depth`", "per sequencer: instructions prefetched, issued and "

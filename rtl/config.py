@@ -293,6 +293,10 @@ class CoreConfig:
         Descriptor queues per DMA engine (one AXI ID each), 1..16.
     dma_outstanding : int
         AXI transactions in flight per DMA engine and direction, 1..32.
+    dma_element_ops : bool
+        Whether each DMA engine has the element path (ops add/max/min into the destination and
+        casts through FP32, docs/dma.md §4.2); False: such descriptors are E_DESC and the
+        engine only moves bytes.
     semaphores : int
         Semaphores in the semaphore file, a power of two in 1..256.
     semaphore_bits : int
@@ -342,6 +346,7 @@ class CoreConfig:
     axi_addr_bits: int = 64
     dma_queues: int = 4
     dma_outstanding: int = 8
+    dma_element_ops: bool = True
     semaphores: int = 256
     semaphore_bits: int = 32
     fetch_depth: int = 4
@@ -411,6 +416,9 @@ class CoreConfig:
         _check_int(c, "axi_addr_bits", self.axi_addr_bits, 32, 64)
         _check_int(c, "dma_queues", self.dma_queues, 1, 16)
         _check_int(c, "dma_outstanding", self.dma_outstanding, 1, 32)
+        if not isinstance(self.dma_element_ops, bool):
+            raise TypeError(f"{c} field 'dma_element_ops' must be a bool, "
+                            f"not {self.dma_element_ops!r}")
         _check_int(c, "semaphores", self.semaphores, 1, 256)
         if not _is_pow2(self.semaphores):
             raise ValueError(f"{c} field 'semaphores' must be a power of two in [1, 256], "

@@ -137,7 +137,12 @@ def _build_ap_generator(cfg, variant):
 
 def _build_dma_engine(cfg, variant):
     from rtl.dma.engine import DMAEngine
-    return DMAEngine(cfg)
+    return DMAEngine(cfg.replace(dma_element_ops=(variant == "element")))
+
+
+def _build_dma_element_alu(cfg, variant):
+    from rtl.dma.element import ElementALU
+    return ElementALU(cfg)
 
 
 def _build_dma_check(cfg, variant):
@@ -255,7 +260,7 @@ _CONV = "tests/test_fp_convert.py::"
 #: Fast amaranth.sim unit tests first: ``make mutate`` runs pytest with ``-x`` in this order, so
 #: most mutants are killed in seconds before a Verilator build is needed.
 _TENSOR = ("tests/test_tensor_units.py", "tests/test_tensor_engine.py::test_tensor_engine")
-_DMA = ("tests/test_dma_units.py", "tests/test_dma.py::test_dma",
+_DMA = ("tests/test_dma_units.py", "tests/test_dma_element.py", "tests/test_dma.py::test_dma",
         "tests/test_mem_dma_fed.py::test_dma_sbuf_with_tensor")
 #: The sparsity decoder (group bus, tag mux) and the sparse paths of the PE and the engine:
 #: the amaranth.sim unit tests and the formal check first, then the cocotb sparse tests.
@@ -309,10 +314,17 @@ BLOCKS = (
           description="access-pattern generator: closed-form range check, one address/cycle",
           sources=("rtl/mem/ap.py",), tests=("tests/test_ap_units.py",)),
     Block(name="dma_engine", module="rtl.dma.engine", default=False, build=_build_dma_engine, pnr=False,
-          sweep=False,
-          description="one DMA engine: descriptor queues, check, walkers, AXI4 master, SBUF port",
+          sweep=False, variants=lambda cfg: ("element", "bytes"),
+          description="one DMA engine: descriptor queues, check, walkers, AXI4 master, SBUF "
+                      "port; with the element path (dma_element_ops) or without",
           sources=("rtl/dma/engine.py", "rtl/dma/walker.py", "rtl/dma/descriptor.py",
-                   "rtl/dma/axi.py"), tests=_DMA),
+                   "rtl/dma/axi.py", "rtl/dma/element.py"), tests=_DMA),
+    Block(name="dma_element_alu", module="rtl.dma.element", default=False,
+          build=_build_dma_element_alu, pnr=False, sweep=False,
+          description="DMA element path arithmetic: 2 decoders, FP32 adder, max/min, encoder "
+                      "(part of dma_engine)",
+          sources=("rtl/dma/element.py",),
+          tests=("tests/test_dma_element.py", "tests/test_dma.py::test_dma")),
     Block(name="dma_check", module="rtl.dma.descriptor", default=False, build=_build_dma_check, sweep=False,
           description="DMA descriptor closed-form check (part of dma_engine)",
           sources=("rtl/dma/descriptor.py",), tests=_DMA),

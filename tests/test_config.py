@@ -179,3 +179,11 @@ def test_sparsity_default_resolves_to_what_fits():
     assert two.sparsity == ("2:8", "2:4", "1:4", "1:2")
     assert PRESETS["small"].replace(formats=("fp32",), mx_formats=()).sparsity == ()
     assert PRESETS["small"].replace(sparse_patterns=()).sparsity == ()
+
+
+def test_dma_element_ops_is_a_bool():
+    assert PRESETS["default"].dma_element_ops is True
+    assert PRESETS["small"].replace(dma_element_ops=False).dma_element_ops is False
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(TypeError, match=r"'dma_element_ops' must be a bool, not"):
+            PRESETS["small"].replace(dma_element_ops=bad)

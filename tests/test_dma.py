@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The DMA engine on Verilator (``tb/dma/tb_dma.py``): random descriptor batches against
 ``golden.dma`` byte for byte under AXI back-pressure and latency and SBUF arbitration losses,
-every error class, semaphore overflow, reset mid-transfer.
+every error class, semaphore overflow, reset mid-transfer; element descriptors (ops, casts, RNE
+and SR) in every direction.
 
 Fast tier: the ``small`` preset (or ``CONFIG=``). ``full``: more seeds and batches, and the
 default preset."""
@@ -33,9 +34,11 @@ def test_dma_default_preset(seed):
 
 
 #: Edge configurations: one queue and one burst in flight; a 32-bit AXI bus (4-byte words) with
-#: three queues (not a power of two).
+#: three queues (not a power of two); the engine without the element path (ops and casts are
+#: E_DESC / F_ELEMWISE, everything else as with it).
 VARIANTS = {"q1_out1": dict(dma_queues=1, dma_outstanding=1),
-            "axi32_q3": dict(axi_data_bits=32, dma_queues=3, dma_outstanding=2)}
+            "axi32_q3": dict(axi_data_bits=32, dma_queues=3, dma_outstanding=2),
+            "no_element": dict(dma_element_ops=False)}
 
 
 @pytest.mark.full

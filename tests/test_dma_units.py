@@ -13,30 +13,55 @@ from golden import dma as G
 from rtl.config import get_preset
 from rtl.dma.descriptor import DescriptorCheck
 from tb.amsim import SimBench
-from tb.dma.program import directed_bad, mutate_bad, random_copy
+from tb.dma.program import directed_bad, mutate_bad, random_copy, random_element
 
 SMALL = get_preset("small")
 DEFAULT = get_preset("default")
+#: A format subset (no FP32/TF32/BF16/FP16) for the element path's dtype rule.
+FP8 = SMALL.replace(formats=("fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "cfp8"))
 
 
-def _check_cases(cfg, rng, n, base, limit):
+def directed_element(cfg, *, dram_base, dram_limit):
+    """Element descriptors for the rules the element path changes: a cast to or from e8m0 or
+    a format ``cfg`` does not enable (F_DTYPE, each side), a cast and an op whose addresses
+    differ modulo the word (legal: no lane rule), an op with a misaligned address."""
+    base = G.Descriptor(src=dram_base, dst=0, src_space=G.DRAM, dst_space=G.SBUF,
+                        dims=((4, 1, 1),), src_dtype=4, dst_dtype=4, op=G.OP_ADD)
+    from dataclasses import replace
+    return [replace(base, src_dtype=9), replace(base, dst_dtype=9),
+            replace(base, src_dtype=0, dims=((4, 4, 1),)), replace(base, dst_dtype=0,
+                                                                    dims=((4, 1, 4),)),
+            replace(base, dst=3, src=dram_base + 64, dims=((4, 1, 1), (3, 5, -7)), dst_dtype=5,
+                    op=G.OP_COPY),
+            replace(base, src_dtype=2, dst_dtype=3, dims=((4, 2, 2),), src=dram_base + 2,
+                    dst=6),
+            replace(base, src_dtype=2, dst_dtype=2, dims=((4, 2, 2),), src=dram_base + 1)]
+
+
+def _check_cases(cfg, rng, n, base, limit, element_ops=False):
     out = []
     for _ in range(n):
-        d = random_copy(cfg, rng, dram_base=base, dram_limit=limit)
+        if element_ops and rng.random() < 0.5:
+            d = random_element(cfg, rng, dram_base=base, dram_limit=limit)
+        else:
+            d = random_copy(cfg, rng, dram_base=base, dram_limit=limit)
         if rng.random() < 0.7:
             d = mutate_bad(cfg, rng, d, dram_base=base, dram_limit=limit)
         out.append(d)
     return out
 
 
-@pytest.mark.parametrize("name", ["small", "default"])
-def test_descriptor_check_matches_golden(name, seed):
-    cfg = {"small": SMALL, "default": DEFAULT}[name]
+@pytest.mark.parametrize("name, element_ops", [("small", False), ("small", True),
+                                                ("default", False), ("fp8", True)])
+def test_descriptor_check_matches_golden(name, element_ops, seed):
+    cfg = {"small": SMALL, "default": DEFAULT, "fp8": FP8}[name]
     rng = random.Random(seed)
     base, limit = 0x4000, 0x4000 + (1 << 14)
     directed = directed_bad(cfg, dram_base=base, dram_limit=limit)
-    descs = directed + _check_cases(cfg, rng, 300, base, limit)
-    dut = DescriptorCheck(cfg)
+    if element_ops:
+        directed += directed_element(cfg, dram_base=base, dram_limit=limit)
+    descs = directed + _check_cases(cfg, rng, 300, base, limit, element_ops)
+    dut = DescriptorCheck(cfg, element_ops=element_ops)
     bench = SimBench(dut)
     lat = DescriptorCheck.Signature(cfg).latency
     got = []
@@ -60,15 +85,20 @@ def test_descriptor_check_matches_golden(name, seed):
 
     bench.run(job)
     assert len(got) == len(descs), f"seed={seed}: {len(got)} verdicts for {len(descs)}"
-    codes, fields = set(), set()
+    codes, fields, full = set(), set(), set()
     for d, (code, info) in zip(descs, got):
-        want = G.check(cfg, d, dram_base=base, dram_limit=limit)
+        want = G.check(cfg, d, dram_base=base, dram_limit=limit, element_ops=element_ops)
         codes.add(want[0])
         fields.add((want[0], want[1] & 0xFF))
+        full.add(want[:2])
         assert (code, info) == want[:2], f"seed={seed} {d}: got {code:#x}/{info:#x}, want {want}"
     assert {G.E_OK, G.E_DESC, G.E_AP_ALIGN, G.E_AP_RANGE, G.E_AXI} <= codes, codes
     every = {(G.E_DESC, f) for f in (G.F_RESERVED, G.F_OP, G.F_SPACE, G.F_DTYPE, G.F_NUM,
-                                       G.F_DIM0, G.F_ELEMWISE)}
+                                       G.F_DIM0)}
+    if not element_ops:
+        every.add((G.E_DESC, G.F_ELEMWISE))
+    else:                           # the element dtype rule, on both sides
+        assert {(G.E_DESC, G.info_word(G.F_DTYPE, s)) for s in (0, 1)} <= full, seed
     every |= {(G.E_AP_ALIGN, f) for f in (G.F_ADDR_ALIGN, G.F_STRIDE_ALIGN, G.F_LANE)}
     every |= {(G.E_AP_RANGE, G.F_RANGE), (G.E_AXI, G.F_RANGE), (G.E_OK, 0)}
     if cfg.semaphores < 256:

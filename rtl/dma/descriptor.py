@@ -13,6 +13,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data
 
 from rtl.config import CoreConfig, check_config
+from rtl.isa import DTYPES
 from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["DIM_LAYOUT", "DESC_LAYOUT", "DESC_BITS", "DIMS", "SPACE_DRAM", "SPACE_SBUF",
@@ -96,8 +97,6 @@ class DescriptorCheck(Pipeline):
         super().__init__(self.Signature(cfg, element_ops=element_ops))
         self.cfg = cfg
         self.element_ops = bool(element_ops)
-        if element_ops:
-            raise NotImplementedError("DescriptorCheck: the element path is not built yet")
 
     def elaborate(self, platform):
         m = Module()
@@ -145,7 +144,14 @@ class DescriptorCheck(Pipeline):
             rules.append((st != (Const(1, 3) << es[s]), E_DESC, _info(F_DIM0, s)))
         rules.append((d.post & (d.sem >= cfg.semaphores), E_DESC, _info(F_SEM)))
         elementwise = (d.op != OP_COPY) | (d.src_dtype != d.dst_dtype)
-        rules.append((elementwise, E_DESC, _info(F_ELEMWISE)))
+        if not self.element_ops:
+            rules.append((elementwise, E_DESC, _info(F_ELEMWISE)))
+        else:
+            # an op or a cast needs an enabled dense format on both sides (not e8m0)
+            ok = set(c for c, n in enumerate(DTYPES) if n in cfg.formats)
+            for s, dt in enumerate((d.src_dtype, d.dst_dtype)):
+                allowed = Const(sum(1 << c for c in ok), 16).bit_select(dt, 1)
+                rules.append((elementwise & ~allowed, E_DESC, _info(F_DTYPE, s)))
         for s, addr in enumerate((d.src, d.dst)):
             mask = Mux(es[s] == 0, 0, Mux(es[s] == 1, 1, 3))
             rules.append(((addr[:2] & mask) != 0, E_AP_ALIGN, _info(F_ADDR_ALIGN, s)))
@@ -154,10 +160,11 @@ class DescriptorCheck(Pipeline):
                 mask = Mux(es[s] == 0, 0, Mux(es[s] == 1, 1, 3))
                 rules.append(((d.dims[k].num > 1) & ((st[:2] & mask) != 0), E_AP_ALIGN,
                               _info(F_STRIDE_ALIGN, s, k)))
-        if lw:
-            rules.append((d.src[:lw] != d.dst[:lw], E_AP_ALIGN, _info(F_LANE)))
+        if lw:       # the lane rule binds copies only (the element path realigns)
+            rules.append((~elementwise & (d.src[:lw] != d.dst[:lw]), E_AP_ALIGN,
+                          _info(F_LANE)))
             for k in range(1, DIMS):
-                rules.append(((d.dims[k].num > 1)
+                rules.append((~elementwise & (d.dims[k].num > 1)
                               & (d.dims[k].src_stride[:lw] != d.dims[k].dst_stride[:lw]),
                               E_AP_ALIGN, _info(F_LANE, 0, k)))
         sbuf_size = cfg.partitions * cfg.sbuf_bytes_per_partition

@@ -19,6 +19,7 @@ from rtl.config import CoreConfig, check_config
 from rtl.dma.axi import BURST_INCR, AXI4Signature
 from rtl.dma.descriptor import (DESC_LAYOUT, E_AXI, E_TIMEOUT, F_BRESP, F_RRESP, F_TIMEOUT,
                                 SPACE_DRAM, DescriptorCheck, esize_log2)
+from rtl.dma.element import ElementMover, sr_lane
 from rtl.dma.walker import SegmentWalker, seg_layout
 from rtl.mem.port import PartPort
 
@@ -84,6 +85,9 @@ class DMAEngine(wiring.Component):
         ``dma_queues`` (queues, AXI IDs), ``dma_outstanding`` (AXI bursts in flight per
         direction), ``axi_data_bits`` / ``axi_addr_bits`` (the master; the SBUF word is as
         wide), ``partitions`` / ``sbuf_bytes_per_partition`` (the SBUF), ``semaphores``.
+    engine : int
+        The engine's index in the core (0..): its stochastic-rounding stream is XORWOW lane
+        ``2**16 + engine`` of ``cfg.sr_seed`` (docs/dma.md §2).
     timeout : int
         The AXI watchdog (default :data:`TIMEOUT_CYCLES`, in [16, 2**24]): a descriptor whose
         AXI traffic sees no handshake for ``timeout`` cycles stops its queue with E_TIMEOUT
@@ -119,7 +123,8 @@ class DMAEngine(wiring.Component):
 
     class Signature(wiring.Signature):
         """Members, layouts and timing constants of a :class:`DMAEngine`: ``in_layout``,
-        ``sem_layout``, ``check_latency``, ``element_ops`` (False: ops and casts are E_DESC)."""
+        ``sem_layout``, ``check_latency``, ``element_ops`` (``cfg.dma_element_ops``; False:
+        ops and casts are E_DESC)."""
 
         def __init__(self, cfg: CoreConfig):
             check_config(cfg, "DMAEngine")
@@ -127,8 +132,9 @@ class DMAEngine(wiring.Component):
             self.queue_bits = max(1, (Q - 1).bit_length())
             self.in_layout = data.StructLayout({"queue": self.queue_bits, "desc": DESC_LAYOUT})
             self.sem_layout = data.StructLayout({"sem": 8, "inc": 16})
-            self.element_ops = False
-            self.check_latency = DescriptorCheck.Signature(cfg).latency
+            self.element_ops = cfg.dma_element_ops
+            self.check_latency = DescriptorCheck.Signature(
+                cfg, element_ops=self.element_ops).latency
             super().__init__({
                 "i": In(stream.Signature(self.in_layout)),
                 "axi": Out(AXI4Signature(cfg)),
@@ -140,11 +146,18 @@ class DMAEngine(wiring.Component):
                 "completed": Out(data.ArrayLayout(16, Q)), "busy": Out(1), "idle": Out(1),
             })
 
-    def __init__(self, cfg: CoreConfig, *, timeout=TIMEOUT_CYCLES):
+    def __init__(self, cfg: CoreConfig, *, timeout=TIMEOUT_CYCLES, engine=0):
         if isinstance(timeout, bool) or not isinstance(timeout, int):
             raise TypeError(f"DMAEngine timeout must be an int, not {timeout!r}")
         if not 16 <= timeout <= 1 << 24:
             raise ValueError(f"DMAEngine timeout must be in [16, {1 << 24}], not {timeout!r}")
+        if isinstance(engine, bool) or not isinstance(engine, int):
+            raise TypeError(f"DMAEngine engine must be an int, not {engine!r}")
+        if not 0 <= engine < 1 << 16:
+            raise ValueError(f"DMAEngine engine must be in [0, {(1 << 16) - 1}], "
+                             f"not {engine!r}")
+        #: This engine's index: its stochastic-rounding lane is ``sr_lane(engine)``.
+        self.engine = engine
         super().__init__(self.Signature(cfg))
         self.cfg = cfg
         #: Watchdog limit (cycles waiting on the AXI slave with nothing moving).
@@ -188,7 +201,8 @@ class DMAEngine(wiring.Component):
         d = Signal(DESC_LAYOUT, name="cur_desc")
         cq = Signal(range(Q) if Q > 1 else 1, name="cur_queue")
         rr = Signal(range(Q) if Q > 1 else 1)
-        check = m.submodules.check = DescriptorCheck(cfg)
+        EO = cfg.dma_element_ops
+        check = m.submodules.check = DescriptorCheck(cfg, element_ops=EO)
         m.d.comb += [check.i.payload.dram_base.eq(self.dram_base),
                      check.i.payload.dram_limit.eq(self.dram_limit)]
 
@@ -218,6 +232,21 @@ class DMAEngine(wiring.Component):
         src_dram = d.src_space == SPACE_DRAM
         dst_dram = d.dst_space == SPACE_DRAM
 
+        # --- the element path (docs/dma.md §4.2): while it runs a descriptor (`el_mode`) it
+        # drives the AXI channels and the SBUF port, the byte-moving datapath stays idle --------
+        if EO:
+            el = m.submodules.element = ElementMover(cfg, lane=sr_lane(self.engine))
+            el_mode = Signal()
+            m.d.comb += [el.desc.eq(nd), el.abort.eq(flush)]
+
+        def em(a_el, a_main):
+            """``a_el`` in element mode, else the byte path's ``a_main``."""
+            return Mux(el_mode, a_el, a_main) if EO else a_main
+
+        def nel(x):
+            """``x`` gated off in element mode."""
+            return x & ~el_mode if EO else x
+
         # --- data FIFO between the sides -------------------------------------------------------
         dq = fifo.SyncFIFOBuffered(width=8 * W, depth=DATA_DEPTH)
         m.submodules.data = flushed(dq)
@@ -228,14 +257,21 @@ class DMAEngine(wiring.Component):
         r_last = Signal()
         axi_err = Signal()
         axi_err_info = Signal(32)
-        m.d.comb += [axi.arid.eq(cq), axi.araddr.eq(src_w.seg.payload.word << lw),
-                     axi.arlen.eq(src_w.seg.payload.count - 1), axi.arsize.eq(asig.size),
+        m.d.comb += [axi.arid.eq(cq),
+                     axi.araddr.eq(em(el.ar_addr if EO else 0, src_w.seg.payload.word << lw)),
+                     axi.arlen.eq(em(0, src_w.seg.payload.count - 1)), axi.arsize.eq(asig.size),
                      axi.arburst.eq(BURST_INCR),
-                     axi.arvalid.eq(src_w.seg.valid & src_dram & (rd_out < OUT) & ~axi_dead),
+                     axi.arvalid.eq(em(el.ar_valid if EO else 0, src_w.seg.valid & src_dram)
+                                    & (rd_out < OUT) & ~axi_dead),
                      ar_fire.eq(axi.arvalid & axi.arready)]
         # a dead bus: late R beats and B responses are taken and dropped
-        m.d.comb += [axi.rready.eq(dq.w_rdy | axi_dead),
+        m.d.comb += [axi.rready.eq(em(1, dq.w_rdy) | axi_dead),
                      r_last.eq(axi.rvalid & axi.rready & axi.rlast)]
+        if EO:
+            # the mover sees responses only in element mode (its counters must not take a copy's)
+            m.d.comb += [el.ar_ready.eq(axi.arready & (rd_out < OUT) & ~axi_dead),
+                         el.r_valid.eq(axi.rvalid & el_mode & ~axi_dead),
+                         el.r_data.eq(axi.rdata)]
         with m.If(axi_dead):
             m.d.sync += rd_out.eq(0)
         with m.Else():
@@ -253,8 +289,8 @@ class DMAEngine(wiring.Component):
         credit = (inflight + dq.level) < DATA_DEPTH
 
         # data into the FIFO
-        m.d.comb += [dq.w_en.eq(Mux(src_dram, axi.rvalid & axi.rready & ~axi_dead, rsp)
-                                & ~flush),
+        m.d.comb += [dq.w_en.eq(nel(Mux(src_dram, axi.rvalid & axi.rready & ~axi_dead, rsp)
+                                    & ~flush)),
                      dq.w_data.eq(Mux(src_dram, axi.rdata, self.sbuf.rsp.payload))]
         m.d.sync += inflight.eq(inflight + rd_req - rsp)
 
@@ -264,23 +300,30 @@ class DMAEngine(wiring.Component):
         m.submodules.wsegs = flushed(ws)
         aw_fire = Signal()
         b_fire = Signal()
-        m.d.comb += [axi.awid.eq(cq), axi.awaddr.eq(dst_w.seg.payload.word << lw),
-                     axi.awlen.eq(dst_w.seg.payload.count - 1), axi.awsize.eq(asig.size),
+        m.d.comb += [axi.awid.eq(cq),
+                     axi.awaddr.eq(em(el.aw_addr if EO else 0, dst_w.seg.payload.word << lw)),
+                     axi.awlen.eq(em(0, dst_w.seg.payload.count - 1)), axi.awsize.eq(asig.size),
                      axi.awburst.eq(BURST_INCR),
-                     axi.awvalid.eq(dst_w.seg.valid & dst_dram & (wr_out < OUT) & ws.w_rdy
+                     axi.awvalid.eq(em(el.aw_valid if EO else 0,
+                                       dst_w.seg.valid & dst_dram & (wr_out < OUT) & ws.w_rdy)
                                     & ~axi_dead),
                      aw_fire.eq(axi.awvalid & axi.awready),
-                     ws.w_en.eq(aw_fire), ws.w_data.eq(dst_w.seg.payload)]
+                     ws.w_en.eq(nel(aw_fire)), ws.w_data.eq(dst_w.seg.payload)]
         wx = _Expander(cfg, seg_layout(cfg))
         m.submodules.w_words = flushed(wx)
         m.d.comb += [wx.seg.valid.eq(ws.r_rdy), wx.seg.payload.eq(ws.r_data),
                      ws.r_en.eq(wx.seg.ready)]
         w_fire = Signal()
-        m.d.comb += [axi.wvalid.eq(wx.valid & dq.r_rdy & dst_dram & ~axi_dead),
-                     axi.wdata.eq(dq.r_data),
-                     axi.wstrb.eq(wx.be), axi.wlast.eq(wx.seg_end),
-                     w_fire.eq(axi.wvalid & axi.wready), wx.take.eq(w_fire)]
+        m.d.comb += [axi.wvalid.eq(em(el.w_valid if EO else 0, wx.valid & dq.r_rdy & dst_dram)
+                                   & ~axi_dead),
+                     axi.wdata.eq(em(el.w_data if EO else 0, dq.r_data)),
+                     axi.wstrb.eq(em(el.w_strb if EO else 0, wx.be)),
+                     axi.wlast.eq(em(1, wx.seg_end)),
+                     w_fire.eq(axi.wvalid & axi.wready), wx.take.eq(nel(w_fire))]
         m.d.comb += [axi.bready.eq(1), b_fire.eq(axi.bvalid)]
+        if EO:
+            m.d.comb += [el.aw_ready.eq(axi.awready), el.w_ready.eq(axi.wready),
+                         el.b_valid.eq(axi.bvalid & el_mode & ~axi_dead)]
         with m.If(axi_dead):
             m.d.sync += wr_out.eq(0)
         with m.Else():
@@ -300,18 +343,23 @@ class DMAEngine(wiring.Component):
         held = Signal()                 # a request was offered and not taken last cycle
         held_w = Signal()               # ... and it was the write
         sel_w = Mux(held, held_w, want_w)
-        word = Mux(sel_w, dx.word, sx.word)
-        m.d.comb += [req.valid.eq(Mux(held, 1, want_w | want_r) & ~flush),
+        word = em(el.req_word if EO else 0, Mux(sel_w, dx.word, sx.word))
+        main_valid = Mux(held, 1, want_w | want_r)
+        we = em(el.req_we if EO else 0, sel_w)
+        m.d.comb += [req.valid.eq(em(el.req_valid if EO else 0, main_valid) & ~flush),
                      req.payload.part.eq(word[lwpp:]),
                      req.payload.addr.eq(word[:lwpp] << lw),
-                     req.payload.we.eq(sel_w), req.payload.be.eq(dx.be),
-                     req.payload.wdata.eq(dq.r_data)]
+                     req.payload.we.eq(we), req.payload.be.eq(em(el.req_be if EO else 0, dx.be)),
+                     req.payload.wdata.eq(em(el.req_wdata if EO else 0, dq.r_data))]
         fire = req.valid & req.ready
         # (a flush withdraws a request not yet taken: the descriptor is abandoned)
-        m.d.sync += [held.eq(req.valid & ~req.ready), held_w.eq(sel_w)]
-        m.d.comb += [dx.take.eq(fire & sel_w), sx.take.eq(fire & ~sel_w),
-                     rd_req.eq(fire & ~sel_w)]
-        m.d.comb += dq.r_en.eq(Mux(dst_dram, w_fire, fire & sel_w))
+        m.d.sync += [held.eq(nel(req.valid & ~req.ready)), held_w.eq(sel_w)]
+        m.d.comb += [dx.take.eq(nel(fire & sel_w)), sx.take.eq(nel(fire & ~sel_w)),
+                     rd_req.eq(fire & ~we)]
+        m.d.comb += dq.r_en.eq(nel(Mux(dst_dram, w_fire, fire & sel_w)))
+        if EO:
+            m.d.comb += [el.req_ready.eq(req.ready & ~flush), el.rsp_valid.eq(rsp & el_mode),
+                         el.rsp_data.eq(self.sbuf.rsp.payload)]
 
         # --- AXI errors while the descriptor runs -----------------------------------------------
         with m.If(axi_dead):
@@ -408,7 +456,13 @@ class DMAEngine(wiring.Component):
                         stop(nq, E_TIMEOUT, F_TIMEOUT | TIMEOUT_LATER)
                     with m.Else():
                         m.d.sync += [d.eq(nd), cq.eq(nq), axi_err.eq(0)]
-                        m.d.comb += [src_w.start.eq(1), dst_w.start.eq(1)]
+                        if EO:
+                            is_el = (nd.op != 0) | (nd.src_dtype != nd.dst_dtype)
+                            m.d.sync += el_mode.eq(is_el)
+                            m.d.comb += [el.start.eq(is_el), src_w.start.eq(~is_el),
+                                         dst_w.start.eq(~is_el)]
+                        else:
+                            m.d.comb += [src_w.start.eq(1), dst_w.start.eq(1)]
                         m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += [self.busy.eq(1), run_state.eq(1)]
@@ -418,7 +472,7 @@ class DMAEngine(wiring.Component):
                     stop(cq, E_TIMEOUT, wd_info)
                     m.d.sync += axi_dead.eq(1)
                     m.next = "FLUSH"
-                with m.Elif(src_idle & dst_idle):
+                with m.Elif(src_idle & dst_idle & (~el.busy if EO else 1)):
                     with m.If(axi_err):
                         stop(cq, E_AXI, axi_err_info)
                         m.next = "IDLE"

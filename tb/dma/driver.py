@@ -17,12 +17,15 @@ from tb.base import TB
 __all__ = ["DMATB", "golden_batch"]
 
 
-def golden_batch(cfg, mem, batch, *, poisoned=()):
+def golden_batch(cfg, mem, batch, *, poisoned=(), rand=None):
     """Apply ``batch`` (``[(queue, Descriptor)]``, in order) to the golden ``mem``: each queue
     runs its descriptors until the first error and drops the rest. Returns per queue
     ``(code, info)`` of its first error (``(0, 0)`` if none), the completed counts and the
     semaphore increments. Destinations must be disjoint from each other and from every source
-    (then the interleaving of queues does not matter)."""
+    (then the interleaving of queues does not matter), and the descriptors with stochastic
+    rounding on one queue (they draw from the engine's one stream ``rand``,
+    ``golden.dma.sr_stream``, in the order the engine runs them). Element descriptors run when
+    ``cfg.dma_element_ops``."""
     Q = cfg.dma_queues
     codes = [(0, 0)] * Q
     done = [0] * Q
@@ -30,7 +33,7 @@ def golden_batch(cfg, mem, batch, *, poisoned=()):
     for q, d in batch:
         if codes[q][0]:
             continue
-        code, info = G.run(cfg, d, mem)
+        code, info = G.run(cfg, d, mem, element_ops=cfg.dma_element_ops, rand=rand)
         if code:
             codes[q] = (code, info)
             continue
@@ -116,17 +119,21 @@ class DMATB(TB):
             end = addr + (ln + 1) * W - 1
             assert addr // 4096 == end // 4096 and ln < 256 and addr % W == 0, \
                 self.fail_text(what, f"{ch} burst {addr:#x}+{ln + 1} beats crosses 4 KiB")
-            side = 0 if ch == "ar" else 1
             ok = False
             for q, d in batch:
-                if q != bid or (d.src_space if side == 0 else d.dst_space) != G.DRAM:
+                if q != bid:
                     continue
-                if G.check(self.cfg, d, dram_base=self.dram_base,
-                           dram_limit=self.dram_limit)[0]:
+                if G.check(self.cfg, d, dram_base=self.dram_base, dram_limit=self.dram_limit,
+                           element_ops=self.cfg.dma_element_ops)[0]:
                     continue                    # rejected: issues no burst
-                lo, hi = G.extent(d, side)
-                if lo // W * W <= addr and end <= hi // W * W + W - 1:
-                    ok = True
+                # reads: the source; an element op also reads the old destination
+                sides = (0, 1) if ch == "ar" and d.op != G.OP_COPY else (0 if ch == "ar" else 1,)
+                for side in sides:
+                    if (d.src_space if side == 0 else d.dst_space) != G.DRAM:
+                        continue
+                    lo, hi = G.extent(d, side)
+                    if lo // W * W <= addr and end <= hi // W * W + W - 1:
+                        ok = True
             assert ok, self.fail_text(what, f"{ch} burst id {bid} {addr:#x}+{ln + 1} beats "
                                             f"matches no descriptor of queue {bid}")
         self.bursts_checked += len(self.bursts)
@@ -155,6 +162,8 @@ class DMATB(TB):
                             sem_set_sem=0, sem_set_value=0, dram_base=self.dram_base,
                             dram_limit=self.dram_limit)
         await self.zero_sems()
+        #: The golden stochastic-rounding stream of the engine (restarted by reset).
+        self.sr = G.sr_stream(self.cfg, 0)
 
     async def zero_sems(self):
         """Set every semaphore to 0 (the semaphore memory is not cleared by reset)."""
@@ -208,7 +217,8 @@ class DMATB(TB):
         await RisingEdge(dut.clk)
         dut.start.value = 0
         await RisingEdge(dut.clk)
-        words = sum(d.count * 4 // self.W + 2 * d.count + 4 for _, d in batch)
+        words = sum(d.count * 4 // self.W + 2 * d.count + 4
+                    + (8 * d.count if G.elementwise(d) else 0) for _, d in batch)
         limit = timeout or (40 * words + 400 * len(batch) + 2000)
         await self.wait_high(dut.done, cycles=limit, what=f"batch of {len(batch)} descriptors")
         out = {k: int(getattr(dut, k).value) for k in ("cycles", "t_first", "t_last", "err")}

@@ -113,7 +113,9 @@ class DMAHarness(wiring.Component):
         running = Signal()
         m.d.comb += [drd.addr.eq(idx), eng.i.payload.desc.eq(drd.data[:512]),
                      eng.i.payload.queue.eq(drd.data[512:]), self.fed.eq(idx),
-                     eng.i.valid.eq(running & (idx < self.n_desc))]
+                     # not in the `start` cycle: `n_desc` of a larger new batch would
+                     # otherwise offer the entry at the old `idx` before it returns to 0
+                     eng.i.valid.eq(running & ~self.start & (idx < self.n_desc))]
         with m.If(eng.i.valid & eng.i.ready):
             m.d.sync += idx.eq(idx + 1)
         done = Signal()

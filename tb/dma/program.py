@@ -8,7 +8,13 @@ import random
 
 from golden import dma as G
 
-__all__ = ["random_copy", "mutate_bad", "random_descriptor_mix"]
+__all__ = ["random_copy", "random_element", "mutate_bad", "random_descriptor_mix",
+           "element_dtypes"]
+
+
+def element_dtypes(cfg):
+    """dtype codes an element descriptor may use on ``cfg`` (the enabled dense formats)."""
+    return tuple(c for c, n in G.DTYPES.items() if n in cfg.formats)
 
 
 def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=None,
@@ -67,6 +73,57 @@ def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=Non
     raise AssertionError("no legal descriptor found")
 
 
+def random_element(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=None,
+                   dst_space=None, max_elems=48, max_dims=4, sr=None, ops=None,
+                   dram_span=None, sbuf_span=None, dst_dram_span=None, dst_sbuf_span=None):
+    """A random legal *element* descriptor (an op, or a cast; ``golden.dma.check`` with
+    ``element_ops=True`` passes): independent element sizes, offsets and strides per side
+    (multiples of the element size; negative too), source and destination not overlapping, no
+    destination element named twice. ``sr``: force the rounding (None = random). Spans as
+    in :func:`random_copy`."""
+    sbuf_n = cfg.partitions * cfg.sbuf_bytes_per_partition
+    spans = {G.DRAM: dram_span or (dram_base, dram_limit), G.SBUF: sbuf_span or (0, sbuf_n)}
+    dspans = {G.DRAM: dst_dram_span or spans[G.DRAM], G.SBUF: dst_sbuf_span or spans[G.SBUF]}
+    dts = element_dtypes(cfg)
+    for _ in range(5000):
+        op = rng.choice(ops or (G.OP_COPY, G.OP_ADD, G.OP_MAX, G.OP_MIN))
+        sdt, ddt = rng.choice(dts), rng.choice(dts)
+        if op == G.OP_COPY and sdt == ddt:
+            continue
+        es, ed = G.ELEM_BYTES[G.DTYPES[sdt]], G.ELEM_BYTES[G.DTYPES[ddt]]
+        ss = rng.choice((G.DRAM, G.SBUF)) if src_space is None else src_space
+        ds = rng.choice((G.DRAM, G.SBUF)) if dst_space is None else dst_space
+        run = rng.randrange(1, 12)
+        outer = []
+        for _ in range(rng.randrange(max_dims)):
+            outer.append((rng.randrange(1, 4), rng.randrange(-24, 25) * es,
+                          rng.randrange(-24, 25) * ed))
+        d = G.Descriptor(
+            src=rng.randrange(*spans[ss]) // es * es, dst=rng.randrange(*dspans[ds]) // ed * ed,
+            src_space=ss, dst_space=ds, dims=((run, es, ed),) + tuple(outer), op=op,
+            src_dtype=sdt, dst_dtype=ddt, rounding=rng.randrange(2) if sr is None else int(sr),
+            post=rng.random() < 0.5, sem=rng.randrange(cfg.semaphores), inc=rng.randrange(1, 4))
+        if d.count > max_elems:
+            continue
+        if G.check(cfg, d, dram_base=dram_base, dram_limit=dram_limit, element_ops=True)[0]:
+            continue
+        ok = True
+        for side, sp in ((0, ss), (1, ds)):
+            lo, hi = G.extent(d, side)
+            rng_ = (spans if side == 0 else dspans)[sp]
+            if not rng_[0] <= lo <= hi < rng_[1]:
+                ok = False
+        lo0, hi0 = G.extent(d, 0)
+        lo1, hi1 = G.extent(d, 1)
+        if not ok or (ss == ds and not (hi0 < lo1 or hi1 < lo0)):
+            continue
+        da = G._offsets(d, 1)
+        if len(set(da.tolist())) != len(da):
+            continue
+        return d
+    raise AssertionError("no legal element descriptor found")
+
+
 #: Field changes that make a legal descriptor malformed (the golden check says which code).
 _BAD = (
     dict(reserved=1), dict(reserved=1 << 17), dict(op=4), dict(op=255), dict(src_space=2),
@@ -76,13 +133,16 @@ _BAD = (
 
 
 def mutate_bad(cfg, rng: random.Random, d: G.Descriptor, *, dram_base, dram_limit):
-    """A malformed or out-of-range variant of the legal ``d`` (any error class)."""
+    """A malformed or out-of-range variant of the legal ``d`` (any error class). For an
+    element descriptor only the mutations that are errors for it too (form, zero dimension,
+    ``dims[0]`` stride, range), so it never becomes a legal descriptor writing elsewhere."""
     from dataclasses import replace
     W = cfg.sbuf_word_bytes
-    kind = rng.randrange(8)
+    el = G.elementwise(d)
+    kind = rng.choice((0, 1, 2, 5, 6, 7)) if el else rng.randrange(8)
     slots = list(d.slots)
     if kind == 0:
-        return replace(d, **rng.choice(_BAD))
+        return replace(d, **rng.choice(_BAD[:8] if el else _BAD))
     if kind == 1:                                      # a zero dimension
         k = rng.randrange(4)
         slots[k] = (0,) + slots[k][1:]

@@ -25,7 +25,7 @@ async def _measure(tb, batch, mem, *, rd_delay=0, b_delay=0):
     dut.b_delay.value = b_delay
     tb.load(mem)
     want = mem.copy()
-    golden_batch(tb.cfg, want, batch)
+    golden_batch(tb.cfg, want, batch, rand=tb.sr)
     out = await tb.run_batch(batch, timeout=200000)
     assert tb.read_dram() == bytes(want.dram) and tb.read_sbuf() == bytes(want.sbuf), \
         tb.fail_text("bench", "data differs from golden")
@@ -67,6 +67,30 @@ async def bench_dma(dut):
     tb.record(metric="descriptor_overhead_cycles", value=(tk - t1) / (K - 1))
     tb.record(metric="cycles_one_descriptor", value=t1)
     tb.record(metric="cycles_16_descriptors", value=tk)
+    if cfg.dma_element_ops:
+        await _element_rates(tb, rng)
+
+
+#: Element-path cases: (metric suffix, src space, dst space, op, src dtype, dst dtype).
+ELEMENT_CASES = (("", G.SBUF, G.SBUF, G.OP_COPY, 0, 2),            # fp32 -> bf16 cast
+                 ("_add_sbuf", G.SBUF, G.SBUF, G.OP_ADD, 2, 2),     # bf16 += bf16
+                 ("_cast_dram_to_sbuf", G.DRAM, G.SBUF, G.OP_COPY, 0, 2),
+                 ("_add_sbuf_to_dram", G.SBUF, G.DRAM, G.OP_ADD, 2, 0),
+                 ("_add_dram_to_dram", G.DRAM, G.DRAM, G.OP_ADD, 2, 2))
+
+
+async def _element_rates(tb, rng, n=256):
+    """``element_elems_per_cycle*``: elements / cycles (start to done) of one element
+    descriptor of ``n`` contiguous elements, RNE, no memory latency (docs/dma.md §4.2)."""
+    half = tb.cfg.partitions * tb.cfg.sbuf_bytes_per_partition // 2
+    for suffix, ss, ds, op, sdt, ddt in ELEMENT_CASES:
+        es, ed = (G.ELEM_BYTES[G.DTYPES[c]] for c in (sdt, ddt))
+        d = G.Descriptor(src=tb.dram_base if ss == G.DRAM else 0,
+                         dst=(tb.dram_base + tb.dram_bytes // 2) if ds == G.DRAM else half,
+                         src_space=ss, dst_space=ds, dims=((n, es, ed),), op=op,
+                         src_dtype=sdt, dst_dtype=ddt)
+        out = await _measure(tb, [(0, d)], tb.random_memory(rng))
+        tb.record(metric="element_elems_per_cycle" + suffix, value=n / out["cycles"])
 
 
 def tb_param(dut, name):

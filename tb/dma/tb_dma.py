@@ -13,7 +13,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from golden import dma as G
 from tb.dma.driver import DMATB, golden_batch
-from tb.dma.program import mutate_bad, random_copy
+from tb.dma.program import mutate_bad, random_copy, random_element
 
 
 def _slots(tb, n):
@@ -28,17 +28,31 @@ def _slots(tb, n):
             (tb.dram_base, dlo), (0, slo))
 
 
-def random_batch(tb, rng, n, *, p_bad=0.3, max_bytes=256, **kw):
+def random_batch(tb, rng, n, *, p_bad=0.3, max_bytes=256, p_elem=None, max_elems=16, **kw):
+    """``n`` random descriptors on random queues, disjoint destinations; a fraction ``p_elem``
+    (default 0.3 when the engine has the element path) element descriptors (random op, cast,
+    rounding), those with stochastic rounding all on one queue (the stream order,
+    :func:`~tb.dma.driver.golden_batch`)."""
     cfg = tb.cfg
+    if p_elem is None:
+        p_elem = 0.3 if cfg.dma_element_ops else 0.0
     dslots, sslots, dsrc, ssrc = _slots(tb, n)
+    sr_q = rng.randrange(cfg.dma_queues)
     batch = []
     for j in range(n):
-        d = random_copy(cfg, rng, dram_base=tb.dram_base, dram_limit=tb.dram_limit,
-                        dram_span=dsrc, sbuf_span=ssrc, dst_dram_span=dslots[j],
-                        dst_sbuf_span=sslots[j], max_bytes=max_bytes, **kw)
+        q = rng.randrange(cfg.dma_queues)
+        spans = dict(dram_base=tb.dram_base, dram_limit=tb.dram_limit, dram_span=dsrc,
+                     sbuf_span=ssrc, dst_dram_span=dslots[j], dst_sbuf_span=sslots[j])
+        if rng.random() < p_elem:
+            d = random_element(cfg, rng, max_elems=max_elems, **spans,
+                               **{k: v for k, v in kw.items() if k.endswith("_space")})
+            if d.rounding == G.RND_SR:
+                q = sr_q
+        else:
+            d = random_copy(cfg, rng, max_bytes=max_bytes, **spans, **kw)
         if rng.random() < p_bad:
             d = mutate_bad(cfg, rng, d, dram_base=tb.dram_base, dram_limit=tb.dram_limit)
-        batch.append((rng.randrange(cfg.dma_queues), d))
+        batch.append((q, d))
     return batch
 
 
@@ -48,8 +62,13 @@ async def check_batch(tb, mem, batch, what, *, golden_mem=None):
     tb.load(mem)
     sems0 = await tb.read_sems()
     want = mem.copy() if golden_mem is None else golden_mem
-    codes, done, sem = golden_batch(cfg, want, batch)
+    codes, done, sem = golden_batch(cfg, want, batch, rand=tb.sr)
+    cp = int(tb.dut.completed.value)
+    done0 = [(cp >> (16 * q)) & 0xFFFF for q in range(cfg.dma_queues)]
     out = await tb.run_batch(batch)
+    listing = "\n".join(f"  q{q} {d}" for q, d in batch)
+    delta = [(a - b) % (1 << 16) for a, b in zip(out["completed"], done0)]
+    assert delta == done, tb.fail_text(what, f"completed {delta} want {done}\n{listing}")
     got_dram, got_sbuf = tb.read_dram(), tb.read_sbuf()
     for name, got, exp in (("DRAM", got_dram, bytes(want.dram)),
                            ("SBUF", got_sbuf, bytes(want.sbuf))):
@@ -64,7 +83,9 @@ async def check_batch(tb, mem, batch, what, *, golden_mem=None):
     sems1 = await tb.read_sems()
     for s in range(cfg.semaphores):
         exp = (sems0[s] + sem.get(s, 0)) % (1 << cfg.semaphore_bits)
-        assert sems1[s] == exp, tb.fail_text(what, f"semaphore {s}: {sems1[s]} want {exp}")
+        assert sems1[s] == exp, tb.fail_text(
+            what, f"semaphore {s}: {sems1[s]} want {exp}; completed {out['completed']}, golden "
+                  f"{done}\n" + "\n".join(f"  q{q} {d}" for q, d in batch))
     return out, codes, done
 
 
@@ -126,16 +147,25 @@ async def test_axi_errors(dut):
     rng = random.Random(tb.seed + 2)
     cfg = tb.cfg
     Q = cfg.dma_queues
-    for case in ("slverr_r", "slverr_w", "decerr_r", "decerr_w"):
+    cases = ["slverr_r", "slverr_w", "decerr_r", "decerr_w"]
+    if cfg.dma_element_ops:
+        # element descriptors: an op reading a poisoned DRAM source, a cast writing a
+        # poisoned DRAM destination (an op would read it first)
+        cases += ["elem_slverr_r", "elem_slverr_w"]
+    for case in cases:
         mem = tb.random_memory(rng)
         dslots, sslots, dsrc, ssrc = _slots(tb, 4)
         read_side = case.endswith("_r")
         # the faulty descriptor: DRAM -> SBUF (read error) or SBUF -> DRAM (write error)
-        bad = random_copy(cfg, rng, dram_base=tb.dram_base, dram_limit=tb.dram_limit,
-                          src_space=G.DRAM if read_side else G.SBUF,
-                          dst_space=G.SBUF if read_side else G.DRAM, dram_span=dsrc,
-                          sbuf_span=ssrc, dst_dram_span=dslots[0], dst_sbuf_span=sslots[0],
-                          max_bytes=128)
+        spaces = dict(src_space=G.DRAM if read_side else G.SBUF,
+                      dst_space=G.SBUF if read_side else G.DRAM, dram_span=dsrc,
+                      sbuf_span=ssrc, dst_dram_span=dslots[0], dst_sbuf_span=sslots[0])
+        if case.startswith("elem"):
+            bad = random_element(cfg, rng, dram_base=tb.dram_base, dram_limit=tb.dram_limit,
+                                 sr=False, ops=None if read_side else (G.OP_COPY,), **spaces)
+        else:
+            bad = random_copy(cfg, rng, dram_base=tb.dram_base, dram_limit=tb.dram_limit,
+                              max_bytes=128, **spaces)
         q_bad = rng.randrange(Q)
         good = [random_copy(cfg, rng, dram_base=tb.dram_base, dram_limit=tb.dram_limit,
                             src_space=G.SBUF, dst_space=G.SBUF, sbuf_span=ssrc,
@@ -151,7 +181,7 @@ async def test_axi_errors(dut):
             batch = batch[:1]
         side = 0 if read_side else 1
         lo, hi = G.extent(bad, side)
-        if case.startswith("slverr"):
+        if "slverr" in case:
             tb.poison = [(lo, hi + 1)]
         else:
             (dut.force_rresp if read_side else dut.force_bresp).value = 3
@@ -159,7 +189,7 @@ async def test_axi_errors(dut):
         want = mem.copy()
         # golden: the faulty descriptor runs to its end (data of failed reads is whatever the
         # slave returned), so its destination range is excluded from the comparison
-        G.run(cfg, bad, want)
+        G.run(cfg, bad, want, element_ops=cfg.dma_element_ops)
         if Q > 1:
             G.run(cfg, good[0], want)
         out = await tb.run_batch(batch)
@@ -175,7 +205,7 @@ async def test_axi_errors(dut):
             assert not outside, tb.fail_text(case, f"{name} bytes changed outside the faulty "
                                                    f"destination: {outside[:8]}")
         code, info = out["codes"][q_bad]
-        resp = 2 if case.startswith("slverr") else 3
+        resp = 3 if case.startswith("decerr") else 2
         field = G.F_RRESP if read_side else G.F_BRESP
         assert code == G.E_AXI and info & 0xFF == field and (info >> 12) & 3 == resp, \
             tb.fail_text(case, f"queue {q_bad}: code {code:#x} info {info:#x}")
@@ -333,3 +363,35 @@ async def test_reset_mid_transfer(dut):
         dut.rd_delay.value = 0
         mem2 = tb.random_memory(rng)
         await check_batch(tb, mem2, random_batch(tb, rng, 4, p_bad=0.0), f"after reset {k}")
+
+
+@cocotb.test()
+async def test_element_ops(dut):
+    """Element descriptors only (random ops, casts, RNE and SR, 1-4 dims, negative strides) in
+    each of the four directions, then mixed batches with malformed ones, under random AXI
+    pauses and latency and SBUF arbitration losses: DRAM and SBUF byte for byte against
+    ``golden.dma.run`` with the engine's SR stream."""
+    tb = DMATB(dut)
+    if not tb.cfg.dma_element_ops:
+        return
+    await tb.reset()
+    rng = random.Random(tb.seed + 5)
+    rounds = int(tb.params.get("element_rounds", 1))
+    seen = set()
+    for r in range(rounds):
+        for ss, ds in ((G.DRAM, G.SBUF), (G.SBUF, G.DRAM), (G.SBUF, G.SBUF), (G.DRAM, G.DRAM)):
+            dut.sbuf_stall.value = rng.choice((0, 64))
+            dut.rd_delay.value = rng.choice((0, 7))
+            dut.b_delay.value = rng.choice((0, 7))
+            tb.set_backpressure(rng, rng.choice((0.0, 0.3)))
+            mem = tb.random_memory(rng)
+            batch = random_batch(tb, rng, 4, p_bad=0.0, p_elem=1.0, src_space=ss,
+                                 dst_space=ds)
+            seen |= {(d.op, d.rounding) for _, d in batch}
+            await check_batch(tb, mem, batch, f"element round {r} {ss}->{ds}")
+        mem = tb.random_memory(rng)
+        batch = random_batch(tb, rng, 6, p_bad=0.3, p_elem=0.7)
+        await check_batch(tb, mem, batch, f"element round {r} mixed")
+        await tb.clear_all()
+    tb.set_backpressure(rng, 0.0)
+    tb.log.info(f"element (op, rounding) pairs seen: {sorted(seen)}")

@@ -200,6 +200,50 @@ def test_sr_needs_rand():
     assert G.run(CFG, d, mem, element_ops=True, rand=np.zeros(4, np.uint32)) == (0, 0)
 
 
+def test_sr_stream_draws_in_run_order():
+    """``rand`` = the engine's stream (``sr_stream``): each SR element descriptor draws
+    ``sr_draws(d)`` = ``d.count`` words in element order, RNE, byte copies and rejected ones
+    draw none; equal to passing the same words explicitly."""
+    from golden.prng import XorWow
+    sr = G.Descriptor(src=0, dst=0, dims=((5, 4, 2), (2, 20, 10)), src_dtype=0, dst_dtype=2,
+                      rounding=G.RND_SR)
+    rne = G.Descriptor(src=0, dst=64, dims=((3, 4, 2),), src_dtype=0, dst_dtype=2)
+    copy = G.Descriptor(src=0, dst=64, dims=((3, 4, 4),), rounding=G.RND_SR)
+    bad = G.Descriptor(src=2, dst=64, dims=((3, 4, 2),), src_dtype=0, dst_dtype=2,
+                       rounding=G.RND_SR)
+    assert [G.sr_draws(d) for d in (sr, rne, copy)] == [10, 0, 0]
+    rng = np.random.default_rng(7)
+    dram = rng.integers(0, 256, 256, dtype=np.uint8).tobytes()
+    stream = G.sr_stream(CFG, 2)
+    assert stream.lane == (1 << 16) + 2 and stream.seed == CFG.sr_seed
+    m1 = G.Memory(CFG, dram_bytes=256, dram=dram)
+    for d in (rne, copy, bad, sr):
+        G.run(CFG, d, m1, element_ops=True, rand=stream)
+    ref = XorWow(CFG.sr_seed, (1 << 16) + 2)
+    m2 = G.Memory(CFG, dram_bytes=256, dram=dram)
+    G.run(CFG, rne, m2, element_ops=True)
+    G.run(CFG, copy, m2, element_ops=True)
+    G.run(CFG, sr, m2, element_ops=True, rand=ref.next_n(10))
+    assert m1.sbuf == m2.sbuf
+    assert stream.state == ref.state                 # the bad one drew nothing
+    m3 = G.Memory(CFG, dram_bytes=256, dram=dram)
+    G.run(CFG, sr, m3, element_ops=True, rand=np.zeros(10, np.uint32))
+    assert m3.sbuf != m1.sbuf                          # the words matter (seeded, fixed)
+
+
+def test_tf32_bits_above_the_code_are_ignored():
+    mem = G.Memory(CFG, dram_bytes=64)
+    mem.dram[0:8] = (0x1FC00 | (0x1ABC << 19)).to_bytes(4, "little") + (0x20000).to_bytes(
+        4, "little")                                  # tf32 1.0 with garbage, tf32 2.0
+    d = G.Descriptor(src=0, dst=0, dims=((2, 4, 4),), src_dtype=1, dst_dtype=0)
+    assert G.run(CFG, d, mem, element_ops=True) == (0, 0)
+    assert mem.sbuf[0:8] == struct.pack("<ff", 1.0, 2.0)
+    back = G.Descriptor(src=0, dst=0, src_space=G.SBUF, dst_space=G.DRAM, dims=((2, 4, 4),),
+                        src_dtype=0, dst_dtype=1)
+    assert G.run(CFG, back, mem, element_ops=True) == (0, 0)
+    assert mem.dram[0:8] == (0x1FC00).to_bytes(4, "little") + (0x20000).to_bytes(4, "little")
+
+
 def _code(d, **kw):
     return G.check(CFG, d, dram_base=0x1000, dram_limit=0x2000, **kw)
 
