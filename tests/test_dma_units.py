@@ -309,3 +309,44 @@ def test_semaphore_file(seed):
             assert not ctx.get(dut.err)
 
     bench.run(job)
+
+
+@pytest.mark.parametrize("limit", [0, 40])
+def test_watchdog_from_the_register(limit):
+    """``DMAEngine(timeout=None)`` takes its AXI watchdog limit from the ``watchdog`` input (the
+    core's WATCHDOG register): a DRAM read the slave never accepts stops the queue with
+    E_TIMEOUT after that many idle cycles; 0 turns the watchdog off (still waiting 10 x later)."""
+    from amaranth.sim import Simulator
+    from golden.dma import DRAM, SBUF as SP_SBUF, Descriptor
+    from rtl.dma.descriptor import E_TIMEOUT
+    from rtl.dma.engine import DMAEngine
+    cfg = get_preset("small")
+    dut = DMAEngine(cfg, timeout=None)
+    d = Descriptor(src=0x1000, dst=0, src_space=DRAM, dst_space=SP_SBUF,
+                   dims=((8, 2, 2),), src_dtype=2, dst_dtype=2)
+    out = {}
+
+    async def bench(ctx):
+        ctx.set(dut.dram_limit, 1 << 20)
+        ctx.set(dut.watchdog, limit)
+        ctx.set(dut.i.payload.desc.as_value(), d.to_int())
+        ctx.set(dut.i.payload.queue, 1)
+        ctx.set(dut.i.valid, 1)
+        for t in range(10 * 40 + 100):
+            took = ctx.get(dut.i.ready)
+            if ctx.get(dut.q_code[1]) != 0:
+                out["code"], out["t"] = ctx.get(dut.q_code[1]), t
+                return
+            await ctx.tick()
+            if took:
+                ctx.set(dut.i.valid, 0)
+        out["busy"] = ctx.get(dut.busy)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    if limit:
+        assert out.get("code") == E_TIMEOUT and limit <= out["t"] <= limit + 30, out
+    else:
+        assert "code" not in out and out["busy"], out

@@ -114,7 +114,8 @@ class NeuronCore(wiring.Component):
         m.submodules.tensor_decode = soft(dec)
         sync = SyncEngine(cfg)
         m.submodules.sync = soft(sync)
-        dmas = [DMAEngine(cfg) for _ in range(n_dma)]
+        # the AXI watchdog limit is the WATCHDOG register; each engine its own SR stream
+        dmas = [DMAEngine(cfg, timeout=None, engine=k) for k in range(n_dma)]
         for i, d in enumerate(dmas):
             m.submodules[f"dma{i}"] = soft(d)
         vec = VectorEngine(cfg)
@@ -206,7 +207,8 @@ class NeuronCore(wiring.Component):
             wiring.connect(m, sync.dma[i], d.i)
             wiring.connect(m, d.sbuf, getattr(sbuf, f"dma{i}"))
             wiring.connect(m, d.sem, sems.inc[n_seq + i])
-            m.d.comb += [d.dram_base.eq(csr.dram_base), d.dram_limit.eq(csr.dram_limit)]
+            m.d.comb += [d.dram_base.eq(csr.dram_base), d.dram_limit.eq(csr.dram_limit),
+                         d.watchdog.eq(csr.watchdog)]
         # the DMA's first stopped queue (engine order, then queue order) for the error latch
         for d in reversed(dmas):
             for q in reversed(range(cfg.dma_queues)):

@@ -88,10 +88,11 @@ class DMAEngine(wiring.Component):
     engine : int
         The engine's index in the core (0..): its stochastic-rounding stream is XORWOW lane
         ``2**16 + engine`` of ``cfg.sr_seed`` (docs/dma.md §2).
-    timeout : int
+    timeout : int or None
         The AXI watchdog (default :data:`TIMEOUT_CYCLES`, in [16, 2**24]): a descriptor whose
         AXI traffic sees no handshake for ``timeout`` cycles stops its queue with E_TIMEOUT
-        (0x09); the engine then stops using the bus until reset (docs/dma.md §3).
+        (0x09); the engine then stops using the bus until reset (docs/dma.md §3). ``None``:
+        the limit is the ``watchdog`` input instead (the core's ``WATCHDOG`` register; 0 = off).
 
     Members
     -------
@@ -107,6 +108,8 @@ class DMAEngine(wiring.Component):
         Completion posts ``{sem, inc}`` of descriptors with ``post`` set.
     dram_base, dram_limit : In(axi_addr_bits)
         The DRAM window ``[dram_base, dram_limit)``; an access outside it is E_AXI.
+    watchdog : In(32)
+        The watchdog limit when ``timeout`` is ``None`` (0 = off); unused otherwise.
     clear : In(dma_queues)
         Per queue: restart a stopped queue (clears its code and detail).
     err : Out(1)
@@ -141,15 +144,16 @@ class DMAEngine(wiring.Component):
                 "sbuf": Out(PartPort.Signature(cfg)),
                 "sem": Out(stream.Signature(self.sem_layout)),
                 "dram_base": In(cfg.axi_addr_bits), "dram_limit": In(cfg.axi_addr_bits),
+                "watchdog": In(32),
                 "clear": In(Q), "err": Out(1),
                 "q_code": Out(data.ArrayLayout(8, Q)), "q_info": Out(data.ArrayLayout(32, Q)),
                 "completed": Out(data.ArrayLayout(16, Q)), "busy": Out(1), "idle": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, *, timeout=TIMEOUT_CYCLES, engine=0):
-        if isinstance(timeout, bool) or not isinstance(timeout, int):
-            raise TypeError(f"DMAEngine timeout must be an int, not {timeout!r}")
-        if not 16 <= timeout <= 1 << 24:
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
+            raise TypeError(f"DMAEngine timeout must be an int or None, not {timeout!r}")
+        if timeout is not None and not 16 <= timeout <= 1 << 24:
             raise ValueError(f"DMAEngine timeout must be in [16, {1 << 24}], not {timeout!r}")
         if isinstance(engine, bool) or not isinstance(engine, int):
             raise TypeError(f"DMAEngine engine must be an int, not {engine!r}")
@@ -374,13 +378,18 @@ class DMAEngine(wiring.Component):
         # offered and not taken, a read burst in flight with room for its data, a write burst
         # waiting for its response) while nothing at all moves (no AXI handshake, no SBUF
         # access); any movement restarts it
-        wd = Signal(range(self.timeout + 1))
+        if self.timeout is None:        # the WATCHDOG register: 0 turns the watchdog off
+            wd = Signal(32)
+            limit_hit = (self.watchdog != 0) & (wd == self.watchdog - 1)
+        else:
+            wd = Signal(range(self.timeout + 1))
+            limit_hit = wd == self.timeout - 1
         wait_r = axi.arvalid | ((rd_out != 0) & axi.rready)
         wait_w = axi.awvalid | axi.wvalid | (wr_out != 0)
         moved = (ar_fire | aw_fire | w_fire | (axi.rvalid & axi.rready) | b_fire | fire)
         wd_hit = Signal()
         wd_info = Signal(32)
-        m.d.comb += [wd_hit.eq((wd == self.timeout - 1) & (wait_r | wait_w) & ~moved),
+        m.d.comb += [wd_hit.eq(limit_hit & (wait_r | wait_w) & ~moved),
                      wd_info.eq(F_TIMEOUT | (Mux(wait_r, 0, 1) << 8))]
         run_state = Signal()
         with m.If(run_state & (wait_r | wait_w) & ~moved & ~axi_dead):

@@ -13,11 +13,12 @@ __all__ = ["core_design", "core_sim", "integration_cfg"]
 
 def integration_cfg(cfg):
     """``cfg`` narrowed for the whole-core tests: BF16 the only tensor input format, no MX, no
-    sparsity. The core test checks how the blocks are joined (queues, semaphores, DMA, engines,
-    errors); every format, MX and sparsity are verified block by block. The narrower PE, vector
+    sparsity, and DMA engines without the element path (the kernels' DMA only copies). The core
+    test checks how the blocks are joined (queues, semaphores, DMA, engines, errors); every
+    format, MX, sparsity and the DMA's element ops are verified block by block. The narrower PE, vector
     lanes and converters cut the Verilator build several-fold."""
     return cfg.replace(name=f"{cfg.name}_core", formats=("bf16",), mx_formats=(),
-                       sparse_patterns=())
+                       sparse_patterns=(), dma_element_ops=False)
 
 
 def core_design(cfg):
