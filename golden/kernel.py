@@ -534,6 +534,17 @@ class Kernel:
                    lambda w, p: Instr(op=opname, wait=w, post=p, flags=frozenset(flags),
                                       aps=aps, imm=dict(imm or {})))
 
+    def block_transpose(self, dst, src, sr=False):
+        """``dst[j, i] = src[i, j]`` across partitions on the vector engine
+        (``block_transpose``: one ``B x B`` block, ``B = min(32, partitions)``, both tiles from
+        partition 0), with the formats' cast."""
+        B = min(32, self.cfg.partitions)
+        if (src.parts, src.elems, dst.parts, dst.elems) != (B, B, B, B):
+            raise ValueError(f"block_transpose tiles must be {B} x {B} (B = min(32, "
+                             f"partitions)), not {src.parts} x {src.elems} -> "
+                             f"{dst.parts} x {dst.elems}")
+        self._vec("block_transpose", dst, src, sr=sr)
+
     def copy(self, dst, src, sr=False):
         """``dst = src`` with the formats' cast (vector engine ``tensor_copy``): how a PSUM
         result reaches the SBUF, and then DRAM."""

@@ -276,8 +276,9 @@ def attention_head(cfg, QT, KT, V, *, dram_bytes=1 << 20):
     ``-m s`` (``tensor_scalar``, ``s = RNE_fp32(1 / sqrt(d))``); ``E = exp(S s - m s)``
     (``activation`` with the scale immediate and the per-partition bias AP, fp32 to SBUF);
     ``sum_j E`` (``tensor_reduce``); ``r = reciprocal(sum)`` (``activation``); ``P = E r``
-    (``tensor_scalar`` with the per-partition operand, fp32); ``P^T`` by the PE transpose (fp32,
-    bit-exact), cast to bf16 on the way back to SBUF (``tensor_copy``); ``OT = V.T @ P^T``
+    (``tensor_scalar`` with the per-partition operand, fp32); ``P^T`` cast to bf16: by the vector
+    engine's ``block_transpose`` when ``Lq = Lk = min(32, P)``, else by the PE transpose (fp32,
+    bit-exact) and a ``tensor_copy``; ``OT = V.T @ P^T``
     (PSUM), copied to SBUF fp32 and stored to ``OT [dv, Lq]``."""
     check_config(cfg, "attention_head")
     QT, KT, V = (np.asarray(a, np.uint32) for a in (QT, KT, V))
@@ -313,10 +314,13 @@ def attention_head(cfg, QT, KT, V, *, dram_bytes=1 << 20):
     k.activation(r, ssum, "reciprocal", scale=1.0)
     p = k.sbuf_tile(Lq, Lk, "fp32", "p")
     k.tensor_scalar(p, e, "multiply", r)
-    ps_t = k.psum_tile(Lk, Lq)
-    k.transpose(ps_t, p)
     pt = k.sbuf_tile(Lk, Lq, "bf16", "pt")
-    k.copy(pt, ps_t)
+    if Lq == Lk == min(32, cfg.partitions):
+        k.block_transpose(pt, p)        # the vector engine's B x B transpose, bf16 on write
+    else:
+        ps_t = k.psum_tile(Lk, Lq)
+        k.transpose(ps_t, p)            # the PE's transpose (raw bits: needs fp32 enabled)
+        k.copy(pt, ps_t)
     ps_o = k.psum_tile(dv, Lq)
     k.matmul(ps_o, tv, pt)
     o = k.sbuf_tile(dv, Lq, "fp32", "o")
@@ -332,7 +336,7 @@ def attention_head(cfg, QT, KT, V, *, dram_bytes=1 << 20):
     sm = gv.reduce_lanes(gv.ALU_ADD, E.T, ways)
     rs = ga.activation(sm, "reciprocal", np.uint32(ONE), np.uint32(0))
     Pm = gv.alu(gv.ALU_MUL, E, rs[:, None], 0)
-    PT = _encode(cfg, gt.transpose(Pm, "fp32", cfg), "bf16")           # [Lk, Lq]
+    PT = _encode(cfg, np.ascontiguousarray(Pm.T), "bf16")              # [Lk, Lq]
     O = gt.matmul(V, "bf16", PT, "bf16", cfg)                           # [dv, Lq]
     # float64: softmax in float64; the bound covers P's bf16 rounding (2^-8 relative per
     # element), exp/reciprocal (a few FP32 ulps) and the chains

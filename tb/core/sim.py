@@ -19,7 +19,7 @@ from tb.runner import ROOT
 __all__ = ["run_kernels", "timeline_png", "main"]
 
 #: Kernels ``make sim`` runs, with their parameters.
-SIM_KERNELS = [{"name": "gemm"}]
+SIM_KERNELS = [{"name": n} for n in ("mlp", "attention_head", "layer_norm", "sparse_mlp", "gemm")]
 LANES = [*ENGINES_BUILT, "dma"]
 
 
