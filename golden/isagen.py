@@ -267,11 +267,13 @@ GEN_ENGINES = ("pe", "dve", "act", "sp")
 
 
 def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes=None,
-                   engines=GEN_ENGINES):
+                   engines=GEN_ENGINES, dump=False, bystanders=("dve", "act", "pool", "cc")):
     """A :class:`RandomProgram`: one load filling each SBUF region, then ``n_ops`` random
     operations (see the module docstring) on ``engines`` (a subset of :data:`GEN_ENGINES`;
     ``sp`` is always used for the loads; ``nop``/``notify`` bystanders go to the other
-    engines)."""
+    engines of ``bystanders``; ``()`` for a core without them). ``dump``: every PSUM bank is
+    set first (``memset``, when ``dve`` is an engine) and every SBUF region is stored at the end to the DRAM tensor ``"dump"``,
+    so that comparing DRAM images compares the final SBUF too (differential tests)."""
     check_config(cfg, "random_program")
     bad = set(engines) - set(GEN_ENGINES)
     if bad:
@@ -282,7 +284,7 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
     rb = min(512, SBP // _REGIONS)                     # SBUF region bytes per partition
     drb = P * rb                                       # DRAM region bytes
     if dram_bytes is None:
-        dram_bytes = _REGIONS * drb + 64 * n_ops + 4096 + 8 * P * rb
+        dram_bytes = _REGIONS * drb * (2 if dump else 1) + 64 * n_ops + 4096 + 8 * P * rb
     k = Kernel(cfg, dram_bytes=dram_bytes)
     data = k.dram_tensor("regions", (_REGIONS, drb), "e8m0",
                          data=np.frombuffer(random.Random(seed ^ 0x5A5A).randbytes(
@@ -297,6 +299,16 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
                             dst_dtype=9)
         k.descriptor(d, [("dram", b)], [("sbuf", b)], queue=b % nq)
         ops.append(f"load dram{b} -> sbuf{b} (all partitions)")
+    if dump and "dve" in engines:
+        # PSUM too starts from a known state: a differential test runs programs back to back
+        # on one core, whose soft reset keeps PSUM (a random value per bank)
+        for bank in range(cfg.psum_banks):
+            v = float(np.float32(rng.uniform(-4, 4)))
+            ap = APEnc(mem=2, start=0, count=P, dtype="fp32", offset=bank * cfg.psum_bank_bytes,
+                       dims=((1, cfg.psum_bank_fp32),))
+            k.instr(Instr(op="memset", aps={"ap0": ap}, imm={"imm0": v}),
+                    writes=[("psum", bank)])
+            ops.append(f"memset psum bank{bank} = {v}")
     tries = 0
     kinds = ["load", "load", "store", "nop"]
     if "pe" in engines:
@@ -305,7 +317,7 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
         kinds += ["vec", "vec", "vec"]
     if "act" in engines:
         kinds += ["act", "act"]
-    bystanders = [e for e in ("dve", "act", "pool", "cc") if e not in engines]
+    bystanders = [e for e in bystanders if e not in engines]
     state = {"loaded": None, "tables": {}}
     while len(ops) < n_ops + _REGIONS and tries < 20 * n_ops:
         tries += 1
@@ -383,7 +395,7 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
                         offset=bank * cfg.psum_bank_bytes, dims=((1, K),))
             k.instr(Instr(op="transpose", aps={"ap0": pap}), writes=[("psum", bank)])
             ops.append(f"transpose bank{bank}")
-        else:
+        elif bystanders:
             eng = rng.choice(bystanders)
             op = rng.choice(["nop", "notify"])
             imm = {"code": rng.randint(1, 99)} if op == "notify" else {}
@@ -391,6 +403,15 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
             k.instr(Instr(op=op, imm=imm), reads=[("sbuf", rng.randrange(_REGIONS))],
                     engine=eng)
             ops.append(f"{op} on {eng}")
+    if dump:
+        out = k.dram_tensor("dump", (_REGIONS, drb), "e8m0")
+        for b in range(_REGIONS):
+            d = gdma.Descriptor(src=b * rb, dst=out.addr + b * drb, src_space=gdma.SBUF,
+                                dst_space=gdma.DRAM, dims=((rb, 1, 1), (P, SBP, rb)),
+                                src_dtype=9, dst_dtype=9)
+            k.descriptor(d, [("sbuf", b)], [("dump", b)], queue=b % nq)
+            ops.append(f"dump sbuf{b} -> dram")
+        k.output("dump", out)
     kp = k.build()
     corrupted = None
     if corrupt:

@@ -31,3 +31,19 @@ def test_core_kernels(cfg, seed):
     sim = _sim(cfg)
     sim.run("tb.core.tb_kernels", params={"seed": seed, "kernels": [{"name": "gemm"}]},
             tag="kernels")
+
+
+@pytest.mark.xdist_group("core")
+def test_core_random_programs(cfg, seed):
+    """Random all-engine programs, clean and corrupted, on the core against the golden ISA
+    simulator (tb/core/tb_fuzz.py): DRAM images byte for byte, first errors."""
+    sim = _sim(cfg)
+    sim.run("tb.core.tb_fuzz", params={"seed": seed, "programs": 6, "n_ops": 24}, tag="fuzz")
+
+
+@pytest.mark.full
+@pytest.mark.xdist_group("core")
+def test_core_random_programs_long(cfg, seed):
+    sim = _sim(cfg)
+    sim.run("tb.core.tb_fuzz", params={"seed": seed + 1, "programs": 400, "n_ops": 48},
+            tag="fuzz_long")

@@ -39,8 +39,9 @@ def run_kernels(cfg, kernels, *, waves=False, tag="sim"):
 
 
 def timeline_png(rec, path):
-    """Engine-activity timeline of one kernel record: one row per engine, a bar wherever its
-    sequencer (or the DMA) was busy."""
+    """Engine-activity timeline of one kernel record: one row per engine, a light bar while its
+    stream is active (instructions fetched, waiting or running), a tick at each retire; the
+    DMA row is busy while some DMA engine moves data."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -52,12 +53,16 @@ def timeline_png(rec, path):
     for row, lane in enumerate(LANES):
         spans = [(c, nxt - c) for (c, v), (nxt, _) in zip(tl, tl[1:] + [(end, 0)])
                  if v >> bits[lane] & 1 and nxt > c]
-        ax.broken_barh(spans, (row - 0.35, 0.7))
+        ax.broken_barh(spans, (row - 0.35, 0.7), color="lightsteelblue" if lane != "dma"
+                       else "tab:orange")
+        for c in rec.get("retires", {}).get(lane, ()):
+            ax.vlines(c, row - 0.35, row + 0.35, color="tab:blue", linewidth=1)
     ax.set_yticks(range(len(LANES)), LANES)
     ax.set_xlim(0, max(end, 1))
     ax.set_xlabel("cycle")
     busy = ", ".join(f"{e} {rec['busy'][e] / max(1, rec['cycles']):.0%}" for e in LANES)
-    ax.set_title(f"{rec['kernel']}: {rec['cycles']} cycles ({busy})", fontsize=9)
+    ax.set_title(f"{rec['kernel']}: {rec['cycles']} cycles (stream active: {busy}); "
+                 f"ticks: retires", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -70,7 +75,8 @@ def main(cfg=None, kernels=None):
     out = ROOT / "build" / "sim"
     print(f"\nWhole core ({cfg.name} preset narrowed to BF16: {integration_cfg(cfg).name}), "
           f"Verilator; every output checked bit for bit")
-    print(f"{'kernel':<16}{'cycles':>9}  {'instructions':<28}busy fraction")
+    print(f"{'kernel':<16}{'cycles':>9}  {'instructions':<28}stream active fraction "
+          f"(Q_BUSY: fetched, waiting or running; dma: moving)")
     for r in recs:
         ins = " ".join(f"{e}:{n}" for e, n in r["instructions"].items() if n)
         busy = " ".join(f"{e} {r['busy'][e] / max(1, r['cycles']):.2f}" for e in LANES)
