@@ -33,7 +33,7 @@ from golden.kernel import Kernel, KernelProgram
 from rtl.config import CoreConfig, check_config
 from rtl.isa import APEnc, Instr
 
-__all__ = ["RandomProgram", "random_program", "GEN_ENGINES"]
+__all__ = ["RandomProgram", "random_program", "GEN_ENGINES", "VECTOR_OPS"]
 
 _REGIONS = 8
 _WIDE = ("fp32", "tf32")
@@ -109,7 +109,7 @@ def _f32imm(rng):
 
 #: The vector opcodes the generator draws, with their source operand counts (bn_stats,
 #: bn_aggr, affine_select and block_transpose have shape rules of their own: not drawn yet).
-_VEC_SRCS = {"tensor_tensor": 2, "tensor_scalar": 2, "tensor_reduce": 1, "tensor_copy": 1,
+VECTOR_OPS = {"tensor_tensor": 2, "tensor_scalar": 2, "tensor_reduce": 1, "tensor_copy": 1,
              "memset": 0, "select": 2, "iota": 0, "tensor_tensor_scan": 2, "max8": 1}
 
 
@@ -117,7 +117,7 @@ def _vector_op(cfg, rng, k, rb, ops):
     """One random vector-engine instruction over random regions (SBUF regions or PSUM banks,
     the destination apart from the sources); returns False when the pattern did not fit."""
     from golden import vector as gv
-    name = rng.choice(sorted(n for n in gv.OPCODES.values() if n in _VEC_SRCS))
+    name = rng.choice(sorted(n for n in gv.OPCODES.values() if n in VECTOR_OPS))
     P = cfg.partitions
     parts = rng.randint(1, P)
     fmts = [gv.DTYPE_NAMES[c] for c in gv.vector_formats(cfg)]
@@ -143,7 +143,7 @@ def _vector_op(cfg, rng, k, rb, ops):
             if ap is not None:
                 return ap, key
         return None, None
-    srcs = _VEC_SRCS[name]
+    srcs = VECTOR_OPS[name]
     op0, op1 = rng.randrange(16), rng.randrange(16)
     ctl = rng.randrange(16)
     if name == "tensor_reduce":

@@ -214,5 +214,5 @@ def test_bad_cfg_and_layout(cfg):
     with pytest.raises(TypeError, match="term_layout must be"):
         FusedAdd(cfg, term_layout=data.StructLayout({"x": 4}))
     with pytest.raises(ValueError, match="'sig' width must be in"):
-        FusedAdd(cfg, term_layout=exact_layout(49, range(-300, 300)))
+        FusedAdd(cfg, term_layout=exact_layout(81, range(-300, 300)))
     gc.collect()
