@@ -28,7 +28,7 @@ from golden.isasim import table_words
 from golden.kernel import DramTensor, Kernel, KernelProgram, _sub
 from rtl.config import CoreConfig, check_config
 
-__all__ = ["KernelCase", "mlp", "attention_head", "layer_norm", "sparse_mlp", "KERNELS",
+__all__ = ["KernelCase", "gemm_reference", "mlp", "attention_head", "layer_norm", "sparse_mlp", "KERNELS",
            "decode_f64", "random_inputs", "run_golden"]
 
 ONE = 0x3F800000
@@ -91,6 +91,19 @@ def _chain(cfg, S, fs, X, fx):
         r = gt.matmul(S[k0:k0 + cfg.pe_rows], fs, X[k0:k0 + cfg.pe_rows], fx, cfg)
         acc = r if acc is None else gt.psum_update(acc, r, True)
     return acc
+
+
+def gemm_reference(cfg, AT, B, dtype="bf16"):
+    """``C = AT.T @ B`` as :func:`golden.kernel.gemm_kernel` computes it: per output tile
+    (``pe_cols`` x ``psum_bank_fp32``) the K-tiled chain of :func:`_chain`."""
+    K, M = AT.shape
+    N = B.shape[1]
+    C = np.zeros((M, N), dtype=np.uint32)
+    for m0 in range(0, M, cfg.pe_cols):
+        for n0 in range(0, N, cfg.psum_bank_fp32):
+            C[m0:m0 + cfg.pe_cols, n0:n0 + cfg.psum_bank_fp32] = _chain(
+                cfg, AT[:, m0:m0 + cfg.pe_cols], dtype, B[:, n0:n0 + cfg.psum_bank_fp32], dtype)
+    return C
 
 
 def _ring(k, keep=2):

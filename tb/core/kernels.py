@@ -11,27 +11,8 @@ import numpy as np
 
 from golden import kernels as gk
 from golden.kernel import gemm_kernel
-from golden.tensor import add_fp32, matmul
 
-__all__ = ["KERNELS", "build_case", "gemm_case", "gemm_reference", "dram_traffic"]
-
-
-def gemm_reference(cfg, AT, B, dtype="bf16"):
-    """``C = AT.T @ B`` as the tiled kernel computes it: per output tile, the matmul of the first
-    K tile, then the FP32 PSUM accumulate (``add_fp32``) of each next K tile's matmul."""
-    K, M = AT.shape
-    N = B.shape[1]
-    TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
-    C = np.zeros((M, N), dtype=np.uint32)
-    for m0 in range(0, M, TM):
-        for n0 in range(0, N, TN):
-            acc = None
-            for k0 in range(0, K, TK):
-                r = matmul(AT[k0:k0 + TK, m0:m0 + TM], dtype, B[k0:k0 + TK, n0:n0 + TN],
-                           dtype, cfg)
-                acc = r if acc is None else add_fp32(acc, r)
-            C[m0:m0 + TM, n0:n0 + TN] = acc
-    return C
+__all__ = ["KERNELS", "build_case", "gemm_case", "dram_traffic"]
 
 
 def gemm_case(cfg, seed=0, K=None, M=None, N=None, dram_bytes=1 << 20):
@@ -49,7 +30,7 @@ def gemm_case(cfg, seed=0, K=None, M=None, N=None, dram_bytes=1 << 20):
     a, b = gk.decode_f64(cfg, AT, "bf16"), gk.decode_f64(cfg, B, "bf16")
     steps = K + -(-K // cfg.pe_rows) + 1
     tol = steps * 2.0 ** -24 * (np.abs(a).T @ np.abs(b)) + 2.0 ** -149
-    return gk.KernelCase("gemm", cfg, kp, {"C": gemm_reference(cfg, AT, B)}, {"C": a.T @ b},
+    return gk.KernelCase("gemm", cfg, kp, {"C": gk.gemm_reference(cfg, AT, B)}, {"C": a.T @ b},
                          {"C": tol}, {"C": "fp32"}, flops=2 * K * M * N)
 
 
