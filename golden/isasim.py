@@ -164,7 +164,7 @@ class Timing:
     fetch_depth: int | None = None
     sync_cycles: int = 1
     dma_desc_cycles: int = 7
-    dram_latency: int = 0
+    dram_latency: int = 4
     vector_latency: int = 8
     vector_overhead: int = 20
     vector_reduce_overhead: int = 32
@@ -269,6 +269,60 @@ def split_program(raw):
         if len(out[-1]) != INSTR_BYTES:
             raise ValueError(f"an instruction must be {INSTR_BYTES} bytes, not {len(out[-1])}")
     return out
+
+
+class _Channel:
+    """One shared AXI data channel (R or W of the core's one master) as a calendar of bursts:
+    a burst of ``n`` beats takes the earliest ``n`` free cycles in a row at or after it is
+    ready (``book``). Bursts are booked in the simulator's order, which is close to cycle
+    order, so a burst booked late still fills an earlier gap.
+
+    Instruction prefetches are booked *soft* (``who`` = ``(stream, index)``): the
+    interconnect is round-robin, so a descriptor or data burst asked for later does not wait
+    behind every prefetch queued before it. A hard booking ignores the soft bursts that have
+    not started by its ready cycle and whose instruction has not issued, and those it overlaps
+    are booked again after it (their stream's ``fetch`` entry is updated)."""
+
+    def __init__(self):
+        self.st, self.en, self.who = [], [], []     # sorted by start, disjoint
+
+    def _movable(self, k, t):
+        w = self.who[k]
+        return w is not None and self.st[k] >= t and w[1] >= w[0].pos
+
+    def _place(self, t, n, hard):
+        k = bisect_right(self.en, t)
+        s = t
+        while k < len(self.st) and self.st[k] < s + n:
+            if not (hard and self._movable(k, t)):
+                s = max(s, self.en[k])
+            k += 1
+        return s
+
+    def book(self, t, n, who=None, ready=None):
+        """Reserve ``n`` cycles from the first gap at or after ``t``; returns the start.
+        ``who``: a soft prefetch ``(stream, index)`` (its address beat at ``ready``)."""
+        if n <= 0:
+            return t
+        hard = who is None
+        s = self._place(t, n, hard)
+        moved = []
+        if hard:
+            k = bisect_right(self.en, s)
+            while k < len(self.st) and self.st[k] < s + n:
+                if self._movable(k, t):
+                    moved.append((self.who[k], self.en[k] - self.st[k]))
+                    del self.st[k], self.en[k], self.who[k]
+                else:
+                    k += 1
+        k = bisect_right(self.st, s)
+        self.st.insert(k, s)
+        self.en.insert(k, s + n)
+        self.who.insert(k, None if hard else (who[0], who[1], ready))
+        for (stream, i, r), m in moved:
+            st = self.book(r, m, (stream, i), r)
+            stream.fetch[i] = (st, st + m)
+        return s
 
 
 class _Stream:
@@ -530,12 +584,20 @@ class IsaSim:
                 self._dma[(e, q)] = s
                 self._streams.append(s)
         self._dma_free = [0] * c.dma_engines
-        self._axi_free = {"r": 0, "w": 0}   # the AXI data channels the DMA engines share
+        # the AXI data channels of the core's one master: instruction fetches, dma_start's
+        # descriptor reads and the DMA engines' DRAM reads share R; the DMA's writes use W
+        self._axi = {"r": _Channel(), "w": _Channel()}
         self._posts = {}                # sem -> [(visible cycle, inc)]
         self._depth = self.timing.issue_depth or c.issue_depth
         fc = self.timing.fetch_cycles
         self._fetch_cycles = INSTR_BYTES // c.sbuf_word_bytes if fc is None else fc
         self._fetch_depth = self.timing.fetch_depth or c.fetch_depth
+        # each sequencer asks for its first fetch_depth instructions at once; the interconnect
+        # takes one address beat per manager in turn (round-robin)
+        eng = [s for s in self._streams if s.kind == "eng"]
+        for i in range(self._fetch_depth):
+            for st in eng:
+                self._book_fetch(st, i, 0)
         for _ in range(max_steps):
             if self.error is not None:
                 break
@@ -597,17 +659,28 @@ class IsaSim:
             return r
         return t
 
-    def _fetched(self, s, i):
-        """Cycle instruction ``i`` of engine stream ``s`` has arrived: back-to-back bursts of
-        ``fetch_cycles``, at most ``fetch_depth`` ahead of issue, plus ``dram_latency``."""
+    def _book_fetch(self, s, i, ready):
+        """Book the fetch burst of instruction ``i`` of engine stream ``s``, its address beat
+        sent at ``ready`` (and after the burst before it): ``fetch_cycles`` beats on the shared
+        R channel, then ``dram_latency``."""
+        if not self._fetch_cycles or i in s.fetch or i >= len(s.prog):
+            return
+        if i:
+            ready = max(ready, self._fetched(s, i - 1, start=True) + 1)
+        t = ready + self.timing.dram_latency
+        st = self._axi["r"].book(t, self._fetch_cycles, (s, i), t)
+        s.fetch[i] = (st, st + self._fetch_cycles)
+
+    def _fetched(self, s, i, start=False):
+        """Cycle instruction ``i`` of engine stream ``s`` has arrived (``start``: its burst's
+        first beat). Its address beat goes out when a slot of the sequencer's ``fetch_depth``
+        buffer frees (instruction ``i - fetch_depth`` issued)."""
         if not self._fetch_cycles:
             return 0
         if i not in s.fetch:
-            prev = s.fetch[i - 1][0] + self._fetch_cycles if i else 0
             slot = s.issues[i - self._fetch_depth] if i >= self._fetch_depth else 0
-            st = max(prev, slot)
-            s.fetch[i] = (st, st + self._fetch_cycles + self.timing.dram_latency)
-        return s.fetch[i][1]
+            self._book_fetch(s, i, slot)
+        return s.fetch[i][0 if start else 1]
 
     def _sem_ok(self, ins):
         n = self.cfg.semaphores
@@ -637,6 +710,9 @@ class IsaSim:
                            f"waits for sem {sem} >= {val}, which stays at {self.sems[sem]} "
                            f"(every stream blocked)")
                 return
+
+    def _dma_data(self, t0, desc):
+        return _dma_data_impl(self, t0, desc)
 
     def _fail(self, code, source, index, info, detail):
         if self.error is None:
@@ -670,6 +746,7 @@ class IsaSim:
             return
         s.last_issue = issue
         s.issues.append(issue)
+        self._book_fetch(s, s.pos + self._fetch_depth, issue + 1)   # a buffer slot frees
         access, work = [], 0
         if ins.op in ("nop", "notify", "halt"):
             start, done = issue, issue + tm.sync_cycles
@@ -721,17 +798,11 @@ class IsaSim:
                                      dram_limit=self.mem.dram_limit)
             self._fail(code, s.name, n, info, f"descriptor {n}: {msg}")
             return
-        # the DMA engines share the core's one AXI master: the DRAM reads of every engine take
-        # turns on the R channel, the writes on the W channel (docs/core.md §5); a descriptor's
-        # data phase starts after its check and when its channels are free
+        # the DMA engines share the core's one AXI master with the fetches: a descriptor's
+        # DRAM reads are bursts (one per contiguous run) on the R channel, its DRAM writes
+        # bursts on W; after its check (dma_desc_cycles) the address beats go out back to back
         tm_ = self.timing
-        beats = _desc_beats(self.cfg, desc)
-        chans = [ch for ch, sp in (("r", desc.src_space), ("w", desc.dst_space))
-                 if sp == gdma.DRAM]
-        data = max([start + tm_.dma_desc_cycles] + [self._axi_free[ch] for ch in chans])
-        for ch in chans:
-            self._axi_free[ch] = data + beats
-        done = data + beats + tm_.dram_latency
+        done = self._dma_data(start + tm_.dma_desc_cycles, desc)
         self._dma_free[s.dma[0]] = done
         tm = self.timing
         acc = _desc_access(self.cfg, desc, 0) + _desc_access(self.cfg, desc, 1)
@@ -740,6 +811,45 @@ class IsaSim:
         if desc.post:
             self._post(desc.sem, desc.inc, done + tm.post_latency, s.name, n)
         s.pos += 1
+
+
+def _dma_data_impl(sim, t0, desc):
+    """Cycle the data of ``desc`` is all moved when its first address beat can go at ``t0``."""
+    lat = sim.timing.dram_latency
+    rd = _desc_bursts(sim.cfg, desc, 0) if desc.src_space == gdma.DRAM else None
+    wr = _desc_bursts(sim.cfg, desc, 1) if desc.dst_space == gdma.DRAM else None
+    ready = []                                  # per row: the cycle its data is in the FIFO
+    if rd is not None:
+        t = t0
+        for n in rd:
+            st = sim._axi["r"].book(t + lat, n)
+            ready.append(st + n)
+            t += 1
+    else:                                       # SBUF side: one word per cycle
+        side = _desc_bursts(sim.cfg, desc, 0)
+        t = t0 + 2
+        for n in side:
+            t += n
+            ready.append(t)
+    if wr is None:
+        # SBUF destination: written as the words arrive (one per cycle)
+        return max(ready[-1] if ready else t0, t0 + sum(_desc_bursts(sim.cfg, desc, 1))) + 1
+    end = t0
+    for k, n in enumerate(wr):
+        r = ready[min(k, len(ready) - 1)] if ready else t0
+        st = sim._axi["w"].book(max(r, end), n)
+        end = st + n
+    return end + lat
+
+
+def _desc_bursts(cfg, d, side):
+    """AXI beats (words) of each contiguous run of side ``side`` (0 source, 1 destination)."""
+    W = cfg.sbuf_word_bytes
+    rows = d.count // d.slots[0][0]
+    es = gdma.ELEM_BYTES[gdma.DTYPES[d.src_dtype if side == 0 else d.dst_dtype]]
+    base = d.src if side == 0 else d.dst
+    run = d.slots[0][0] * es
+    return [-(-((base % W) + run) // W)] * rows
 
 
 def _elems(a):
@@ -763,19 +873,6 @@ def _ap_access(sim, ins, slots=None):
                 offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims)
         out.append(IsaSim.footprint("w" if role in ("dst", "psum") else "r", ap))
     return out
-
-
-def _desc_beats(cfg, d):
-    """AXI beats of a descriptor: rows x words per row, the larger side."""
-    W = cfg.sbuf_word_bytes
-    rows = d.count // d.slots[0][0]
-    best = 0
-    for side in (0, 1):
-        es = gdma.ELEM_BYTES[gdma.DTYPES[d.src_dtype if side == 0 else d.dst_dtype]]
-        base = d.src if side == 0 else d.dst
-        run = d.slots[0][0] * es
-        best = max(best, rows * -(-((base % W) + run) // W))
-    return best
 
 
 # --- tensor engine hooks: what rtl/core/tensor_decode.py and the SBUF-fed engine do -----------
@@ -997,9 +1094,12 @@ def _dma_start(sim, ins):
 
 
 def _t_dma_start(sim, ins, issue):
+    # one 64-byte burst per descriptor on the shared R channel, read and queued one at a time
     n = ins.imm.get("count", 0)
-    beats = -(-n * gdma.DESC_BYTES // sim.cfg.sbuf_word_bytes)
-    done = issue + 1 + beats + sim.timing.dram_latency
+    beats = -(-gdma.DESC_BYTES // sim.cfg.sbuf_word_bytes)
+    done = issue + 1
+    for _ in range(n):
+        done = sim._axi["r"].book(done + sim.timing.dram_latency, beats) + beats + 1
     s = sim._dma[(ins.imm.get("engine", 0), ins.imm.get("queue", 0))]
     # the dma_start's own Event is the next one on the timeline
     s.prog.extend((d, done, len(sim.timeline)) for d in sim._pending_descs)
@@ -1079,6 +1179,24 @@ def _vec_used(vi):
     return used
 
 
+def port_sharing(cfg, aps):
+    """Cycles per element of an engine's streams ``aps`` (golden APs with ``elem_bytes``):
+    the most of them on one SBUF bank (a bank serves one read or write per cycle,
+    docs/memory.md §5) or on the engine's one PSUM row port; at least 1. A stream is counted on
+    the bank of its first byte (a broadcast operand too: it is read for every element)."""
+    per = {}
+    bank_bytes = cfg.sbuf_bytes_per_partition // cfg.sbuf_banks
+    for ap in aps:
+        if ap is None:
+            continue
+        if ap.memory == PSUM:
+            key = "psum"
+        else:
+            key = ap.offset // bank_bytes
+        per[key] = per.get(key, 0) + 1
+    return max([1, *per.values()])
+
+
 def _vec_execute(sim, ins):
     from golden import vector as gv
     decoder_form(sim, ins)
@@ -1122,7 +1240,7 @@ def _vec_timing(sim, ins, issue):
     if rate == "scan":                      # each result feeds the next element (serial)
         rate = 2 + 2 * (c.mul_stages + c.add_stages) + 1
     else:
-        rate = max(1, sum(ap.memory == PSUM for _k, ap, _d in _vec_used(vi)))
+        rate = port_sharing(c, [ap for _k, ap, _d in _vec_used(vi)])
     st = sim.engine_state.setdefault("dve", {"free": 0})
     start = max(issue, st["free"])
     done = start + getattr(sim.timing, over) + rate * _vec_elems(vi)
@@ -1249,17 +1367,36 @@ def _act_pipe(cfg):
 
 
 def _act_timing(sim, ins, issue):
-    st = sim.engine_state.setdefault("act", {"free": 0})
-    start = max(issue, st["free"])
+    # the engine overlaps instructions (docs/scalar.md §5): the next one's elements follow the
+    # previous one's into the pipeline, unless it reads what the previous one writes (then it
+    # waits for that write) or it is a table load (the pipeline drains first)
+    st = sim.engine_state.setdefault("act", {"free": 0, "done": 0, "dst": None})
     over = sim.timing.act_overhead
-    over = _act_pipe(sim.cfg) + 8 if over is None else over
-    n = _elems(ins.aps["ap1"]) if "ap1" in ins.aps else 0
+    over = _act_pipe(sim.cfg) + 14 if over is None else over
     if ins.op == "act_table_load":          # drain the pipeline, then one word per cycle
+        start = max(issue, st["done"])
+        n = _elems(ins.aps["ap1"])
         done = start + _act_pipe(sim.cfg) + n * ins.aps["ap1"].count
-    else:
-        done = start + over + n
-    st["free"] = done
+        st.update(free=done, done=done, dst=None)
+        return start, done
+    ai = act_instr(sim, ins)
+    start = max(issue, st["free"])
+    reads = [ai.src] + [a for a in (ai.scale_ap, ai.bias_ap) if a is not None]
+    if st["dst"] is not None and any(_overlap(st["dst"], IsaSim.footprint("r", a))
+                                     for a in reads):
+        start = max(start, st["done"])
+    n = ai.src.count
+    rate = port_sharing(sim.cfg, [ai.dst, *reads])
+    st["free"] = start + rate * n
+    done = start + over + rate * n
+    st["done"] = max(st["done"], done)
+    st["dst"] = IsaSim.footprint("w", ai.dst)
     return start, done
+
+
+def _overlap(a, b):
+    """Two footprints ``(kind, mem, parts, lo, hi)`` share a byte range of one memory."""
+    return a[1] == b[1] and a[3] <= b[4] and b[3] <= a[4]
 
 
 def _act_access(sim, ins):

@@ -197,6 +197,7 @@ class Kernel:
         self._dead = []                           # freed (first, end, resource key)
         self._uid = 0
         self._next_bank = 0
+        self._next_sbuf_bank = 0
         self._queue_rr = 0
         self.tensors = {}
         self.outputs = {}
@@ -252,16 +253,26 @@ class Kernel:
         self._uid += 1
         return self._uid
 
-    def sbuf_tile(self, parts, elems, dtype="bf16", name=None):
-        """An SBUF tile of ``parts`` partitions (from 0) x ``elems`` elements."""
+    def sbuf_tile(self, parts, elems, dtype="bf16", name=None, bank=None):
+        """An SBUF tile of ``parts`` partitions (from 0) x ``elems`` elements, in SBUF bank
+        ``bank`` (first fit inside it) or, by default, in the next bank with room (see
+        :meth:`_fit`)."""
         c = self.cfg
+        if bank is not None and (isinstance(bank, bool) or not isinstance(bank, int)
+                                 or not 0 <= bank < c.sbuf_banks):
+            raise ValueError(f"sbuf_tile bank must be None or in [0, {c.sbuf_banks - 1}], "
+                             f"not {bank!r}")
         if not 1 <= parts <= c.partitions:
             raise ValueError(f"sbuf_tile parts must be in [1, {c.partitions}], not {parts}")
         if dtype not in ELEM_BYTES:
             raise ValueError(f"sbuf_tile dtype must be one of {sorted(ELEM_BYTES)}, "
                              f"not {dtype!r}")
         size = self._word(elems * ELEM_BYTES[dtype]) if elems >= 1 else 0
-        off = self._fit(size)
+        if bank is None:
+            off = self._fit(size)
+        else:
+            bb = c.sbuf_bytes_per_partition // c.sbuf_banks
+            off = self._fit_in(size, bank * bb, (bank + 1) * bb)
         if elems < 1 or off is None:
             used = sum(b - a for a, b in self._live.values())
             raise ValueError(f"sbuf_tile of {elems} {dtype} does not fit: {used} of "
@@ -287,14 +298,34 @@ class Kernel:
         return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
 
     def _fit(self, size):
-        """First word-aligned offset where ``size`` bytes per partition are free."""
+        """Word-aligned offset for ``size`` bytes per partition: a tile that fits in one SBUF
+        bank goes to the next bank (round-robin) with room for it, first fit inside the bank,
+        so tiles used together tend to sit in different banks (a bank serves one access per
+        cycle, docs/memory.md §5); a larger tile, or one no bank has room for, takes the first
+        fit anywhere."""
         top = self.cfg.sbuf_bytes_per_partition
-        off = 0
+        bb = top // self.cfg.sbuf_banks
+        if size <= bb:
+            for k in range(self.cfg.sbuf_banks):
+                b = (self._next_sbuf_bank + k) % self.cfg.sbuf_banks
+                off = self._fit_in(size, b * bb, (b + 1) * bb)
+                if off is not None:
+                    self._next_sbuf_bank = (b + 1) % self.cfg.sbuf_banks
+                    return off
+        return self._fit_in(size, 0, top)
+
+    def _fit_in(self, size, lo, hi):
+        """First word-aligned offset in ``[lo, hi)`` where ``size`` bytes are free."""
+        off = lo
         for a, b in sorted(self._live.values()):
+            if b <= off:
+                continue
+            if a >= hi:
+                break
             if a - off >= size:
                 return off
             off = max(off, b)
-        return off if top - off >= size else None
+        return off if hi - off >= size else None
 
     def free(self, tile):
         """Give ``tile``'s SBUF space back. A tile allocated there later waits for every

@@ -480,10 +480,11 @@ def test_dma_cycles_and_semaphore_latency():
                     "pe": assemble("nop wait=s4>=1")}) is None
     start_ev, desc_ev, nop_ev = sim.timeline
     W = CFG.sbuf_word_bytes
-    assert start_ev.done - start_ev.issue == 1 + 64 // W + 5
-    # 4 rows of 64 bytes, 8-byte words: 32 beats
+    # the descriptor's burst on the R channel after the AXI latency, then queued (+1)
+    assert start_ev.done - start_ev.issue == 1 + 5 + 64 // W + 1
+    # 4 rows of 64 bytes, 8-byte words: 4 bursts of 8 beats back to back, written to SBUF (+1)
     assert desc_ev.start == start_ev.done
-    assert desc_ev.done - desc_ev.start == tm.dma_desc_cycles + 5 + 4 * 64 // W
+    assert desc_ev.done - desc_ev.start == tm.dma_desc_cycles + 5 + 4 * 64 // W + 1
     assert nop_ev.issue == desc_ev.done + 3 + 2
 
 
@@ -589,7 +590,8 @@ def test_soft_reset_keeps_memory_and_clears_semaphores():
     assert bytes(sim.mem.sbuf) == sbuf and sbuf[:64] == bytes(range(64))
     # the next program runs on the kept SBUF, its timeline from cycle 0
     assert sim.run({"pe": assemble(LS + "transpose ap0=psum.fp32[0:4]@0x0{1x4}")}) is None
-    assert sim.timeline[0].issue == INSTR_BYTES // CFG.sbuf_word_bytes and len(sim.timeline) == 2
+    assert sim.timeline[0].issue == INSTR_BYTES // CFG.sbuf_word_bytes + sim.timing.dram_latency
+    assert len(sim.timeline) == 2
     w = np.frombuffer(sbuf, np.uint8).reshape(CFG.partitions, SBP)[:, :8].copy().view("<u2")
     assert np.array_equal(sim.psum32[:4, 0, :4], w.T.astype(np.uint32))
 
@@ -614,20 +616,24 @@ def test_dma_engine_serializes_its_queues_and_engines_run_in_parallel():
     for i, d in enumerate(descs):
         dram[64 * i:64 * i + 64] = d.pack()
     prog = ("dma_start engine=0 queue=0 count=1 desc_addr=0\n"
-            "dma_start engine=0 queue=1 count=1 desc_addr=64\n"
-            "dma_start engine=1 queue=0 count=1 desc_addr=128\n")
+            "dma_start engine=1 queue=0 count=1 desc_addr=128\n"
+            "dma_start engine=0 queue=1 count=1 desc_addr=64\n")
     sim = IsaSim(cfg, dram_bytes=dram)
     assert sim.run({"sp": assemble(prog)}) is None
     ev = {e.stream: e for e in sim.timeline if e.op == "descriptor"}
     beats = -(-(4 + 1024) // W)                     # one row of 1024 bytes from lane 4
     dc = sim.timing.dma_desc_cycles
+    lat = sim.timing.dram_latency
     a, b, c = ev["dma0.q0"], ev["dma1.q0"], ev["dma0.q1"]
-    assert a.done - a.start == dc + beats
-    assert c.start == a.done                                  # one at a time per engine
-    assert b.start < c.start                                  # the other engine in parallel
-    # ... but the engines share the AXI master's R channel: b's data waits for a's, c's for b's
-    assert b.start + dc < a.done and b.done == a.done + beats
-    assert c.done == max(c.start + dc, b.done) + beats
+    assert a.done - a.start == dc + lat + beats + 1           # check, AXI latency, burst, write
+    assert c.start >= a.done                                  # one at a time per engine
+    assert b.start < a.done                                   # the other engine in parallel
+    # ... but the engines share the AXI master's R channel: one burst at a time (b's, asked
+    # for first); each ends one cycle before its descriptor is done
+    bursts = sorted((e.done - 1 - beats, e.done - 1) for e in (a, b, c))
+    assert all(x[1] <= y[0] for x, y in zip(bursts, bursts[1:]))
+    assert b.done >= a.done + beats                          # (c's descriptor read may go first)
+    assert c.done == max(c.start + dc + lat, b.done - 1) + beats + 1
     for i in range(3):
         assert bytes(sim.mem.sbuf[sbp * i + 4:sbp * i + 1028]) == bytes(
             dram[0x1000 + 0x400 * i + 4:0x1000 + 0x400 * i + 1028])
@@ -647,7 +653,7 @@ def test_fetch_bursts_and_fetch_depth():
     pe = [e.issue for e in sim.timeline if e.stream == "pe"]
     t = pe[0]                                                  # the wait released
     assert t > 20 * fc and pe[1:4] == [t + 1, t + 2, t + 3]   # 1..3 fetched while blocked
-    assert pe[4] == t + fc + 3 and pe[5] == pe[4] + fc        # 4 starts its burst at t
+    assert pe[4] == t + 1 + 3 + fc and pe[5] == pe[4] + fc    # 4 asked for at t + 1
 
 
 def test_descriptor_too_large_to_simulate_is_refused_clearly():

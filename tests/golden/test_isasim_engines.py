@@ -349,29 +349,48 @@ def test_activation_sr_uses_lane_generators():
 # --- timing and footprints ------------------------------------------------------------------
 
 def test_vector_and_scalar_cycle_formulas():
+    """docs/kernels.md §4: overhead + rate x elements, the rate the most streams on one SBUF
+    bank or on the PSUM port (bank = offset // (sbuf_bytes_per_partition / sbuf_banks));
+    the scalar engine overlaps independent instructions."""
+    bb = CFG.sbuf_bytes_per_partition // CFG.sbuf_banks
     sim, _, _ = fresh()
-    prog = [Instr(op="tensor_copy", aps={"ap0": ap(512, 16), "ap1": ap(0, 16)}),
+    prog = [Instr(op="tensor_copy", aps={"ap0": ap(bb + 512, 16), "ap1": ap(0, 16)}),
             Instr(op="tensor_reduce", aps={"ap0": ap(512, 1), "ap1": ap(0, 16)},
                   imm={"op1": 1}),
             Instr(op="tensor_copy", aps={"ap0": ap(0, 16, mem=2), "ap1": ap(64, 16, mem=2)}),
             Instr(op="tensor_tensor_scan", aps={"ap0": ap(512, 16), "ap1": ap(0, 16),
                                                 "ap2": ap(256, 16)}, imm={"op0": 1, "op1": 1}),
-            Instr(op="max8", aps={"ap0": ap(512, 8), "ap1": ap(0, 16)})]
+            Instr(op="max8", aps={"ap0": ap(512, 8), "ap1": ap(0, 16)}),
+            Instr(op="tensor_tensor", aps={"ap0": ap(512, 16), "ap1": ap(0, 16),
+                                           "ap2": ap(256, 16)}, imm={"op1": 1}),
+            Instr(op="tensor_tensor", aps={"ap0": ap(2 * bb, 16), "ap1": ap(0, 16),
+                                           "ap2": ap(bb, 16)}, imm={"op1": 1})]
     assert sim.run({"dve": prog}) is None
     d = [e.done - e.start for e in sim.timeline]
     L = CFG.mul_stages + CFG.add_stages
-    assert d == [20 + 16, 32 + 16, 20 + 2 * 16, 12 + (2 + 2 * L + 1) * 16, 25 + 16]
+    assert d == [20 + 16, 32 + 2 * 16, 20 + 2 * 16, 12 + (2 + 2 * L + 1) * 16, 25 + 2 * 16,
+                 20 + 3 * 16, 20 + 16]
     # one instruction at a time: each starts when the previous is done
     assert all(b.start == a.done for a, b in zip(sim.timeline, sim.timeline[1:]))
     sim, _, _ = fresh()
     t = load_table(sim, "exp", 2048)
-    assert sim.run({"act": [t, Instr(op="activation", aps={"ap0": ap(512, 16),
-                                                           "ap1": ap(0, 16)},
-                                     imm={"func": 2})]}) is None
+    acts = [Instr(op="activation", aps={"ap0": ap(bb + 512, 16), "ap1": ap(0, 16)},
+                  imm={"func": 2}),
+            Instr(op="activation", aps={"ap0": ap(bb + 768, 16), "ap1": ap(64, 16)},
+                  imm={"func": 2}),
+            Instr(op="activation", aps={"ap0": ap(2 * bb, 16), "ap1": ap(bb + 768, 16)},
+                  imm={"func": 2}),
+            Instr(op="activation", aps={"ap0": ap(512, 16), "ap1": ap(0, 16)},
+                  imm={"func": 2})]
+    assert sim.run({"act": [t, *acts]}) is None
     pipe = 2 + L + 12 * L + 4 + 3
-    a, b = sim.timeline
+    a, b, c, e, f = sim.timeline
     assert a.done - a.start == pipe + t.aps["ap1"].dims[0][1] * P
-    assert b.done - b.start == pipe + 8 + 16 and b.start == a.done
+    over = pipe + 14                                 # docs/scalar.md §5: 574 for 512
+    assert b.done - b.start == over + 16 and b.start == a.done   # after the table load
+    assert c.start == b.start + 16 and c.done - c.start == over + 16   # overlapped
+    assert e.start == c.done                         # reads what c writes: waits for it
+    assert f.start == e.start + 16 and f.done - f.start == over + 2 * 16   # one bank
 
 
 def test_footprints_feed_the_race_detector():

@@ -233,7 +233,7 @@ def test_freed_sbuf_space_is_reused_without_races():
     k.load(t1, x1, queue=0)
     k.matmul(p1, tw, t1)
     k.free(t1)
-    t2 = k.sbuf_tile(4, 16)
+    t2 = k.sbuf_tile(4, 16, bank=t1.offset // (CFG.sbuf_bytes_per_partition // CFG.sbuf_banks))
     assert t2.offset == t1.offset and t2.uid != t1.uid
     k.load(t2, x2, queue=1)              # overwrites t1's bytes: waits for the matmul (WAR)
     k.matmul(p2, tw, t2)
@@ -262,3 +262,21 @@ def test_freed_sbuf_space_is_reused_without_races():
     assert big.offset >= t2.offset + 32
     with pytest.raises(ValueError, match="does not fit"):
         k.sbuf_tile(4, 2048)
+
+
+def test_sbuf_tiles_go_round_robin_over_the_banks():
+    """Tiles that fit in a bank are spread over the banks (streams used together then do not
+    share a bank's one access per cycle); a tile larger than a bank takes the first fit; an
+    explicit bank is honoured and checked."""
+    k = Kernel(CFG, dram_bytes=1 << 12)
+    bb = CFG.sbuf_bytes_per_partition // CFG.sbuf_banks
+    tiles = [k.sbuf_tile(4, 16) for _ in range(CFG.sbuf_banks + 1)]
+    k.free(tiles[1])
+    assert [t.offset // bb for t in tiles] == [*range(CFG.sbuf_banks), 0]
+    assert tiles[-1].offset == 32                     # first fit inside bank 0, after tile 0
+    big = k.sbuf_tile(4, bb // 2 + 8)                 # bb + 16 bytes: larger than a bank
+    assert big.offset == 64                           # after tiles 0 and 4, over freed 1
+    t = k.sbuf_tile(4, 4, bank=2)
+    assert t.offset // bb == 2
+    with pytest.raises(ValueError, match=r"sbuf_tile bank must be None or in \[0, 3\], not 4"):
+        k.sbuf_tile(4, 4, bank=CFG.sbuf_banks)
