@@ -30,3 +30,14 @@ def cfg():
     """The preset chosen with CONFIG=<name> (default: small, for fast tests)."""
     from rtl.config import preset_from_env
     return preset_from_env(default="small")
+
+
+def pytest_runtest_logreport(report):
+    """Each test's wall seconds (setup + call + teardown) appended to
+    ``build/test-durations/<worker>.tsv`` as it ends, so a run that is stopped or whose worker
+    dies still tells where the time went (``make test`` prints the slowest at the end)."""
+    d = ROOT / "build" / "test-durations"
+    d.mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(d / f"{worker}.tsv", "a") as f:
+        f.write(f"{report.nodeid}\t{report.when}\t{report.duration:.2f}\t{report.outcome}\n")

@@ -20,9 +20,10 @@ from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
 from rtl.core.neuroncore import ENGINES_BUILT
 from tb.core.tb_core import CoreTB
 
-#: WATCHDOG for the fuzz runs: long enough for any clean program, short enough to end a wait
-#: that nothing satisfies quickly.
-WATCHDOG = 20_000
+#: WATCHDOG for the fuzz runs: twice the golden model's cycle estimate of the program (the
+#: model is within a few per cent of the RTL, docs/kernels.md §4; a wait cannot last longer than
+#: the program) plus this margin, so a wait nothing satisfies ends soon.
+WATCHDOG_MARGIN = 2_000
 
 
 def _source(src):
@@ -50,10 +51,11 @@ async def core_random_programs(dut):
         sim = IsaSim(tb.cfg, dram_bytes=bytearray(kp.dram), dram_base=kp.dram_base)
         gerr = sim.run(kp.programs)
         want = bytes(sim.mem.dram[:kp.free])
+        watchdog = 2 * sim.stats()["cycles"] + WATCHDOG_MARGIN
         queues = kp.place_queues()
         tb.ram.write(kp.dram_base, bytes(kp.dram))
         await tb.soft_reset()
-        await tb.wr("WATCHDOG", WATCHDOG)
+        await tb.wr("WATCHDOG", watchdog)
         cycles, err = await tb.run_queues(queues, f"program {seed}", dram_base=kp.dram_base,
                                           dram_limit=kp.dram_base + len(kp.dram))
         instrs += sum(kp.instructions().values())
@@ -82,6 +84,7 @@ async def core_random_programs(dut):
             errors += 1
             await tb.wait_idle(f"drain after {what}")
         tb.record(program=seed, cycles=cycles, golden_error=gerr and gerr.name,
+                  golden_cycles=sim.stats()["cycles"], watchdog=watchdog,
                   instructions=sum(kp.instructions().values()))
     tb.record(test="core_random_programs", programs=n, instructions=instrs, clean=clean,
               errors=errors)
