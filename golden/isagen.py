@@ -192,6 +192,8 @@ def _act_table(cfg, rng, k, rb, ops, state):
     from golden.isasim import table_words
     P = cfg.partitions
     cands = [f for f in _SMALL_TABLES if table_words(ga.table(f), P).shape[1] * 4 <= rb]
+    if not cands:                                     # regions too small for any table
+        return None
     name = rng.choice(cands)
     w = table_words(ga.table(name), P)
     cols = w.shape[1]
@@ -219,6 +221,8 @@ def _act_op(cfg, rng, k, rb, ops, state):
     from golden import activation as ga
     if state["loaded"] is None or rng.random() < 0.2:
         state["loaded"] = _act_table(cfg, rng, k, rb, ops, state)
+    if state["loaded"] is None:
+        return
     P = cfg.partitions
     # tf32 left out: golden.activation reads a 4-byte element without masking it to its
     # 19-bit code (golden.vector does), a ValueError on random data (reported)
@@ -267,13 +271,17 @@ GEN_ENGINES = ("pe", "dve", "act", "sp")
 
 
 def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes=None,
-                   engines=GEN_ENGINES, dump=False, bystanders=("dve", "act", "pool", "cc")):
+                   engines=GEN_ENGINES, dump=False, bystanders=("dve", "act", "pool", "cc"),
+                   region_bytes=None):
     """A :class:`RandomProgram`: one load filling each SBUF region, then ``n_ops`` random
     operations (see the module docstring) on ``engines`` (a subset of :data:`GEN_ENGINES`;
     ``sp`` is always used for the loads; ``nop``/``notify`` bystanders go to the other
     engines of ``bystanders``; ``()`` for a core without them). ``dump``: every PSUM bank is
     set first (``memset``, when ``dve`` is an engine) and every SBUF region is stored at the end to the DRAM tensor ``"dump"``,
-    so that comparing DRAM images compares the final SBUF too (differential tests)."""
+    so that comparing DRAM images compares the final SBUF too (differential tests).
+    ``region_bytes``: bytes per partition of each of the 8 SBUF regions (default
+    ``min(512, sbuf_bytes_per_partition / 8)``; smaller regions make shorter programs: the
+    loads, the dump and the operands shrink with them)."""
     check_config(cfg, "random_program")
     bad = set(engines) - set(GEN_ENGINES)
     if bad:
@@ -282,6 +290,12 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
     rng = random.Random(seed)
     P, W, SBP = cfg.partitions, cfg.sbuf_word_bytes, cfg.sbuf_bytes_per_partition
     rb = min(512, SBP // _REGIONS)                     # SBUF region bytes per partition
+    if region_bytes is not None:
+        if (isinstance(region_bytes, bool) or not isinstance(region_bytes, int)
+                or not 16 * W <= region_bytes <= rb or region_bytes % W):
+            raise ValueError(f"random_program region_bytes must be a multiple of {W} in "
+                             f"[{16 * W}, {rb}], not {region_bytes!r}")
+        rb = region_bytes
     drb = P * rb                                       # DRAM region bytes
     if dram_bytes is None:
         dram_bytes = _REGIONS * drb * (2 if dump else 1) + 64 * n_ops + 4096 + 8 * P * rb

@@ -37,16 +37,21 @@ def _source(src):
 @cocotb.test()
 async def core_random_programs(dut):
     """``programs`` random programs (parameter; every ``corrupt_every``-th corrupted) of
-    ``n_ops`` operations each, RTL against golden."""
+    ``n_ops`` operations each on SBUF regions of ``region_bytes`` (default 256), RTL against
+    golden."""
     tb = CoreTB(dut)
     await tb.reset()
     n, n_ops = int(tb.params.get("programs", 4)), int(tb.params.get("n_ops", 24))
     every = int(tb.params.get("corrupt_every", 3))
+    # 256-byte regions: half the cycles of the default 512 (the loads and the dump of the SBUF
+    # dominate a program), with every activation table of the generator still fitting
+    rb = tb.params.get("region_bytes", 256)
     instrs = clean = errors = 0
     for i in range(n):
         seed = tb.seed * 1000 + i
         rp = random_program(tb.cfg, seed, n_ops=n_ops, engines=ENGINES_BUILT, dump=True,
-                            corrupt=(i % every == every - 1), bystanders=())
+                            corrupt=(i % every == every - 1), bystanders=(),
+                            region_bytes=rb)
         kp = rp.kp
         sim = IsaSim(tb.cfg, dram_bytes=bytearray(kp.dram), dram_base=kp.dram_base)
         gerr = sim.run(kp.programs)

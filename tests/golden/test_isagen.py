@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from golden.ap import SBUF
 from golden.isagen import random_program
 from golden.isasim import IsaSim, find_races
 from rtl.config import DEFAULT, SMALL
@@ -73,3 +74,39 @@ def test_corruption_covers_many_error_classes():
             codes.add(err.name)
     # E_AP_RANGE comes about once in 60 corrupted programs: directed in test_isasim.py
     assert {"E_OPCODE", "E_SEM", "E_AP_PART", "E_SHAPE"} <= codes and len(codes) >= 6, codes
+
+
+@pytest.mark.parametrize("rb", [128, 256])
+def test_smaller_regions_make_shorter_valid_programs(rb):
+    """``region_bytes`` shrinks the regions (the loads, the dump and every operand stay inside
+    them): the programs stay race-free and interleaving-independent, and they are shorter."""
+    SBP = SMALL.sbuf_bytes_per_partition
+    cycles = {}
+    for r in (None, rb):
+        tot = 0
+        for seed in range(4):
+            rp = random_program(SMALL, 900 + seed, n_ops=16, engines=("pe", "dve", "act", "sp"),
+                                dump=True, bystanders=(), region_bytes=r)
+            sims = []
+            for policy in ("timed", random.Random(seed)):
+                sim = IsaSim(SMALL, dram_bytes=bytearray(rp.kp.dram), dram_base=rp.kp.dram_base)
+                assert sim.run(rp.kp.programs, policy=policy) is None
+                sims.append(bytes(sim.mem.dram))
+            assert sims[0] == sims[1] and find_races(sim) == []
+            timed = IsaSim(SMALL, dram_bytes=bytearray(rp.kp.dram), dram_base=rp.kp.dram_base)
+            timed.run(rp.kp.programs)
+            tot += timed.stats()["cycles"]
+            # every SBUF access lies in the 8 regions of r bytes (from each region's start)
+            size = r or min(512, SBP // 8)
+            checked = 0
+            for e in timed.timeline:
+                for _k, mem, _p, lo, hi in e.access:
+                    if mem in (SBUF, "sbuf"):
+                        assert lo // size == hi // size and hi < 8 * size, (e, size)
+                        checked += 1
+            assert checked > 8
+        cycles[r] = tot
+    assert cycles[rb] < cycles[None]
+    for bad in (rb + 4, 8, 1024, True):
+        with pytest.raises(ValueError, match="random_program region_bytes must be a multiple"):
+            random_program(SMALL, 1, region_bytes=bad)
