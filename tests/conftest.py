@@ -36,6 +36,8 @@ def pytest_runtest_logreport(report):
     """Each test's wall seconds (setup + call + teardown) appended to
     ``build/test-durations/<worker>.tsv`` as it ends, so a run that is stopped or whose worker
     dies still tells where the time went (``make test`` prints the slowest at the end)."""
+    if getattr(report, "node", None) is not None:     # xdist's controller: the worker wrote it
+        return
     d = ROOT / "build" / "test-durations"
     d.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
