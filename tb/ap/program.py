@@ -9,11 +9,15 @@ from :mod:`golden.ap`; the generators here only aim at interesting corners (nega
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from golden.ap import (AP, E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, PSUM, SBUF, check,
                        extent)
 
 __all__ = ["pack_ap", "random_partitions", "random_legal_ap", "random_encodable_ap",
-           "bad_aps"]
+           "bad_aps", "random_float_memories", "fit_ap_in_zone"]
 
 
 def pack_ap(layout, ap, slots):
@@ -143,3 +147,53 @@ def bad_aps(cfg):
         out.append(("mid count at P/4", AP(start_partition=P // 4, num_partitions=P // 4 + 1,
                                            dims=d), E_AP_PART))
     return out
+
+
+def random_float_memories(rng, cfg, *, exps=(-8, 8), floats=0.7):
+    """``(sbuf, psum)`` byte arrays ``[P, bytes per partition]``: random bytes with a fraction
+    ``floats`` of the 32-bit words replaced by FP32 values ``N(0, 1) * 2**e``, ``e`` uniform in
+    ``exps`` (so arithmetic sees cancellation and ordinary rounding, not only NaNs and huge
+    values)."""
+    out = []
+    for n in (cfg.sbuf_bytes_per_partition, cfg.psum_bytes_per_partition):
+        b = rng.integers(0, 256, (cfg.partitions, n), np.uint8)
+        w = b.view("<u4")
+        f = (rng.standard_normal(w.shape) * np.exp2(rng.integers(exps[0], exps[1] + 1,
+                                                                 w.shape))).astype(np.float32)
+        pick = rng.random(w.shape) < floats
+        w[pick] = f.view(np.uint32)[pick]
+        out.append(b)
+    return tuple(out)
+
+
+def fit_ap_in_zone(rng, cfg, memory, zone, w, nums, start, count, *, steps=(4, 20),
+                   unit_step=0.0):
+    """A legal AP of shape ``nums`` (innermost first), elements of ``w`` bytes, partitions
+    ``[start, start + count)``, lying inside the byte range ``zone = (lo, hi)`` of ``memory``
+    (a PSUM AP inside one bank of it), or None after 50 tries. Steps are uniform in
+    ``[-steps[0], steps[0]]``, one time in five in ``[-steps[1], steps[1]]``; when every step
+    came out 0, the innermost becomes 1 with probability ``unit_step``."""
+    lo_z, hi_z = zone
+    for _ in range(50):
+        dims = []
+        for n in nums:
+            a = steps[0] if rng.random() < 0.8 else steps[1]
+            dims.append((int(rng.integers(-a, a + 1)), n))
+        if all(s == 0 for s, _ in dims) and rng.random() < unit_step:
+            dims[0] = (1, dims[0][1])
+        ap0 = AP(memory=memory, elem_bytes=w, dims=tuple(dims), start_partition=start,
+                 num_partitions=count)
+        lo0, hi0 = extent(ap0)
+        first, final = lo_z - lo0, hi_z - 1 - hi0
+        if memory == PSUM:            # the offset's bank holds the whole range
+            B = cfg.psum_bank_bytes
+            bank = int(rng.integers(lo_z // B, hi_z // B))
+            first = max(first, bank * B - lo0, bank * B)
+            final = min(final, bank * B + B - 1 - hi0, bank * B + B - w)
+        first = -(-first // w) * w
+        if first > final:
+            continue
+        ap = dataclasses.replace(ap0, offset=int(rng.integers(first // w, final // w + 1)) * w)
+        if check(cfg, ap) is None:
+            return ap
+    return None

@@ -12,8 +12,8 @@ import numpy as np
 
 from golden.activation import (DTYPE_NAMES, FUNCTIONS, OP_ACT_TABLE_LOAD, OP_COPY,
                                OP_TENSOR_SCALAR, ActInstr, execute, table_load)
-from golden.ap import ELEM_BYTES, PSUM, SBUF, check, extent
-from tb.ap.program import random_partitions
+from golden.ap import ELEM_BYTES, PSUM, SBUF
+from tb.ap.program import fit_ap_in_zone, random_float_memories, random_partitions
 
 __all__ = ["zones", "random_memories", "random_instr", "bad_instr", "golden_program",
            "enabled_dtypes"]
@@ -38,48 +38,14 @@ def enabled_dtypes(cfg):
 
 def random_memories(rng, cfg):
     """``(sbuf, psum)``: random bytes, most 32-bit words replaced by FP32 values of moderate
-    range, some 16-bit halves by small BF16-like values."""
-    P = cfg.partitions
-    out = []
-    for n in (cfg.sbuf_bytes_per_partition, cfg.psum_bytes_per_partition):
-        b = rng.integers(0, 256, (P, n), np.uint8)
-        w = b.view("<u4")
-        f = (rng.standard_normal(w.shape) * np.exp2(rng.integers(-6, 5, w.shape))).astype(
-            np.float32)
-        pick = rng.random(w.shape) < 0.8
-        w[pick] = f.view(np.uint32)[pick]
-        out.append(b)
-    return tuple(out)
+    range."""
+    return random_float_memories(rng, cfg, exps=(-6, 4), floats=0.8)
 
 
 def _fit_ap(rng, cfg, memory, role, w, nums, start, count):
     """An AP of shape ``nums`` inside the zone of ``(memory, role)``, random steps, or None."""
-    from golden.ap import AP
-    lo_z, hi_z = zones(cfg)[memory, role]
-    for _ in range(50):
-        dims = []
-        for n in nums:
-            r = rng.random()
-            s = int(rng.integers(-3, 4)) if r < 0.8 else int(rng.integers(-16, 17))
-            dims.append((s, n))
-        if all(s == 0 for s, _ in dims) and rng.random() < 0.8:
-            dims[0] = (1, dims[0][1])
-        ap0 = AP(memory=memory, elem_bytes=w, dims=tuple(dims), start_partition=start,
-                 num_partitions=count)
-        lo0, hi0 = extent(ap0)
-        first, final = lo_z - lo0, hi_z - 1 - hi0
-        if memory == PSUM:
-            B = cfg.psum_bank_bytes
-            bank = int(rng.integers(lo_z // B, hi_z // B))
-            first = max(first, bank * B - lo0, bank * B)
-            final = min(final, bank * B + B - 1 - hi0, bank * B + B - w)
-        first = -(-first // w) * w
-        if first > final:
-            continue
-        ap = dataclasses.replace(ap0, offset=int(rng.integers(first // w, final // w + 1)) * w)
-        if check(cfg, ap) is None:
-            return ap
-    return None
+    return fit_ap_in_zone(rng, cfg, memory, zones(cfg)[memory, role], w, nums, start, count,
+                          steps=(3, 16), unit_step=0.8)
 
 
 def _imm(rng):

@@ -4,6 +4,7 @@ unattended, read back the result beats and the cycle counters."""
 
 import time
 
+import numpy as np
 from cocotb.triggers import RisingEdge
 
 from tb.base import TB
@@ -21,6 +22,29 @@ class EngineDriver(TB):
 
     async def reset(self):
         await super().reset(start=0, bubbles=0, n_cmd=0, n_st=0, n_mv=0)
+
+    @classmethod
+    def setup(cls, dut, salt):
+        """``(cfg, params, seed, rng, driver)`` of one test: its seed is the run's seed plus
+        ``salt`` (so the tests of one run draw different programs; the seed is in every
+        failure message)."""
+        drv = cls(dut)
+        seed = drv.seed + salt
+        return drv.cfg, drv.params, seed, np.random.default_rng(seed), drv
+
+    async def run_checked(self, prog, seed, what, bubbles, err=None):
+        """Reset, run ``prog`` with ``bubbles`` and check every read-out beat bit for bit
+        (:func:`compare`); ``err``: the error code the program must end with (else none)."""
+        await self.reset()
+        out = await self.run(prog, bubbles=bubbles)
+        if err is None:
+            assert out["err"] == 0, (f"seed={seed} {what}: unexpected error code "
+                                     f"{out['err_code']}")
+        else:
+            assert (out["err"], out["err_code"]) == (1, err), \
+                f"seed={seed} {what}: err={out['err']} code={out['err_code']}, expected {err}"
+        compare(out["beats"], prog, seed, what)
+        return out
 
     def clear_psum(self):
         """Zero every PSUM entry through the simulator (the golden model starts at zero; PSUM

@@ -16,12 +16,6 @@ from tb.tensor.driver import EngineDriver, compare
 from tb.tensor.program import Program, rand_codes, allowed_pairs
 
 
-def _setup(dut, salt):
-    drv = EngineDriver(dut)
-    seed = drv.seed + salt
-    return drv.cfg, drv.params, seed, np.random.default_rng(seed), drv
-
-
 def _dims(rng, cfg, nmax):
     R, C = cfg.pe_rows, cfg.pe_cols
     K = int(rng.choice([1, R, rng.integers(1, R + 1)]))
@@ -35,18 +29,10 @@ def _read_all(prog, cfg, banks, n):
         prog.read(b, n)
 
 
-async def _run_check(drv, prog, seed, what, bubbles):
-    await drv.reset()
-    out = await drv.run(prog, bubbles=bubbles)
-    assert out["err"] == 0, f"seed={seed} {what}: unexpected error code {out['err_code']}"
-    compare(out["beats"], prog, seed, what)
-    return out
-
-
 @cocotb.test()
 async def dense_bf16_basic(dut):
     """Full-size and ragged BF16 matmuls, overwrite then accumulate, no stalls."""
-    cfg, p, seed, rng, drv = _setup(dut, 1)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 1)
     prog = Program(cfg, rng)
     R, C = cfg.pe_rows, cfg.pe_cols
     nmax = min(cfg.psum_bank_fp32, 16)
@@ -57,13 +43,13 @@ async def dense_bf16_basic(dut):
         prog.matmul(rand_codes(rng, f, (K, N), 0.0), "bf16", bank=i % cfg.psum_banks,
                     acc=(i == 2))
     _read_all(prog, cfg, range(min(4, cfg.psum_banks)), nmax)
-    await _run_check(drv, prog, seed, "dense_bf16_basic", False)
+    await drv.run_checked(prog, seed, "dense_bf16_basic", False)
 
 
 @cocotb.test()
 async def dense_all_pairs(dut):
     """Every allowed format pair, random ragged shapes, specials mixed in, random stalls."""
-    cfg, p, seed, rng, drv = _setup(dut, 2)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 2)
     nmax = min(cfg.psum_bank_fp32, 8 * int(p.get("scale", 1)))
     pairs = allowed_pairs(cfg) * int(p.get("scale", 1))
     rng.shuffle(pairs)
@@ -79,14 +65,14 @@ async def dense_all_pairs(dut):
             used.append((i, N))
         for b, n in used:
             prog.read(b, n)
-        await _run_check(drv, prog, seed, f"dense_all_pairs {pairs[lo:lo + chunk]}",
+        await drv.run_checked(prog, seed, f"dense_all_pairs {pairs[lo:lo + chunk]}",
                          bool(rng.integers(0, 2)))
 
 
 @cocotb.test()
 async def accumulate_chain_backpressure(dut):
     """Long accumulate chains across banks, back-to-back operations, random stalls."""
-    cfg, p, seed, rng, drv = _setup(dut, 3)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 3)
     scale = int(p.get("scale", 1))
     nmax = min(cfg.psum_bank_fp32, 32)
     prog = Program(cfg, rng)
@@ -108,7 +94,7 @@ async def accumulate_chain_backpressure(dut):
             prog.matmul(rand_codes(rng, cfg.fmt(fx), (K, N[b]), 0.0), fx, bank=b, acc=True)
     for b in sorted(started):
         prog.read(b, N[b])
-    await _run_check(drv, prog, seed, "accumulate_chain_backpressure", True)
+    await drv.run_checked(prog, seed, "accumulate_chain_backpressure", True)
 
 
 @cocotb.test()
@@ -119,7 +105,7 @@ async def fp32_passes_mixed(dut):
     exact cycle count of back-to-back full FP32 tiles with no stalls: ``M + 1 + tiles * 4N +
     L`` (``tb.tensor.build.cycle_formula`` with 4 parts per column; 1 part when native)."""
     from tb.tensor.build import cycle_formula
-    cfg, p, seed, rng, drv = _setup(dut, 9)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 9)
     if "fp32" not in cfg.formats:
         return
     R, C = cfg.pe_rows, cfg.pe_cols
@@ -148,7 +134,7 @@ async def fp32_passes_mixed(dut):
                                rng.integers(120, 134, (nb, N)), mx, bank=0, acc=True,
                                s_mx_fmt=mx)
         prog.read(0, N)
-        await _run_check(drv, prog, seed, f"fp32_passes_mixed bubbles={bubbles}", bubbles)
+        await drv.run_checked(prog, seed, f"fp32_passes_mixed bubbles={bubbles}", bubbles)
     # timing: back-to-back full FP32 tiles
     tiles, N = 3, min(cfg.psum_bank_fp32, 4 * R + 8)
     prog = Program(cfg, rng)
@@ -157,7 +143,7 @@ async def fp32_passes_mixed(dut):
         prog.load(rand_codes(rng, f, (R, C), 0.0), "fp32")
         prog.matmul(rand_codes(rng, f, (R, N), 0.0), "fp32", bank=i % cfg.psum_banks)
     prog.read((tiles - 1) % cfg.psum_banks, N)
-    out = await _run_check(drv, prog, seed, "fp32_passes_mixed timing", False)
+    out = await drv.run_checked(prog, seed, "fp32_passes_mixed timing", False)
     window = out["t_last_write"] - out["t_first_in"] + 1
     want = cycle_formula(cfg, M=C, N=N, tiles=tiles, parts=cfg.fp32_passes)
     assert window == want, f"seed={seed}: {tiles} FP32 tiles took {window} cycles, want {want}"
@@ -166,7 +152,7 @@ async def fp32_passes_mixed(dut):
 @cocotb.test()
 async def transpose_bit_exact(dut):
     """Transpose of every PE format, codes uniformly random (NaN/Inf payloads, -0, subnormals)."""
-    cfg, p, seed, rng, drv = _setup(dut, 4)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 4)
     from golden.tensor import transpose_formats
     prog = Program(cfg, rng)
     for i, fmt in enumerate(transpose_formats(cfg)):
@@ -177,13 +163,13 @@ async def transpose_bit_exact(dut):
         prog.load(rand_codes(rng, cfg.fmt(fmt), (K, M), 1.0), fmt)
         prog.transpose(K, bank=b)
         prog.read(b, K)
-    await _run_check(drv, prog, seed, "transpose_bit_exact", bool(seed & 1))
+    await drv.run_checked(prog, seed, "transpose_bit_exact", bool(seed & 1))
 
 
 @cocotb.test()
 async def invalid_commands_rejected(dut):
     """Out-of-range shapes and forbidden pairs are dropped; the engine keeps running."""
-    cfg, p, seed, rng, drv = _setup(dut, 5)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 5)
     tl = Program(cfg).tl
     prog = Program(cfg, rng)
     f = cfg.formats[0]
@@ -213,7 +199,7 @@ async def invalid_commands_rejected(dut):
 async def mx_matmul(dut):
     """MX matmuls, every (stationary, moving) MX format pair, partial scale blocks, scales near
     the extremes (products beyond FP32's range), NaN scales, accumulate."""
-    cfg, p, seed, rng, drv = _setup(dut, 6)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 6)
     if not cfg.mx_formats:
         return
     blk = cfg.mx_block
@@ -237,7 +223,7 @@ async def mx_matmul(dut):
         used[b] = N if not acc else used[b]
     for b, n in sorted(used.items()):
         prog.read(b, n)
-    await _run_check(drv, prog, seed, "mx_matmul", bool(seed & 2))
+    await drv.run_checked(prog, seed, "mx_matmul", bool(seed & 2))
 
 
 def _n_max(tl, field):
@@ -277,7 +263,7 @@ async def invalid_read_transpose_rejected(dut):
     from reset: ``err`` with ``ERR_SHAPE``, nothing read (no extra result beats) or written
     (two banks of known data read back unchanged), and the engine keeps running (a later
     accumulate and the reads are golden)."""
-    cfg, p, seed, rng, drv = _setup(dut, 7)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 7)
     tl = Program(cfg).tl
     f = cfg.formats[0]
     R, C = cfg.pe_rows, cfg.pe_cols
@@ -329,7 +315,7 @@ async def transpose_nan_shapes(dut):
     NaN payloads; the ones the PE must encode with a flag) and their neighbours, full-size and
     ragged, and of tf32 / bf16 / fp16 / fp8 codes with an all-ones exponent: read back bit for
     bit equal to ``golden.tensor.transpose``, without and with stalls."""
-    cfg, p, seed, rng, drv = _setup(dut, 8)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 8)
     from golden.tensor import transpose_formats
     R, C, B = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
     Kmax = min(R, B)
@@ -350,6 +336,6 @@ async def transpose_nan_shapes(dut):
                 prog.transpose(codes.shape[0], bank=b)
             for b, (_fmt, codes) in enumerate(chunk):
                 prog.read(b, codes.shape[0])
-            await _run_check(drv, prog, seed,
+            await drv.run_checked(prog, seed,
                              f"transpose_nan_shapes {[t[0] for t in chunk]} bubbles={bubbles}",
                              bubbles)

@@ -6,31 +6,12 @@ count of back-to-back packed tiles. Bit for bit against ``golden.tensor``.
 """
 
 import cocotb
-import numpy as np
 
 from rtl.tensor.layouts import ERR_FORMAT, ERR_SHAPE, OP_LOAD, OP_MATMUL
-from tb.tensor.driver import EngineDriver, compare
+from tb.tensor.driver import EngineDriver
 from tb.tensor.program import Program, rand_codes
 
 FP8 = ("fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "cfp8")
-
-
-def _setup(dut, salt):
-    drv = EngineDriver(dut)
-    seed = drv.seed + salt
-    return drv.cfg, drv.params, seed, np.random.default_rng(seed), drv
-
-
-async def _run_check(drv, prog, seed, what, bubbles, err=None):
-    await drv.reset()
-    out = await drv.run(prog, bubbles=bubbles)
-    if err is None:
-        assert out["err"] == 0, f"seed={seed} {what}: unexpected error code {out['err_code']}"
-    else:
-        assert (out["err"], out["err_code"]) == (1, err), \
-            f"seed={seed} {what}: err={out['err']} code={out['err_code']}, expected {err}"
-    compare(out["beats"], prog, seed, what)
-    return out
 
 
 def _k(rng, kmax):
@@ -63,7 +44,7 @@ def _mx_op(prog, rng, cfg, ms, mx, *, bank, acc, N, wide=False, M=None):
 async def fp8_double_rate_all_pairs(dut):
     """Every FP8 pair (cFP8 included), ragged and full K (up to 2 x rows), specials, each pair
     into its own bank region, overwrite then accumulate."""
-    cfg, p, seed, rng, drv = _setup(dut, 31)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 31)
     if not cfg.fp8_pack:
         return
     fp8 = [f for f in FP8 if f in cfg.formats]
@@ -75,14 +56,14 @@ async def fp8_double_rate_all_pairs(dut):
             _fp8_op(prog, rng, cfg, fs, fx, bank=i, acc=False, N=nmax, M=cfg.pe_cols)
             _fp8_op(prog, rng, cfg, fx, fs, bank=i, acc=True, N=nmax, M=cfg.pe_cols)
             prog.read(i, nmax)
-        await _run_check(drv, prog, seed, f"fp8 x2 pairs {pairs[chunk:chunk + 4]}",
+        await drv.run_checked(prog, seed, f"fp8 x2 pairs {pairs[chunk:chunk + 4]}",
                          bool(rng.integers(0, 2)))
 
 
 @cocotb.test()
 async def mx_x4_all_pairs(dut):
     """Every MX pair, K up to 4 x rows (partial blocks), tame and extreme scales (NaN)."""
-    cfg, p, seed, rng, drv = _setup(dut, 32)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 32)
     if not cfg.mx_pack:
         return
     pairs = [(a, b) for a in cfg.mx_formats for b in cfg.mx_formats]
@@ -96,7 +77,7 @@ async def mx_x4_all_pairs(dut):
         used.add(b)
     for b in sorted(used):
         prog.read(b, nmax)
-    await _run_check(drv, prog, seed, "mx x4 pairs", bool(rng.integers(0, 2)))
+    await drv.run_checked(prog, seed, "mx x4 pairs", bool(rng.integers(0, 2)))
 
 
 @cocotb.test()
@@ -104,7 +85,7 @@ async def packed_mixed_accumulation(dut):
     """One accumulation group mixing every mode back to back: FP8 x2, MX x4, dense BF16 / FP8,
     FP32 (four passes), unpacked MX, weight reuse (a second matmul on the same packed
     weights), with and without random stalls on every stream."""
-    cfg, p, seed, rng, drv = _setup(dut, 33)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 33)
     if not (cfg.fp8_pack and cfg.mx_pack):
         return
     R, C = cfg.pe_rows, cfg.pe_cols
@@ -142,7 +123,7 @@ async def packed_mixed_accumulation(dut):
                 prog.load(rand_codes(rng, cfg.fmt(f), (K, C), 0.0), f)
                 prog.matmul(rand_codes(rng, cfg.fmt(f), (K, N), 0.0), f, bank=0, acc=acc)
         prog.read(0, N)
-        await _run_check(drv, prog, seed, f"packed_mixed bubbles={bubbles}", bubbles)
+        await drv.run_checked(prog, seed, f"packed_mixed bubbles={bubbles}", bubbles)
 
 
 def _error_cases(cfg, tl):
@@ -201,7 +182,7 @@ async def packed_errors_rejected(dut):
     """Every packed-mode rejection, each from reset: the documented code, the command consumes
     no beats and writes nothing (bank 0 reads back its golden data), the engine goes on with a
     good packed load and an accumulating packed matmul."""
-    cfg, p, seed, rng, drv = _setup(dut, 34)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 34)
     if not (cfg.fp8_pack and cfg.mx_pack):
         return
     tl = Program(cfg).tl
@@ -212,7 +193,7 @@ async def packed_errors_rejected(dut):
         build(prog, rng)
         _fp8_op(prog, rng, cfg, "fp8_e4m3", "fp8_e5m2", bank=0, acc=True, N=N, pw=0.0)
         prog.read(0, N)
-        await _run_check(drv, prog, seed, f"packed_errors ({name})", bool(rng.integers(0, 2)),
+        await drv.run_checked(prog, seed, f"packed_errors ({name})", bool(rng.integers(0, 2)),
                          err=code)
 
 
@@ -221,7 +202,7 @@ async def packed_tile_timing(dut):
     """Back-to-back full packed tiles (K = P x rows) take exactly the cycles of BF16 tiles
     (``tb.tensor.build.cycle_formula``, one beat per moving column): P x the MACs per cycle."""
     from tb.tensor.build import cycle_formula
-    cfg, p, seed, rng, drv = _setup(dut, 35)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 35)
     if not (cfg.fp8_pack and cfg.mx_pack):
         return
     R, C = cfg.pe_rows, cfg.pe_cols
@@ -247,7 +228,7 @@ async def packed_tile_timing(dut):
                 prog.matmul_mx_x4(rand_codes(rng, el, (K, N), 0.0),
                                   rng.integers(120, 134, (nb, N)), mx, bank=b, s_mx_fmt=mx)
         prog.read((tiles - 1) % cfg.psum_banks, N)
-        out = await _run_check(drv, prog, seed, f"packed timing {kind}", False)
+        out = await drv.run_checked(prog, seed, f"packed timing {kind}", False)
         window = out["t_last_write"] - out["t_first_in"] + 1
         want = cycle_formula(cfg, M=C, N=N, tiles=tiles)
         assert window == want, f"seed={seed}: {tiles} {kind} tiles took {window}, want {want}"

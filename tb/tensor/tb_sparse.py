@@ -13,26 +13,8 @@ from amaranth.hdl import Shape
 from golden.sparse import compress, sparse_formats
 from rtl.config import parse_sparse_pattern
 from rtl.tensor.layouts import (ERR_FORMAT, ERR_SHAPE, ERR_SPARSE, OP_LOAD, OP_MATMUL)
-from tb.tensor.driver import EngineDriver, compare
+from tb.tensor.driver import EngineDriver
 from tb.tensor.program import Program, rand_codes
-
-
-def _setup(dut, salt):
-    drv = EngineDriver(dut)
-    seed = drv.seed + salt
-    return drv.cfg, drv.params, seed, np.random.default_rng(seed), drv
-
-
-async def _run_check(drv, prog, seed, what, bubbles, err=None):
-    await drv.reset()
-    out = await drv.run(prog, bubbles=bubbles)
-    if err is None:
-        assert out["err"] == 0, f"seed={seed} {what}: unexpected error code {out['err_code']}"
-    else:
-        assert (out["err"], out["err_code"]) == (1, err), \
-            f"seed={seed} {what}: err={out['err']} code={out['err_code']}, expected {err}"
-    compare(out["beats"], prog, seed, what)
-    return out
 
 
 def _narrow(cfg):
@@ -71,7 +53,7 @@ async def sparse_every_pattern_and_format(dut):
     """Every enabled pattern with every moving format it can run, random weight formats, random
     shapes (K_phys a multiple of n), random masks and tag orders, specials mixed in; every other
     program with random stalls on every stream."""
-    cfg, p, seed, rng, drv = _setup(dut, 11)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 11)
     scale = int(p.get("scale", 1))
     nmax = min(cfg.psum_bank_fp32, 8 * scale)
     cases = [(pat, fx) for pat in cfg.sparsity for fx in sparse_formats(cfg, pat)]
@@ -94,7 +76,7 @@ async def sparse_every_pattern_and_format(dut):
             used.append((b, N))
         for b, n_ in used:
             prog.read(b, n_)
-        await _run_check(drv, prog, seed, f"sparse_every_pattern_and_format {cases[lo:lo + chunk]}",
+        await drv.run_checked(prog, seed, f"sparse_every_pattern_and_format {cases[lo:lo + chunk]}",
                          bool(lo // chunk % 2))
 
 
@@ -103,7 +85,7 @@ async def sparse_adversarial_masks(dut):
     """All kept weights at the low / high end of every group, the same positions in every group
     and column, and NaN / Inf among the kept weights and among the moving elements at kept and
     pruned positions (pruned ones must not leak)."""
-    cfg, p, seed, rng, drv = _setup(dut, 12)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 12)
     for pat in cfg.sparsity:
         n, m = parse_sparse_pattern(pat)
         fx = sparse_formats(cfg, pat)[0]
@@ -130,7 +112,7 @@ async def sparse_adversarial_masks(dut):
             used.append((b, N))
         for b, n_ in used:
             prog.read(b, n_)
-        await _run_check(drv, prog, seed, f"sparse_adversarial_masks {pat} {fx}",
+        await drv.run_checked(prog, seed, f"sparse_adversarial_masks {pat} {fx}",
                          bool(rng.integers(0, 2)))
 
 
@@ -139,7 +121,7 @@ async def sparse_dense_accumulate_chain(dut):
     """Sparse and dense matmuls (several patterns) accumulate into the same PSUM banks in one
     accumulation group, back to back, reusing sparse weights without a new load, with random
     stalls on every stream."""
-    cfg, p, seed, rng, drv = _setup(dut, 13)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 13)
     scale = int(p.get("scale", 1))
     prog = Program(cfg, rng)
     banks = min(cfg.psum_banks, 2)
@@ -170,7 +152,7 @@ async def sparse_dense_accumulate_chain(dut):
         started.add(b)
     for b in sorted(started):
         prog.read(b, N[b])
-    await _run_check(drv, prog, seed, "sparse_dense_accumulate_chain", True)
+    await drv.run_checked(prog, seed, "sparse_dense_accumulate_chain", True)
 
 
 def _error_cases(cfg, tl, rng):
@@ -272,7 +254,7 @@ async def sparse_errors_rejected(dut):
     """Every sparse error, each in its own run from reset: the documented code, nothing written
     (bank 0's golden data read back unchanged), no hang, and the next commands (a good sparse
     load and an accumulating sparse matmul) run normally."""
-    cfg, p, seed, rng, drv = _setup(dut, 14)
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 14)
     tl = Program(cfg).tl
     p0 = cfg.sparsity[0]
     n0, m0 = parse_sparse_pattern(p0)
@@ -290,5 +272,5 @@ async def sparse_errors_rejected(dut):
         prog.matmul_sparse(rand_codes(rng, cfg.fmt(fx0), (cfg.pe_rows // n0 * m0, N), 0.0),
                            fx0, bank=0, acc=True)
         prog.read(0, N)
-        await _run_check(drv, prog, seed, f"sparse_errors_rejected ({name})",
+        await drv.run_checked(prog, seed, f"sparse_errors_rejected ({name})",
                          bool(rng.integers(0, 2)), err=code)

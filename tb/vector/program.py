@@ -11,8 +11,8 @@ import dataclasses
 import numpy as np
 
 import golden.vector as gv
-from golden.ap import AP, PSUM, SBUF, check, extent
-from tb.ap.program import random_partitions
+from golden.ap import PSUM, SBUF
+from tb.ap.program import fit_ap_in_zone, random_float_memories, random_partitions
 
 __all__ = ["random_memories", "random_instr", "bad_instrs", "zones"]
 
@@ -32,45 +32,13 @@ def zones(cfg):
 def random_memories(rng, cfg):
     """``(sbuf, psum)`` byte arrays: random bytes with most 32-bit words replaced by float32
     values of moderate range (so arithmetic sees cancellation and ordinary rounding)."""
-    P = cfg.partitions
-    out = []
-    for n in (cfg.sbuf_bytes_per_partition, cfg.psum_bytes_per_partition):
-        b = rng.integers(0, 256, (P, n), np.uint8)
-        w = b.view("<u4")
-        f = (rng.standard_normal(w.shape) * np.exp2(rng.integers(-8, 9, w.shape))).astype(
-            np.float32)
-        pick = rng.random(w.shape) < 0.7
-        w[pick] = f.view(np.uint32)[pick]
-        out.append(b)
-    return tuple(out)
+    return random_float_memories(rng, cfg, exps=(-8, 8), floats=0.7)
 
 
 def _fit_ap(rng, cfg, memory, role, w, nums, start, count):
     """An AP of shape ``nums`` in the zone of ``(memory, role)``, random steps, or None."""
-    lo_z, hi_z = zones(cfg)[memory, role]
-    for _ in range(50):
-        dims = []
-        for n in nums:
-            r = rng.random()
-            s = int(rng.integers(-4, 5)) if r < 0.8 else int(rng.integers(-20, 21))
-            dims.append((s, n))
-        ap0 = AP(memory=memory, elem_bytes=w, dims=tuple(dims), start_partition=start,
-                 num_partitions=count)
-        lo0, hi0 = extent(ap0)
-        first, final = lo_z - lo0, hi_z - 1 - hi0
-        if memory == PSUM:            # the offset's bank holds the whole range
-            B = cfg.psum_bank_bytes
-            bank = int(rng.integers(lo_z // B, hi_z // B))
-            first, final = max(first, bank * B - lo0, bank * B), min(final, bank * B + B - 1 - hi0,
-                                                                      bank * B + B - w)
-        first = -(-first // w) * w
-        if first > final:
-            continue
-        off = int(rng.integers(first // w, final // w + 1)) * w
-        ap = dataclasses.replace(ap0, offset=off)
-        if check(cfg, ap) is None:
-            return ap
-    return None
+    return fit_ap_in_zone(rng, cfg, memory, zones(cfg)[memory, role], w, nums, start, count,
+                          steps=(4, 20))
 
 
 def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
