@@ -4,13 +4,17 @@
 SBUF -> SBUF copies byte for byte against ``golden/dma.py`` while the tensor engine reads its
 operands from the same SBUF, its results bit for bit against ``golden/tensor.py``.
 
-Fast tier: the ``small`` preset (or ``CONFIG=``), 3 rounds. ``full``: more rounds and seeds."""
+Only under ``full`` (3 rounds, then more rounds and seeds): its Verilator build took 5 of
+``make test``'s 25 minutes, and ``make test`` already runs the same path on the whole core
+(``tests/test_core.py``: DMA loads into SBUF while the SBUF-fed tensor engine computes, bit for
+bit), with the DMA (``test_dma.py``) and the fed engine (``test_mem_tensor_fed.py``) alone."""
 
 import pytest
 
 from tb.mem.dma_fed import dma_fed_sim
 
 
+@pytest.mark.full
 def test_dma_sbuf_with_tensor(cfg, seed):
     sim = dma_fed_sim(cfg)
     sim.run("tb.mem.tb_dma_fed", testcase="test_dma_sbuf_with_tensor",

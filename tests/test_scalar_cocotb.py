@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Scalar engine alone in Verilator (cocotb family ``tb.scalar.tb_engine``), small preset:
 random programs bit for bit against golden.activation under contention and back-pressure.
-``make test``: a sample of functions covering every table mode, one program of 10 each;
-``full``: all 17, four programs of 12."""
+Only under ``full`` (its Verilator build took 4 of ``make test``'s 25 minutes): a sample of
+functions covering every table mode, one program of 10 each; all 17, four programs of 12; the
+stream timing. ``make test`` covers the engine with ``tests/test_act_engine.py``
+(amaranth.sim: programs, PSUM sources, table loads, contention) and on the whole core
+(``tests/test_core.py``: activations with table loads on the real SBUF and PSUM)."""
 
 import pytest
 
@@ -21,6 +24,7 @@ def sim():
     return scalar_sim(CFG)
 
 
+@pytest.mark.full
 def test_scalar_engine_random_programs(sim, seed):
     sim.run("tb.scalar.tb_engine", params={"seed": seed, "functions": SAMPLE, "batches": 1,
                                           "per_batch": 10},
