@@ -38,6 +38,11 @@ class SbufTensorEngine(wiring.Component):
       elements); element j of partition k is S[k, j] (lane k = partition k).
     * ``OP_MATMUL``: the AP walks the moving operand, one element per moving column n
       (``n`` elements); element n of partition k is X[k, n].
+    * A sparse ``OP_LOAD`` (``sp != 0``): each element is a (value, tag) pair of twice the
+      weight format's size (the decoder sets the AP's element size): the code in the low 8
+      (8-bit format) or 16 bits, the tag in the next ``tl.tag_bits`` bits. A 3-bit flag per
+      command (feed, sparse, 16-bit half) steers the split; no extra reader or port. A sparse
+      ``OP_MATMUL`` element is a 32-bit lane of packed moving elements, taken whole.
     * ``OP_TRANSPOSE``, ``OP_READ``: the AP is ignored.
 
     Each element arrives right-aligned in its partition's 32-bit lane (``APReader``) and the
