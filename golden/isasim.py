@@ -69,15 +69,16 @@ import numpy as np
 from golden import dma as gdma
 from golden.ap import AP, ELEM_BYTES, PSUM, SBUF, addresses, extent
 from golden.ap import check as ap_check
+from golden.sparse import matmul_sparse
 from golden.tensor import check_pair, matmul, psum_update, resolve_dense_format, transpose
-from rtl.config import CoreConfig, check_config
+from rtl.config import CoreConfig, check_config, parse_sparse_pattern
 from rtl.isa import ENGINES, INSTR_BYTES, OPS_BY_CODE, OPS_BY_NAME, APEnc, Instr, check_reserved, decode
 from rtl.isa import OPCODES as OPCODES_ALL
 
 __all__ = [
     "E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG",
     "E_SEM", "E_TIMEOUT", "E_AXI", "E_QUEUE", "E_DESC", "E_AP_ALIGN", "E_AP_FORM",
-    "ERROR_NAMES", "Fault", "SimError", "Timing", "OpHook", "OP_HOOKS", "register_op",
+    "ERROR_NAMES", "Fault", "SimError", "Timing", "sparse_load_dtypes", "OpHook", "OP_HOOKS", "register_op",
     "Event", "IsaSim", "pe_latency", "find_races", "split_program",
 ]
 
@@ -389,6 +390,7 @@ class IsaSim:
         self.timeline = []
         self.notifies = []
         self.pe_weights = None          # (codes [K, M] uint32, dtype name) of the last load
+        self.pe_sparse = None           # (pattern name, tags [K, M]) of a sparse last load
         self._reset_engines()
         self._watchdog = None
         self.engine_state = {}          # hooks' timing state: name -> dict
@@ -401,6 +403,7 @@ class IsaSim:
         self.sems = [0] * self.cfg.semaphores
         self.error = None
         self.pe_weights = None
+        self.pe_sparse = None
         self._reset_engines()
 
     def _reset_engines(self):
@@ -862,15 +865,16 @@ def _elems(a):
     return n
 
 
-def _ap_access(sim, ins, slots=None):
+def _ap_access(sim, ins, slots=None, elem_bytes=None):
     op = OPS_BY_NAME[ins.op]
     out = []
     for slot, role in op.aps.items():
         enc = ins.aps.get(slot)
         if enc is None or (slots is not None and slot not in slots):
             continue
+        eb = (elem_bytes or {}).get(slot, ELEM_BYTES[enc.dtype])
         ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
-                offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims)
+                offset=enc.offset, elem_bytes=eb, dims=enc.dims)
         out.append(IsaSim.footprint("w" if role in ("dst", "psum") else "r", ap))
     return out
 
@@ -902,13 +906,46 @@ def _static(sim, code, msg):
     return Fault(code, 0, STATIC_DETAIL + msg)
 
 
-def _pe_src(sim, ins):
+def _pe_flags(sim, ins, allowed):
+    """The decoder's flag and pattern checks: ``allowed`` flags (plus ``sparse`` when the
+    config has any pattern) [E_FLAGS]; with ``sparse``, ``sp_n:sp_m`` must be an enabled
+    pattern [E_SPARSE_TAG]. Returns the pattern name, or None for a dense instruction."""
+    c = sim.cfg
+    ok = set(allowed) | ({"sparse"} if c.sparsity else set())
+    if ins.flags - ok:
+        raise _static(sim, E_FLAGS, f"{ins.op}: flags {sorted(ins.flags - ok)} are not "
+                                    f"supported on SBUF-fed instructions")
+    if "sparse" not in ins.flags:
+        return None
+    key = (ins.imm.get("sp_n", 0), ins.imm.get("sp_m", 0))
+    for p in c.sparsity:
+        if parse_sparse_pattern(p) == key:
+            return p
+    raise _static(sim, E_SPARSE_TAG, f"{ins.op}: sp_n:sp_m = {key[0]}:{key[1]} is not an "
+                                     f"enabled pattern {c.sparsity}")
+
+
+def sparse_load_dtypes(cfg):
+    """The dtypes a sparse ``load_stationary`` takes: the dense formats of 8 or 16 bits (its
+    elements are (value, tag) pairs of twice the format's size, docs/isa.md §6)."""
+    return tuple(f for f in cfg.formats if cfg.fmt(f).width in (8, 16))
+
+
+def _tag_bits(cfg):
+    """Bits of a position tag in the engine: ``ceil(log2 m)`` of the largest enabled m."""
+    return max(((parse_sparse_pattern(p)[1] - 1).bit_length() for p in cfg.sparsity), default=0)
+
+
+def _pe_src(sim, ins, sparse_load=False):
     """The decoder's checks of the source AP ``ap1`` common to both ops: ``(enc, elements)``."""
     c = sim.cfg
     enc = ins.aps.get("ap1", _ZERO_AP)
     if enc.dtype not in ELEM_BYTES or enc.dtype == "fp4_e2m1" or \
             enc.dtype not in (*c.formats, *(f.name for f in c.mx_element_formats.values())):
         raise _static(sim, E_FORMAT, f"{ins.op}: ap1 dtype {enc.dtype} is not a tensor format")
+    if sparse_load and enc.dtype not in sparse_load_dtypes(c):
+        raise _static(sim, E_FORMAT, f"sparse load_stationary: ap1 dtype {enc.dtype} must be "
+                                     f"one of {sparse_load_dtypes(c)}")
     if any(k for _s, k in enc.dims[c.ap_dims:]):
         raise _static(sim, E_AP_FORM, f"{ins.op}: ap1 uses a dimension beyond ap_dims")
     return enc, _rtl_elems(enc, c.ap_dims)
@@ -934,10 +971,20 @@ def _last(sim):
     return sim.pe_weights[0].shape if sim.pe_weights is not None else (0, 0)
 
 
-def _read_src(sim, enc):
+def _src_bytes(ins):
+    """The source AP's element bytes: the dtype's; a sparse load's (value, tag) pair twice
+    that; a sparse matmul's packed 32-bit lane 4."""
+    enc = ins.aps.get("ap1", _ZERO_AP)
+    if "sparse" not in ins.flags or enc.dtype not in ELEM_BYTES:
+        return ELEM_BYTES.get(enc.dtype, 1)
+    return 2 * ELEM_BYTES[enc.dtype] if ins.op == "load_stationary" else 4
+
+
+def _read_src(sim, enc, elem_bytes=None):
     """The reader's check of an accepted source AP (E_AP_*, ERR_INFO 0) and its elements."""
     ap = AP(memory=enc.mem, start_partition=enc.start, num_partitions=enc.count,
-            offset=enc.offset, elem_bytes=ELEM_BYTES[enc.dtype], dims=enc.dims[:sim.cfg.ap_dims])
+            offset=enc.offset, elem_bytes=elem_bytes or ELEM_BYTES[enc.dtype],
+            dims=enc.dims[:sim.cfg.ap_dims])
     r = ap_check(sim.cfg, ap)
     if r is not None:
         raise Fault(r[0], 0, f"ap1: {r[2]}")
@@ -957,24 +1004,45 @@ def _operand(sim, codes, dtype):
 
 
 def _load_stationary(sim, ins):
-    if ins.flags:
-        raise _static(sim, E_FLAGS, f"load_stationary: flags {sorted(ins.flags)} are [later] "
-                                    f"for SBUF-fed loads")
-    enc, m = _pe_src(sim, ins)
+    pattern = _pe_flags(sim, ins, ())
+    enc, m = _pe_src(sim, ins, sparse_load=pattern is not None)
     if not _src_ok(sim, enc) or not 1 <= m <= sim.cfg.pe_cols:
         raise _static(sim, E_SHAPE, f"ap1 must be SBUF from partition 0 with K <= "
                                     f"{sim.cfg.pe_rows} partitions and M <= {sim.cfg.pe_cols} "
                                     f"elements, not {enc}")
-    ap = _read_src(sim, enc)
+    ap = _read_src(sim, enc, _src_bytes(ins))
     _dense(sim, enc.dtype, "ap1")
-    sim.pe_weights = (_operand(sim, sim.read_ap(ap), enc.dtype), enc.dtype)
+    if pattern is None:
+        sim.pe_weights = (_operand(sim, sim.read_ap(ap), enc.dtype), enc.dtype)
+        sim.pe_sparse = None
+        return
+    # the engine: K whole groups of n rows [E_SHAPE], then each beat's tags of rows < K: every
+    # tag < m, the n tags of a group distinct [E_SPARSE_TAG]
+    n, mm = parse_sparse_pattern(pattern)
+    K = enc.count
+    if K % n or not n <= K <= sim.cfg.pe_rows:
+        raise Fault(E_SHAPE, 0, f"sparse load_stationary K = {K} must be a multiple of n = {n}")
+    pairs = sim.read_ap(ap)
+    half = 8 * ELEM_BYTES[enc.dtype]
+    vals = pairs & np.uint32((1 << half) - 1)
+    tags = (pairs >> np.uint32(half)) & np.uint32((1 << _tag_bits(sim.cfg)) - 1)
+    for g in range(K // n):
+        t = tags[g * n:(g + 1) * n]
+        bad = (t >= mm).any(axis=0) | np.array(
+            [len(set(t[:, j].tolist())) < n for j in range(t.shape[1])])
+        if bad.any():
+            j = int(np.argmax(bad))
+            sim.pe_weights = sim.pe_sparse = None
+            raise Fault(E_SPARSE_TAG, 0, f"sparse load_stationary: group {g} (rows "
+                                         f"{g * n}..{g * n + n - 1}) of column {j}: tags "
+                                         f"{t[:, j].tolist()} must be distinct and < {mm}")
+    sim.pe_weights = (vals, enc.dtype)
+    sim.pe_sparse = (pattern, tags)
 
 
 def _multiply_moving(sim, ins):
     c = sim.cfg
-    if ins.flags - {"acc"}:
-        raise _static(sim, E_FLAGS, f"multiply_moving: flags {sorted(ins.flags - {'acc'})} "
-                                    f"are [later] for SBUF-fed instructions")
+    pattern = _pe_flags(sim, ins, ("acc",))
     X, n = _pe_src(sim, ins)
     P = ins.aps.get("ap0", _ZERO_AP)
     K, M = _last(sim)
@@ -984,8 +1052,15 @@ def _multiply_moving(sim, ins):
                                     f"{K} partitions and N <= {c.psum_bank_fp32}, ap0 PSUM fp32 "
                                     f"[0:{M}] at a bank's entry 0 with the one dimension (1, N); "
                                     f"not ap1 {X}, ap0 {P}")
-    xap = _read_src(sim, X)
+    xap = _read_src(sim, X, _src_bytes(ins))
     w, fs = sim.pe_weights
+    loaded = sim.pe_sparse[0] if sim.pe_sparse is not None else None
+    if pattern != loaded:
+        raise Fault(E_SPARSE_TAG, 0, f"multiply_moving: pattern {pattern} on weights loaded "
+                                     f"with pattern {loaded}")
+    if pattern is not None:
+        _sparse_matmul(sim, ins, X, xap, n, P, pattern)
+        return
     _dense(sim, X.dtype, "ap1")
     try:
         check_pair(resolve_dense_format(fs, c), resolve_dense_format(X.dtype, c))
@@ -994,6 +1069,38 @@ def _multiply_moving(sim, ins):
     bank = P.offset // c.psum_bank_bytes
     k = X.count                         # the engine uses the first k rows of the weights
     r = matmul(w[:k], fs, _operand(sim, sim.read_ap(xap), X.dtype), X.dtype, c)
+    view = sim.psum32[:M, bank, :n]
+    sim.psum32[:M, bank, :n] = psum_update(view, r, "acc" in ins.flags)
+
+
+def _sparse_matmul(sim, ins, X, xap, n, P, pattern):
+    """The engine's sparse matmul (after the decoder's and the reader's checks): k whole
+    groups of the load's rows [E_SHAPE], a moving format whose m/n elements share a 32-bit
+    lane and dense weights [E_FORMAT], a wide/narrow pair [E_FORMAT]; each lane unpacked into
+    its CR logical elements, the chain of ``golden.sparse.matmul_sparse``."""
+    c = sim.cfg
+    w, fs = sim.pe_weights
+    tags = sim.pe_sparse[1]
+    sn, sm = parse_sparse_pattern(pattern)
+    k = X.count
+    if k % sn or k < sn:
+        raise Fault(E_SHAPE, 0, f"sparse multiply_moving K = {k} must be a multiple of n = {sn}")
+    fx = c.fmt(X.dtype) if X.dtype in c.formats else None
+    if fx is None or fx.width * sm > 32 * sn:
+        raise Fault(E_FORMAT, 0, f"sparse multiply_moving: {X.dtype} elements do not pack "
+                                 f"{sm // sn} to a 32-bit lane")
+    try:
+        check_pair(resolve_dense_format(fs, c), fx)
+    except ValueError as e:
+        raise Fault(E_FORMAT, 0, str(e)) from None
+    lanes = sim.read_ap(xap)                            # [k, n] 32-bit lanes
+    cr, wd = sm // sn, fx.width
+    x = np.zeros((k * cr, n), np.uint32)
+    for i in range(cr):
+        x[i::cr] = (lanes >> np.uint32(i * wd)) & np.uint32((1 << wd) - 1)
+    r = matmul_sparse(w[:k], tags[:k], fs, pattern, x, X.dtype, c)
+    bank = P.offset // c.psum_bank_bytes
+    M = w.shape[1]
     view = sim.psum32[:M, bank, :n]
     sim.psum32[:M, bank, :n] = psum_update(view, r, "acc" in ins.flags)
 
@@ -1032,9 +1139,12 @@ def _t_load(sim, ins, issue):
 
 def _pe_complete(sim, ins, dispatch, done):
     """When a tensor instruction completes to its sequencer (docs/core.md §4): at the dispatch
-    of its command, unless it posts or raises an interrupt; then only when the engine has
-    drained (its ``done``), and the next matmul dispatches after that drain."""
-    if ins.post is None and not ins.irq:
+    of its command, unless it posts or raises an interrupt or is a sparse load (its tags are
+    checked beat by beat); then only when the engine has drained (its ``done``), and the next
+    matmul dispatches after that drain."""
+    drains = ins.post is not None or ins.irq or (
+        ins.op == "load_stationary" and "sparse" in ins.flags)
+    if not drains:
         return dispatch
     st = _pe_state(sim)
     st["free"] = max(st["free"], done)
@@ -1066,7 +1176,8 @@ def _pe_access(sim, ins):
     """The source AP read (not ap2 of a matmul, not ap1 of a transpose), the PSUM AP
     written."""
     return _ap_access(sim, ins, {"load_stationary": ("ap1",), "multiply_moving": ("ap0", "ap1"),
-                                 "transpose": ("ap0",)}[ins.op])
+                                 "transpose": ("ap0",)}[ins.op],
+                      {"ap1": _src_bytes(ins)} if "sparse" in ins.flags else None)
 
 
 register_op("load_stationary", _load_stationary, _t_load, _pe_access)

@@ -29,7 +29,7 @@ transposed in DRAM (``AT [K, M]``, written by the host, as NKI's ``lhsT``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -39,7 +39,8 @@ from golden.asm import format_instr
 from rtl.config import CoreConfig, check_config
 from rtl.isa import ENGINES, OPS_BY_NAME, APEnc, Instr, encode
 
-__all__ = ["DramTensor", "Tile", "KernelProgram", "Kernel", "gemm_kernel", "ENGINE_OF"]
+__all__ = ["DramTensor", "Tile", "KernelProgram", "Kernel", "gemm_kernel", "ENGINE_OF",
+           "sparse_pairs"]
 
 #: The engine each opcode issues on (the ISA's table).
 ENGINE_OF = {name: op.engine for name, op in OPS_BY_NAME.items()}
@@ -710,9 +711,10 @@ class Kernel:
         (``golden.sparse.compress`` layout, ``K_phys = K_log n / m``), ``tags`` their positions
         (a numpy array, known when the kernel is built), the tile's rows ``row0 ..`` of the
         logical weights and columns ``col0 ..``. The tile is cleared (``memset``), then every kept value is copied into
-        place by a one-element DMA descriptor (the tags become the addresses). The SBUF-fed
-        sparse load of the tensor engine is [later] in the RTL (``E_FLAGS``), so this is how a
-        kernel keeps weights compressed in DRAM today. Returns the descriptor count."""
+        place by a one-element DMA descriptor (the tags become the addresses): the
+        decompression path, for any pattern and a dense matmul after it (the tensor engine's
+        sparse mode, which keeps the weights compressed in SBUF, is :meth:`sparse_matmul`).
+        Returns the descriptor count."""
         from rtl.config import parse_sparse_pattern
         n, m = parse_sparse_pattern(pattern)      # decompressed by DMA: any pattern will do
         tags = np.asarray(tags)
@@ -739,6 +741,53 @@ class Kernel:
                 self.descriptor(d, reads=[values], writes=[tile], queue=queue)
                 count += 1
         return count
+
+    def sparse_matmul(self, out, weights, moving, pattern, w_fmt, x_fmt, accumulate=False):
+        """``out[m, n] (=|+=) sum_k W[k, m] X[k, n]`` on the tensor engine's N:M sparse mode,
+        the weights kept **compressed** in SBUF (``load_stationary.sparse`` +
+        ``multiply_moving.sparse``, docs/isa.md §6).
+
+        ``weights``: an SBUF tile ``[K_phys, M]`` of (value, tag) pairs (:func:`sparse_pairs`;
+        its dtype any of twice ``w_fmt``'s bytes, e.g. ``fp32`` for ``bf16`` values).
+        ``moving``: an SBUF tile ``[K_phys, N]`` of 32-bit lanes, each the ``m/n`` logical
+        elements of ``x_fmt`` its row meets (``golden.sparse.moving_lanes``; a 4-byte dtype).
+        ``out``: a PSUM tile ``[M, N]``. ``pattern`` must be one of ``cfg.sparsity``;
+        ``K_phys`` a multiple of its ``n``. The load is left out when the same weights, not
+        written since, are loaded with the same pattern."""
+        from golden.sparse import pattern_params, sparse_formats
+        n, m = pattern_params(pattern, self.cfg)
+        if out.mem != PSUM or weights.mem != SBUF or moving.mem != SBUF:
+            raise ValueError("sparse_matmul out must be a PSUM tile, weights and moving SBUF "
+                             "tiles")
+        if w_fmt not in self.cfg.formats or ELEM_BYTES[weights.dtype] != 2 * ELEM_BYTES[w_fmt] \
+                or self.cfg.fmt(w_fmt).width not in (8, 16):
+            raise ValueError(f"sparse_matmul w_fmt must be an 8- or 16-bit format of the "
+                             f"config and weights a tile of twice its bytes, not {w_fmt!r}, "
+                             f"{weights.dtype}")
+        if x_fmt not in sparse_formats(self.cfg, pattern) or ELEM_BYTES[moving.dtype] != 4:
+            raise ValueError(f"sparse_matmul x_fmt must be one of "
+                             f"{sparse_formats(self.cfg, pattern)} and moving a 4-byte tile, "
+                             f"not {x_fmt!r}, {moving.dtype}")
+        if weights.parts != moving.parts or weights.parts % n or out.parts != weights.elems \
+                or out.elems != moving.elems:
+            raise ValueError(f"sparse_matmul shapes: weights [K={weights.parts} (a multiple "
+                             f"of n = {n}), M={weights.elems}], moving [K={moving.parts}, "
+                             f"N={moving.elems}], out must be [M, N], not [{out.parts}, "
+                             f"{out.elems}]")
+        imm = {"sp_n": n, "sp_m": m}
+        key = (weights.ap(), self._writer.get(self._res(weights)), pattern, w_fmt)
+        if key != self._pe_loaded:
+            self._emit("pe", "pe", [weights], [],
+                       lambda w, p: Instr(op="load_stationary", wait=w, post=p,
+                                          flags=frozenset({"sparse"}), imm=dict(imm),
+                                          aps={"ap1": replace(weights.ap(), dtype=w_fmt)}))
+            self._pe_loaded = key
+        self._emit("pe", "pe", [moving] + ([out] if accumulate else []), [out],
+                   lambda w, p: Instr(op="multiply_moving", wait=w, post=p,
+                                      flags=frozenset({"sparse", "acc"} if accumulate
+                                                      else {"sparse"}), imm=dict(imm),
+                                      aps={"ap0": out.ap(),
+                                           "ap1": replace(moving.ap(), dtype=x_fmt)}))
 
     def output(self, name, where):
         """Name where a result lives (a :class:`DramTensor` or a dict of tiles)."""
@@ -770,6 +819,21 @@ class Kernel:
             listing[e] = "\n".join(format_instr(i) for i in enc)
         return KernelProgram(programs, img, self.dram_base, dict(self.tensors),
                              dict(self.outputs), listing, top)
+
+
+def sparse_pairs(values, tags, fmt, cfg):
+    """The SBUF form of compressed weights for :meth:`Kernel.sparse_matmul`: each kept value's
+    code (an 8- or 16-bit ``fmt``) in the low half of an element twice its size, its position
+    tag in the high half (docs/isa.md §6): ``uint32 [K_phys, M]`` words of ``2 * bytes(fmt)``
+    significant bytes."""
+    w = cfg.fmt(fmt).width
+    if w not in (8, 16):
+        raise ValueError(f"sparse_pairs fmt must be an 8- or 16-bit format, not {fmt!r}")
+    v, t = np.asarray(values, np.uint32), np.asarray(tags, np.uint32)
+    if v.shape != t.shape or (v >> np.uint32(w)).any() or (t >= (1 << min(w, 8))).any():
+        raise ValueError(f"sparse_pairs values and tags must share a shape and fit {w} bits, "
+                         f"not {v.shape}, {t.shape}")
+    return v | (t << np.uint32(w))
 
 
 def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20):

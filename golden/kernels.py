@@ -445,17 +445,28 @@ def layer_norm(cfg, X, gamma, beta, *, eps=2.0 ** -16, out_dtype="fp32", dram_by
 # --- 4:16 sparse MLP ----------------------------------------------------------------------------
 
 def sparse_mlp(cfg, XT, W, b, *, pattern="4:16", func="gelu", out_dtype="bf16",
-               dram_bytes=1 << 20):
+               dram_bytes=1 << 20, hw=None):
     """:func:`mlp` with ``W [D, F]`` pruned N:M along D (``golden.sparse.compress``, by
-    magnitude) and kept **compressed** in DRAM: the kept values ``V [D n/m, F]`` (bf16). The
-    SBUF-fed sparse load is [later] in the RTL (``E_FLAGS``, docs/isa.md §6), so the kernel
-    decompresses on chip: each weight tile is cleared (``memset``) and every kept value is
-    scattered into its row by a one-element DMA descriptor, the position tags being compiled
-    into the descriptors' addresses; then the dense tiled GEMM, bias and ``func`` of
-    :func:`mlp`. The DRAM weight traffic is ``n/m`` of the dense layer's, the PE work is
-    the dense one. ``D`` must be a multiple of ``m``."""
+    magnitude) and kept **compressed** in DRAM. ``D`` must be a multiple of ``m``.
+
+    ``hw`` (default: when ``cfg.sparsity`` has ``pattern``): the tensor engine's sparse mode
+    (:meth:`Kernel.sparse_matmul`). The weights stay compressed in SBUF as (value, tag) pairs
+    (bf16 values, ``golden.kernel.sparse_pairs``), the moving operand is ``X`` in the widest
+    format whose ``m/n`` elements share a 32-bit lane (``fp8_e4m3`` for 4:16: the host
+    rounds ``XT`` to it, RNE, and packs the lanes, ``golden.sparse.moving_lanes``); DRAM
+    weight traffic is ``2 n/m`` of the dense layer's, the PE work ``n/m`` of it.
+
+    Otherwise (``hw=False``): only the kept values ``V [D n/m, F]`` (bf16) are in DRAM and the
+    kernel decompresses on chip: each weight tile is cleared (``memset``) and every kept value
+    is scattered into its row by a one-element DMA descriptor, the position tags compiled into
+    the descriptors' addresses; then the dense tiled GEMM, bias and ``func`` of :func:`mlp`.
+    The DRAM weight traffic is ``n/m`` of the dense layer's, the PE work the dense one."""
     from golden import sparse as gs
     check_config(cfg, "sparse_mlp")
+    if hw is None:
+        hw = pattern in cfg.sparsity
+    if hw:
+        return _sparse_mlp_hw(cfg, XT, W, b, pattern, func, out_dtype, dram_bytes)
     XT, W, b = (np.asarray(a, np.uint32) for a in (XT, W, b))
     D, T = XT.shape
     F = W.shape[1]
@@ -548,6 +559,97 @@ def _bf16(rng, shape, scale=1.0):
 
 def _fp32(rng, shape, scale=1.0, shift=0.0):
     return (rng.standard_normal(shape) * scale + shift).astype(np.float32).view(np.uint32)
+
+
+def _sparse_mlp_hw(cfg, XT, W, b, pattern, func, out_dtype, dram_bytes):
+    """:func:`sparse_mlp` on the tensor engine's sparse mode (``hw=True``)."""
+    from golden import sparse as gs
+    from golden.kernel import sparse_pairs
+    XT, W, b = (np.asarray(a, np.uint32) for a in (XT, W, b))
+    D, T = XT.shape
+    F = W.shape[1]
+    n, m = gs.pattern_params(pattern, cfg)
+    if W.shape[0] != D or b.shape != (F,) or D % m:
+        raise ValueError(f"sparse_mlp XT [D, T], W [D, F], b [F] must agree with D a multiple "
+                         f"of m = {m}, not {XT.shape}, {W.shape}, {b.shape}")
+    fits = gs.sparse_formats(cfg, pattern)
+    xf = next((f for f in ("bf16", "fp8_e4m3") if f in fits), None)
+    if xf is None or "bf16" not in cfg.formats:
+        raise ValueError(f"sparse_mlp hw needs bf16 and a moving format of {pattern} "
+                         f"(bf16 or fp8_e4m3) in cfg.formats {cfg.formats}")
+    TM, TN = cfg.pe_cols, cfg.psum_bank_fp32
+    kl = (cfg.pe_rows * m // n) // m * m          # logical rows per K tile
+    # the host: compress W per tile (golden.sparse), round X to the moving format, pack lanes
+    Vc = np.zeros((D * n // m, F), np.uint32)
+    Tg = np.zeros((D * n // m, F), np.uint32)
+    for f0 in range(0, F, TM):
+        for d0 in range(0, D, kl):
+            dn = min(kl, D - d0)
+            v_, t_ = gs.compress(W[d0:d0 + dn, f0:f0 + TM], "bf16", pattern, cfg)
+            Vc[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = v_
+            Tg[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = t_
+    Xq = XT if xf == "bf16" else np.asarray(convert_rne_bits(XT << np.uint32(16),
+                                                             cfg.fmt(xf)), np.uint32)
+    lanes = gs.moving_lanes(Xq, xf, pattern, cfg)                   # [D n/m, T]
+    k = Kernel(cfg, dram_bytes=dram_bytes)
+    k.load_table(func)
+    xt = k.dram_tensor("XL", dtype="fp32", data=lanes)
+    vt = k.dram_tensor("VT", dtype="fp32", data=sparse_pairs(Vc, Tg, "bf16", cfg))
+    bt = k.dram_tensor("b", dtype="fp32", data=b.reshape(F, 1))
+    yt = k.dram_tensor("YT", (F, T), out_dtype)
+    release = _ring(k, 3)
+    exp = np.zeros((F, T), np.uint32)
+    ktiles = list(range(0, D, kl))
+    for f0 in range(0, F, TM):
+        fn = min(TM, F - f0)
+        bias = k.sbuf_tile(fn, 1, "fp32", f"bias{f0}")
+        k.load(bias, bt, f0, 0)
+        wts = []
+        for d0 in ktiles:                         # compressed weight tiles: pairs, by DMA
+            rows = min(kl, D - d0) * n // m
+            wt = k.sbuf_tile(rows, fn, "fp32", f"w{d0}_{f0}")
+            k.load(wt, vt, d0 * n // m, f0)
+            wts.append(wt)
+        for t0 in range(0, T, TN):
+            tn = min(TN, T - t0)
+            ps = k.psum_tile(fn, tn)
+            acc = None
+            for kk, d0 in enumerate(ktiles):
+                rows = wts[kk].parts
+                xtile = k.sbuf_tile(rows, tn, "fp32", f"x{d0}_{t0}")
+                k.load(xtile, xt, d0 * n // m, t0)
+                k.sparse_matmul(ps, wts[kk], xtile, pattern, "bf16", xf, accumulate=kk > 0)
+                release(xtile)
+                # expected: the golden.sparse chain of this K tile, accumulated as PSUM does
+                p0 = d0 * n // m
+                r = gs.matmul_sparse(Vc[p0:p0 + rows, f0:f0 + fn], Tg[p0:p0 + rows, f0:f0 + fn],
+                                     "bf16", pattern, Xq[d0:d0 + rows * m // n, t0:t0 + tn],
+                                     xf, cfg)
+                acc = r if acc is None else gt.psum_update(acc, r, True)
+            out = k.sbuf_tile(fn, tn, out_dtype, f"y{f0}_{t0}")
+            k.activation(out, ps, func, scale=1.0, bias_tile=bias)
+            k.store(yt, out, f0, t0)
+            release(out)
+            y = ga.activation(acc, func, np.uint32(ONE), b[f0:f0 + fn, None])
+            exp[f0:f0 + fn, t0:t0 + tn] = _encode(cfg, y, out_dtype)
+        for wt in wts:
+            k.free(wt)
+        release(bias)
+    k.output("YT", yt)
+    Wd = np.zeros_like(W)
+    for p in range(Vc.shape[0]):
+        Wd[(p // n) * m + Tg[p], np.arange(F)] = Vc[p]
+    x64, w64 = decode_f64(cfg, Xq, xf), decode_f64(cfg, Wd, "bf16")
+    z = w64.T @ x64 + b.view(np.float32).astype(np.float64)[:, None]
+    ref = ga.reference(func, z)
+    out_rel = 2.0 ** -cfg.fmt(out_dtype).man_bits if out_dtype != "fp32" else 2.0 ** -23
+    tol = (1.2 * (D + 2) * 2.0 ** -24 * (np.abs(w64).T @ np.abs(x64)
+                                         + np.abs(b.view(np.float32))[:, None])
+           + (out_rel + 2.0 ** -21) * np.abs(ref) + 1e-37)
+    return KernelCase("sparse_mlp", cfg, k.build(), {"YT": exp}, {"YT": ref}, {"YT": tol},
+                      {"YT": out_dtype}, flops=2 * D * F * T * n // m,
+                      info={"descriptors": 0, "values": Vc, "tags": Tg, "hw": True,
+                            "moving_format": xf})
 
 
 def random_inputs(cfg, name, seed=0, **sizes):

@@ -12,7 +12,8 @@ from golden.asm import parse_instr
 from rtl import isa
 from rtl.config import get_preset
 from rtl.core.sync_engine import E_AXI, E_DESC, SyncEngine
-from rtl.core.tensor_decode import E_AP_FORM, E_FLAGS, E_FORMAT, E_SHAPE, TensorDecoder
+from rtl.core.tensor_decode import (E_AP_FORM, E_FLAGS, E_FORMAT, E_SHAPE, E_SPARSE_TAG,
+                                   TensorDecoder)
 from rtl.tensor.layouts import OP_LOAD, OP_MATMUL, OP_TRANSPOSE, TensorLayouts
 
 CFG = get_preset("small")
@@ -73,7 +74,7 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
                 cmds.append({"op": c.cmd.op, "fmt": c.cmd.fmt, "k": c.cmd.k, "m": c.cmd.m,
                              "n": c.cmd.n, "bank": c.cmd.bank, "acc": c.cmd.acc,
                              "ap_count": c.ap.count, "ap_offset": c.ap.offset,
-                             "ap_esize": c.ap.esize})
+                             "ap_esize": c.ap.esize, "sp": c.cmd.sp if TL.sparse else 0})
                 queue.append(now)
             if ctx.get(dut.issue.valid) and ctx.get(dut.issue.ready):
                 fired = ctx.get(dut.cmd.valid) and ctx.get(dut.cmd.ready)
@@ -149,6 +150,67 @@ def test_every_check():
     assert out[0] == (0, out[0][1])
     for (t, want), (got, cmd) in zip(cases, out[1:]):
         assert got == want and cmd is None, (t, got, want)
+
+
+def test_sparse_flag_commands_and_checks():
+    """The sparse flag (docs/isa.md §6): an enabled sp_n:sp_m becomes the command's sp (its
+    index + 1); a sparse load reads (value, tag) pairs (esize one up: 2 bytes for fp8, 4 for
+    bf16), a sparse matmul 32-bit lanes (esize 2) whatever its dtype; a pattern the config
+    does not enable is E_SPARSE_TAG, a 32-bit sparse load E_FORMAT, mx still E_FLAGS."""
+    assert TL.sparse and "4:16" in CFG.sparsity and "2:4" in CFG.sparsity
+    sp416, sp24 = TL.sp_index("4:16"), TL.sp_index("2:4")
+    p = f"psum.fp32[0:{M}]@0x{BANK:x}{{1x6}}"
+    good = [f"load_stationary.sparse ap1=sbuf.fp8_e4m3[0:{K}]@0x20{{1x{M}}} sp_n=4 sp_m=16",
+            f"multiply_moving.sparse.acc ap0={p} ap1=sbuf.fp8_e4m3[0:{K}]@0x40{{1x6}} "
+            f"sp_n=4 sp_m=16",
+            f"load_stationary.sparse ap1=sbuf.bf16[0:{K}]@0x20{{1x{M}}} sp_n=2 sp_m=4",
+            f"multiply_moving.sparse ap0={p} ap1=sbuf.bf16[0:{K}]@0x40{{1x6}} sp_n=2 sp_m=4",
+            f"load_stationary ap1=sbuf.bf16[0:{K}]@0x20{{1x{M}}} sp_n=2 sp_m=4"]
+    out = run_decoder(good)
+    assert [s for s, _ in out] == [0] * 5
+    c = [cmd for _, cmd in out]
+    assert (c[0]["op"], c[0]["sp"], c[0]["ap_esize"], c[0]["m"]) == (OP_LOAD, sp416, 1, M)
+    assert (c[1]["op"], c[1]["sp"], c[1]["ap_esize"], c[1]["acc"]) == (OP_MATMUL, sp416, 2, 1)
+    assert (c[2]["sp"], c[2]["ap_esize"]) == (sp24, 2)
+    assert (c[3]["sp"], c[3]["ap_esize"]) == (sp24, 2)
+    assert (c[4]["sp"], c[4]["ap_esize"]) == (0, 1)         # no flag: dense, sp_n ignored
+    bad = [(f"load_stationary.sparse ap1=sbuf.bf16[0:{K}]@0x0{{1x{M}}} sp_n=3 sp_m=4",
+            E_SPARSE_TAG),
+           (f"load_stationary.sparse ap1=sbuf.bf16[0:{K}]@0x0{{1x{M}}} sp_n=4 sp_m=4",
+            E_SPARSE_TAG),
+           (f"load_stationary.sparse ap1=sbuf.fp32[0:{K}]@0x0{{1x{M}}} sp_n=2 sp_m=4", E_FORMAT),
+           (f"load_stationary.sparse ap1=sbuf.tf32[0:{K}]@0x0{{1x{M}}} sp_n=2 sp_m=4", E_FORMAT),
+           (f"load_stationary.sparse.mx ap1=sbuf.bf16[0:{K}]@0x0{{1x{M}}} sp_n=2 sp_m=4",
+            E_FLAGS),
+           (f"multiply_moving.sparse ap0={p} ap1=sbuf.fp8_e4m3[0:{K}]@0x40{{1x6}} sp_n=2 "
+            f"sp_m=16", E_SPARSE_TAG),
+           (f"multiply_moving.sparse ap0={p} ap1=sbuf.fp8_e4m3[0:{K}]@0x40{{1x7}} sp_n=4 "
+            f"sp_m=16", E_SHAPE)]
+    out = run_decoder([good[0]] + [t for t, _ in bad])
+    for (t, want), (got, cmd) in zip(bad, out[1:]):
+        assert got == want and cmd is None, (t, got, want)
+
+
+def test_sparse_flag_without_sparsity_hardware_is_e_flags():
+    cfg = CFG.replace(sparse_patterns=())
+    dut = TensorDecoder(cfg)
+    text = f"load_stationary.sparse ap1=sbuf.fp8_e4m3[0:{K}]@0x0{{1x{M}}} sp_n=4 sp_m=16"
+
+    async def bench(ctx):
+        ctx.set(dut.done.ready, 1)
+        ctx.set(dut.issue.payload.raw, _raw(text))
+        ctx.set(dut.issue.valid, 1)
+        for _ in range(20):
+            if ctx.get(dut.done.valid):
+                assert ctx.get(dut.done.payload.status) == E_FLAGS
+                assert not ctx.get(dut.cmd.valid)
+                return
+            await ctx.tick()
+        raise AssertionError("no completion")
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 def test_moving_rows_beyond_the_load_and_engine_errors():

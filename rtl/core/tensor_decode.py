@@ -17,10 +17,10 @@ from rtl.tensor.layouts import (ERR_FORMAT, ERR_OPCODE, ERR_PAIR, ERR_SHAPE, ERR
                                 OP_LOAD, OP_MATMUL, OP_TRANSPOSE)
 from rtl.tensor.sbuf_fed import SbufTensorEngine
 
-__all__ = ["TensorDecoder", "decode_ap", "E_FORMAT", "E_SHAPE", "E_FLAGS", "E_AP_FORM",
-           "ENGINE_STATUS"]
+__all__ = ["TensorDecoder", "decode_ap", "E_FORMAT", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG",
+           "E_AP_FORM", "ENGINE_STATUS", "sparse_load_formats"]
 
-E_FORMAT, E_SHAPE, E_FLAGS, E_AP_FORM = 0x02, 0x05, 0x06, 0x0F
+E_FORMAT, E_SHAPE, E_FLAGS, E_SPARSE_TAG, E_AP_FORM = 0x02, 0x05, 0x06, 0x07, 0x0F
 #: Engine error code -> status (docs/architecture.md §11.2).
 ENGINE_STATUS = {ERR_SHAPE: E_SHAPE, ERR_FORMAT: E_FORMAT, ERR_PAIR: E_FORMAT,
                  ERR_OPCODE: isa.E_OPCODE, ERR_SPARSE: 0x07}
@@ -36,6 +36,14 @@ def _esizes(cfg):
     """``{dtype name: AP esize}`` of every dtype an AP may address (``rtl.mem.ap.esize_of``)."""
     return {n: esize_of(E8M0 if n == "e8m0" else cfg.fmt(n))
             for n in isa.DTYPES if n not in _NO_ELEMENT}
+
+
+def sparse_load_formats(tl):
+    """Indices (into ``tl.pe_formats``) of the formats a sparse ``load_stationary`` takes: the
+    dense ones of 8 or 16 bits (a (value, tag) pair element is twice the format's size and
+    at most 4 bytes; docs/isa.md §6)."""
+    nd = len(tl.cfg.formats)
+    return tuple(i for i, f in enumerate(tl.pe_formats[:nd]) if f.width in (8, 16))
 
 
 def _ap_fields(raw, slot):
@@ -154,13 +162,38 @@ class TensorDecoder(wiring.Component):
         m.d.comb += [cmd.cmd.k.eq(src["count"]), cmd.cmd.bank.eq(bank),
                      cmd.cmd.acc.eq(flags[isa.FLAG_BITS["acc"]])]
 
+        # the sparse flag: sp_n:sp_m names an enabled pattern (cmd sp = its index + 1); a
+        # sparse load's elements are (value, tag) pairs twice the format's size, a sparse
+        # matmul's are 32-bit lanes of CR packed elements (docs/isa.md §6)
+        fb = isa.FLAG_BITS
+        sparse = flags[fb["sparse"]]
+        sp_ok = Signal()
+        sp_ld_fmt = Signal()
+        if tl.sparse:
+            sp_n = isa.imm_bits(raw, "load_stationary", "sp_n")
+            sp_m = isa.imm_bits(raw, "load_stationary", "sp_m")
+            for i, (pn, pm) in enumerate(tl.patterns):
+                with m.If((sp_n == pn) & (sp_m == pm)):
+                    m.d.comb += [sp_ok.eq(1), cmd.cmd.sp.eq(Mux(sparse, i + 1, 0))]
+            m.d.comb += sp_ld_fmt.eq(Cat(*[cmd.cmd.fmt == i for i in sparse_load_formats(tl)]
+                                         ).any())
+            wide16 = Cat(*[cmd.cmd.fmt == i for i in sparse_load_formats(tl)
+                           if tl.pe_formats[i].width == 16]).any()
+            with m.If(sparse & (opcode == op["load_stationary"].code)):
+                m.d.comb += cmd.ap.esize.eq(Mux(wide16, 2, 1))      # 2- or 4-byte pairs
+            with m.If(sparse & (opcode == op["multiply_moving"].code)):
+                m.d.comb += cmd.ap.esize.eq(2)                       # 32-bit lanes
+        ld_flags = (1 << fb["sparse"]) if tl.sparse else 0
+        mm_flags = (1 << fb["acc"]) | ld_flags
         status = Signal(8)
         with m.Switch(opcode):
             with m.Case(op["load_stationary"].code):
                 m.d.comb += [cmd.cmd.op.eq(OP_LOAD), cmd.cmd.m.eq(n_src)]
-                with m.If(flags != 0):
+                with m.If((flags & (0xFF & ~ld_flags)) != 0):
                     m.d.comb += status.eq(E_FLAGS)
-                with m.Elif(~esz_ok | ~fmt_ok):
+                with m.Elif(sparse & ~sp_ok):
+                    m.d.comb += status.eq(E_SPARSE_TAG)
+                with m.Elif(~esz_ok | ~fmt_ok | (sparse & ~sp_ld_fmt)):
                     m.d.comb += status.eq(E_FORMAT)
                 with m.Elif(~form_ok):
                     m.d.comb += status.eq(E_AP_FORM)
@@ -168,8 +201,10 @@ class TensorDecoder(wiring.Component):
                     m.d.comb += status.eq(E_SHAPE)
             with m.Case(op["multiply_moving"].code):
                 m.d.comb += [cmd.cmd.op.eq(OP_MATMUL), cmd.cmd.n.eq(n_src)]
-                with m.If((flags & (0xFF & ~(1 << isa.FLAG_BITS["acc"]))) != 0):
+                with m.If((flags & (0xFF & ~mm_flags)) != 0):
                     m.d.comb += status.eq(E_FLAGS)
+                with m.Elif(sparse & ~sp_ok):
+                    m.d.comb += status.eq(E_SPARSE_TAG)
                 with m.Elif(~esz_ok | ~fmt_ok):
                     m.d.comb += status.eq(E_FORMAT)
                 with m.Elif(~form_ok):

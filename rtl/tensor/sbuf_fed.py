@@ -38,6 +38,11 @@ class SbufTensorEngine(wiring.Component):
       elements); element j of partition k is S[k, j] (lane k = partition k).
     * ``OP_MATMUL``: the AP walks the moving operand, one element per moving column n
       (``n`` elements); element n of partition k is X[k, n].
+    * A sparse ``OP_LOAD`` (``sp != 0``): each element is a (value, tag) pair of twice the
+      weight format's size (the decoder sets the AP's element size): the code in the low 8
+      (8-bit format) or 16 bits, the tag in the next ``tl.tag_bits`` bits. A 3-bit flag per
+      command (feed, sparse, 16-bit half) steers the split; no extra reader or port. A sparse
+      ``OP_MATMUL`` element is a 32-bit lane of packed moving elements, taken whole.
     * ``OP_TRANSPOSE``, ``OP_READ``: the AP is ignored.
 
     Each element arrives right-aligned in its partition's 32-bit lane (``APReader``) and the
@@ -179,7 +184,9 @@ class SbufTensorEngine(wiring.Component):
                 width=len(c.ap.as_value()), depth=2)
             m.submodules[f"{name}_ver"] = ver = fifo.SyncFIFO(width=ver_layout.size,
                                                                depth=QUEUE)
-            m.submodules[f"{name}_flag"] = flag = fifo.SyncFIFO(width=1, depth=QUEUE)
+            # per command: feed (1) or discard (0); a sparse load also its pair half (below)
+            fw = 3 if (name == "st" and tl.sparse) else 1
+            m.submodules[f"{name}_flag"] = flag = fifo.SyncFIFO(width=fw, depth=QUEUE)
             apqs[name], vers[name], flags[name] = apq, ver, flag
             m.d.comb += [
                 rd.i.payload.eq(apq.r_data), rd.i.valid.eq(apq.r_rdy),
@@ -197,10 +204,19 @@ class SbufTensorEngine(wiring.Component):
             ]
             # the whole lane: a dense element is zero-extended by the reader, and a sparse
             # moving beat is CR elements packed in the partition's 32-bit lane (layouts.py).
-            # Stationary tags are not fed from SBUF yet: a sparse load through this block
-            # carries zero tags, which the engine rejects (ERR_SPARSE, duplicate positions).
+            # A sparse load's element is a (value, tag) pair twice the format's size: the
+            # value's code in the low half, its tag in the low tag_bits of the high half
+            # (``half`` = 8 for an 8-bit format, 16 for a 16-bit one; docs/isa.md §6).
+            sp_ld = flag.r_data[1] if fw > 1 else None
+            h16 = flag.r_data[2] if fw > 1 else None
             for k in range(cfg.pe_rows):
-                m.d.comb += dst.payload.codes[k].eq(o.payload.data[k][:tl.lane_width])
+                d = o.payload.data[k]
+                code = d[:tl.lane_width]
+                if sp_ld is not None:
+                    code = Mux(sp_ld, Mux(h16, d[:16], d[:8]), code)
+                    m.d.comb += dst.payload.tags[k].eq(
+                        Mux(h16, d[16:16 + tl.tag_bits], d[8:8 + tl.tag_bits]))
+                m.d.comb += dst.payload.codes[k].eq(code)
 
         need_st, need_mv = is_ld, is_mm
         room = cq.w_rdy & ~(need_st & ~apqs["st"].w_rdy) & ~(need_mv & ~apqs["mv"].w_rdy)
@@ -215,6 +231,14 @@ class SbufTensorEngine(wiring.Component):
 
         # --- dispatch: the queue head enters the engine once its AP was accepted -------------
         head = data.View(src_layout, cq.r_data)
+        # a sparse load's pair half: 16 for a format wider than 8 bits (the decoder admits
+        # only 8- and 16-bit formats to a sparse load)
+        wide_half = [i for i, f in enumerate(tl.pe_formats) if f.width > 8]
+
+        def pair_of(name):
+            if name != "st" or not tl.sparse:
+                return ()
+            return (head.cmd.sp != 0, Cat(*[head.cmd.fmt == i for i in wide_half]).any())
         m.d.comb += eng.cmd.payload.eq(head.cmd)
         new_err = Signal()
         new_code = Signal(8)
@@ -235,7 +259,7 @@ class SbufTensorEngine(wiring.Component):
                                 cq.r_en.eq(flag.w_rdy & eng.cmd.ready),
                                 ver.r_en.eq(flag.w_rdy & eng.cmd.ready),
                                 flag.w_en.eq(flag.w_rdy & eng.cmd.ready),
-                                flag.w_data.eq(~eng.cmd_reject),
+                                flag.w_data.eq(Cat(~eng.cmd_reject, *pair_of(name))),
                                 self.disp.eq(flag.w_rdy & eng.cmd.ready),
                             ]
                         with m.Elif(ver.r_rdy):            # AP rejected: drop the command

@@ -130,6 +130,10 @@ def fed_program(cfg, prog, rng, *, st_bank=0, mv_bank=1):
         if op in (OP_LOAD, OP_MATMUL):
             count = int(c.m) if op == OP_LOAD else int(c.n)
             w = ELEM_BYTES[tl.pe_formats[int(c.fmt)].name]
+            sp = int(c.sp) if tl.sparse else 0
+            fw = w                      # a format's element bytes (pair half of a sparse load)
+            if sp:                      # sparse: (value, tag) pairs / 32-bit packed lanes
+                w = 2 * w if op == OP_LOAD else 4
             bank = st_bank if op == OP_LOAD else mv_bank
             style = str(rng.choice(["contiguous", "reversed", "strided", "2d"]))
             dims, off0, used = _pattern(rng, count, w, 0, style)
@@ -143,6 +147,10 @@ def fed_program(cfg, prog, rng, *, st_bank=0, mv_bank=1):
             for a, beat in zip(addresses(ap).tolist(), beats):
                 for k in range(cfg.pe_rows):
                     code = (beat >> (k * W)) & ((1 << W) - 1)
+                    if sp and op == OP_LOAD:
+                        tb_ = tl.tag_bits
+                        tag = (beat >> (tl.lanes_in.size + k * tb_)) & ((1 << tb_) - 1)
+                        code |= tag << (8 * fw)
                     image[k, a:a + w] = np.frombuffer(int(code).to_bytes(w, "little"), np.uint8)
         else:
             ap = None

@@ -17,7 +17,8 @@ from golden import dma as gdma
 from golden.asm import assemble
 from golden.isasim import (E_AP_ALIGN, E_AP_FORM, E_AP_RANGE, E_AXI, E_DESC,
                            E_QUEUE,
-                           E_FLAGS, E_FORMAT, E_OPCODE, E_SEM, E_SHAPE, E_TIMEOUT, IsaSim,
+                           E_FLAGS, E_FORMAT, E_OPCODE, E_SEM, E_SHAPE, E_SPARSE_TAG, E_TIMEOUT,
+                           IsaSim,
                            Timing, find_races, pe_latency, register_op)
 from golden.tensor import matmul, psum_update, transpose
 from rtl.config import DEFAULT, SMALL
@@ -267,8 +268,21 @@ ERROR_CASES = [
      E_TIMEOUT, "pe", 1, 2),
     # tensor engine (rtl/core/tensor_decode.py): the decoder's static checks, the reader's AP
     # codes and the engine's own (after the AP was accepted) all report ERR_INFO 0
-    ("sparse_flag", {"pe": "load_stationary.sparse ap1=sbuf.bf16[0:4]@0x0{1x4} sp_n=2 sp_m=4"},
-     E_FLAGS, "pe", 0, 0),
+    ("sparse_pattern_not_enabled",
+     {"pe": "load_stationary.sparse ap1=sbuf.bf16[0:4]@0x0{1x4} sp_n=3 sp_m=4"},
+     E_SPARSE_TAG, "pe", 0, 0),
+    ("sparse_fp32_weights",
+     {"pe": "load_stationary.sparse ap1=sbuf.fp32[0:4]@0x0{1x4} sp_n=2 sp_m=4"},
+     E_FORMAT, "pe", 0, 0),
+    ("sparse_partial_group",
+     {"pe": "load_stationary.sparse ap1=sbuf.fp8_e4m3[0:2]@0x0{1x4} sp_n=4 sp_m=16"},
+     E_SHAPE, "pe", 0, 0),
+    ("sparse_duplicate_tags",      # SBUF is zero: every tag 0, the 2 of a group collide
+     {"pe": "load_stationary.sparse ap1=sbuf.bf16[0:4]@0x0{1x4} sp_n=2 sp_m=4"},
+     E_SPARSE_TAG, "pe", 0, 0),
+    ("sparse_pair_ap_range",       # 4-byte pairs: the 4 elements end past the partition
+     {"pe": "load_stationary.sparse ap1=sbuf.bf16[0:4]@0xff4{1x4} sp_n=2 sp_m=4"},
+     E_AP_RANGE, "pe", 0, 0),
     ("acc_flag_on_load", {"pe": "nop\nload_stationary.mx ap1=sbuf.bf16[0:4]@0x0{1x4}"},
      E_FLAGS, "pe", 1, 0),
     ("format_e8m0_weights", {"pe": "load_stationary ap1=sbuf.e8m0[0:4]@0x0{1x4}"},

@@ -168,7 +168,7 @@ def _tensor_instr(r):
     src = isa.APEnc(mem=r.choice([1, 1, 1, 2]), start=r.choice([0, 0, 0, 1]),
                     count=r.choice([1, 2, K, K, K + 1]),
                     dtype=r.choice(["bf16", "bf16", "fp32", "e8m0", "fp4_e2m1", "fp8_e4m3",
-                                    "reserved11"]),
+                                    "fp16", "tf32", "reserved11"]),
                     offset=r.choice([0, 0x40, 0xff8, 1]),
                     dims=r.choice([((1, n),), ((1, 2), (1, 2)), ((1, 2), (0, 0), (1, 2)),
                                    ((1, M),), ((1, 4), (1, 1), (1, 1))]))
@@ -181,7 +181,10 @@ def _tensor_instr(r):
     flags = frozenset(f for f in isa.OPS_BY_NAME[op].flags if r.random() < 0.2)
     aps = {"load_stationary": {"ap1": src}, "multiply_moving": {"ap0": psum, "ap1": src},
            "transpose": {"ap0": psum}}[op]
-    return isa.Instr(op=op, flags=flags, aps=aps)
+    imm = {}
+    if op != "transpose":       # the N:M pattern: enabled ones, one that is not, none
+        imm = dict(zip(("sp_n", "sp_m"), r.choice([(4, 16), (2, 4), (1, 2), (3, 4), (0, 0)])))
+    return isa.Instr(op=op, flags=flags, aps=aps, imm=imm)
 
 
 def test_tensor_decoder_static_checks_match_the_golden():
@@ -189,7 +192,7 @@ def test_tensor_decoder_static_checks_match_the_golden():
     from golden.asm import parse_instr
     good = parse_instr(f"load_stationary ap1=sbuf.bf16[0:{CFG.pe_rows}]@0x0"
                        f"{{1x{CFG.pe_cols}}}")
-    cases = [_tensor_instr(r) for _ in range(60)]
+    cases = [_tensor_instr(r) for _ in range(100)]
     dut = TensorDecoder(CFG)
     res = []
 
@@ -236,4 +239,5 @@ def test_tensor_decoder_static_checks_match_the_golden():
         else:
             assert static and (status, info) == (err.code, 0), (ins, err, status)
             kinds.add(err.name)
-    assert {"issued", "E_SHAPE", "E_FORMAT", "E_FLAGS", "E_AP_FORM"} <= kinds, kinds
+    assert {"issued", "E_SHAPE", "E_FORMAT", "E_FLAGS", "E_AP_FORM", "E_SPARSE_TAG"} <= kinds, \
+        kinds

@@ -153,3 +153,47 @@ def test_gemm_kernel_defers_stores_and_stays_bit_exact():
              if i.wait is not None and i.wait[0] == 0}
     posts = sum(i.post is not None for i in pe)
     assert waits == set(range(1, posts + 1)) and (M // C) * (Nn // N) <= posts < len(pe) // 2
+
+
+@pytest.mark.parametrize("hw", [True, False])
+def test_sparse_mlp_both_paths(hw):
+    """The 4:16 sparse MLP on the tensor engine's sparse mode (weights compressed in SBUF,
+    ``load_stationary.sparse`` / ``multiply_moving.sparse``) and on the DMA-decompression
+    path: bit-exact against their golden.sparse / golden.tensor compositions, no race."""
+    from golden.kernels import sparse_mlp
+    assert "4:16" in SMALL.sparsity
+    case = sparse_mlp(SMALL, *random_inputs(SMALL, "sparse_mlp", seed=12), hw=hw)
+    sim, _ = _check(case)
+    text = case.kp.listing["pe"]
+    lines = text.splitlines()
+    n_ld = sum(ln.startswith("load_stationary") and "sparse" in ln.split()[0] for ln in lines)
+    n_mm = sum(ln.startswith("multiply_moving") and "sparse" in ln.split()[0] for ln in lines)
+    if hw:
+        assert case.info["hw"] and case.info["moving_format"] == "fp8_e4m3"
+        D, F = case.info["values"].shape[0] * 4, case.info["values"].shape[1]
+        ktiles, fblocks = D // (SMALL.pe_rows * 4), -(-F // SMALL.pe_cols)
+        assert n_ld == ktiles * fblocks
+        assert n_mm == sum(ln.startswith("multiply_moving") for ln in lines) >= n_ld
+    else:
+        assert case.info["descriptors"] > 0 and n_ld == n_mm == 0
+
+
+def test_sparse_mlp_hw_catches_a_wrong_tag():
+    """The hardware path's expected output does not come from the simulator: flip one tag
+    in DRAM (a valid, different position) and the check fails."""
+    from golden.kernels import sparse_mlp
+    case = sparse_mlp(SMALL, *random_inputs(SMALL, "sparse_mlp", seed=13), hw=True)
+    v = case.kp.tensors["VT"]
+    img = case.kp.dram
+    word = int.from_bytes(bytes(img[v.addr:v.addr + 4]), "little")
+    tags = case.info["tags"]
+    t = int(tags[0, 0])
+    others = set(range(16)) - set(int(x) for x in tags[0:4, 0])
+    new = min(others)
+    assert new != t
+    word = (word & 0xFFFF) | (new << 16)
+    img[v.addr:v.addr + 4] = word.to_bytes(4, "little")
+    sim = IsaSim(SMALL, dram_bytes=img)
+    assert sim.run(case.kp.programs) is None
+    bad, _ = case.check(case.kp.read_outputs(sim))["YT"]
+    assert bad > 0
