@@ -444,6 +444,27 @@ def layer_norm(cfg, X, gamma, beta, *, eps=2.0 ** -16, out_dtype="fp32", dram_by
 
 # --- 4:16 sparse MLP ----------------------------------------------------------------------------
 
+def _compress_tiles(cfg, scfg, W, pattern):
+    """``(values, tags)`` [D n/m, F] of the bf16 weights ``W`` [D, F] pruned N:M by
+    ``golden.sparse.compress`` per tile: ``pe_cols`` columns by the logical rows of one K tile
+    (``pe_rows * m / n``, whole groups of m), the tile limit of ``compress`` (``scfg``: the
+    config it is given)."""
+    from golden import sparse as gs
+    n, m = gs.pattern_params(pattern, scfg)
+    D, F = W.shape
+    TM = cfg.pe_cols
+    kl = (cfg.pe_rows * m // n) // m * m
+    Vc = np.zeros((D * n // m, F), np.uint32)
+    Tg = np.zeros((D * n // m, F), np.uint32)
+    for f0 in range(0, F, TM):
+        for d0 in range(0, D, kl):
+            dn = min(kl, D - d0)
+            v_, t_ = gs.compress(W[d0:d0 + dn, f0:f0 + TM], "bf16", pattern, scfg)
+            Vc[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = v_
+            Tg[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = t_
+    return Vc, Tg
+
+
 def sparse_mlp(cfg, XT, W, b, *, pattern="4:16", func="gelu", out_dtype="bf16",
                dram_bytes=1 << 20, hw=None):
     """:func:`mlp` with ``W [D, F]`` pruned N:M along D (``golden.sparse.compress``, by
@@ -479,16 +500,8 @@ def sparse_mlp(cfg, XT, W, b, *, pattern="4:16", func="gelu", out_dtype="bf16",
         raise ValueError(f"sparse_mlp XT [D, T], W [D, F], b [F] must agree with D a multiple "
                          f"of m = {m}, not {XT.shape}, {W.shape}, {b.shape}")
     TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
-    # compress per column block (compress takes at most pe_cols columns, pe_rows * m / n rows)
-    kl = (cfg.pe_rows * m // n) // m * m
-    Vc = np.zeros((D * n // m, F), np.uint32)
-    Tg = np.zeros((D * n // m, F), np.uint32)
-    for f0 in range(0, F, TM):
-        for d0 in range(0, D, kl):
-            dn = min(kl, D - d0)
-            v_, t_ = gs.compress(W[d0:d0 + dn, f0:f0 + TM], "bf16", pattern, scfg)
-            Vc[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = v_
-            Tg[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = t_
+    Vc, Tg = _compress_tiles(cfg, scfg, W, pattern)
+    kl = (cfg.pe_rows * m // n) // m * m          # logical rows per K tile
     Wd = np.zeros_like(W)
     for kp in range(Vc.shape[0]):
         g = kp // n
@@ -580,14 +593,7 @@ def _sparse_mlp_hw(cfg, XT, W, b, pattern, func, out_dtype, dram_bytes):
     TM, TN = cfg.pe_cols, cfg.psum_bank_fp32
     kl = (cfg.pe_rows * m // n) // m * m          # logical rows per K tile
     # the host: compress W per tile (golden.sparse), round X to the moving format, pack lanes
-    Vc = np.zeros((D * n // m, F), np.uint32)
-    Tg = np.zeros((D * n // m, F), np.uint32)
-    for f0 in range(0, F, TM):
-        for d0 in range(0, D, kl):
-            dn = min(kl, D - d0)
-            v_, t_ = gs.compress(W[d0:d0 + dn, f0:f0 + TM], "bf16", pattern, cfg)
-            Vc[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = v_
-            Tg[d0 * n // m:(d0 + dn) * n // m, f0:f0 + TM] = t_
+    Vc, Tg = _compress_tiles(cfg, cfg, W, pattern)
     Xq = XT if xf == "bf16" else np.asarray(convert_rne_bits(XT << np.uint32(16),
                                                              cfg.fmt(xf)), np.uint32)
     lanes = gs.moving_lanes(Xq, xf, pattern, cfg)                   # [D n/m, T]
