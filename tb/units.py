@@ -69,6 +69,7 @@ def variant(unit, params=None):
 def sim(unit, cfg, params=None, **kw):
     """A (cached) Verilator build of the unit in a :class:`~tb.harness.VectorHarness`."""
     top = VectorHarness(dut(unit, cfg, params), depth=(params or {}).get("depth", DEPTH))
+    kw.setdefault("public_depth", 1)  # the harness top holds the memories cocotb loads
     return SimBuild(top, unit=f"fp_{unit}", cfg=cfg, variant=variant(unit, params), **kw)
 
 

@@ -12,6 +12,7 @@ from tb.runner import SimBuild
 def test_harness_streams_in_order(cfg, seed, latency):
     depth = 64
     top = VectorHarness(AffinePipeline(width=16, latency=latency), depth=depth)
-    sim = SimBuild(top, unit="harness_selftest", cfg=cfg, variant={"latency": latency})
+    sim = SimBuild(top, unit="harness_selftest", cfg=cfg, variant={"latency": latency},
+                   public_depth=1)
     sim.run("tb.tb_harness_selftest", params={"seed": seed, "width": 16, "depth": depth,
                                               "count": 150})

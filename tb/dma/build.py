@@ -18,6 +18,7 @@ def dma_sim(cfg, *, sbuf_latency=SBUF_LATENCY, desc_depth=DESC_DEPTH) -> SimBuil
     """A (cached) Verilator build of :class:`~tb.dma.harness.DMAHarness`."""
     variant = {"sbuf_latency": sbuf_latency, "desc_depth": desc_depth}
     top = DMAHarness(cfg, sbuf_latency=sbuf_latency, desc_depth=desc_depth)
-    sim = SimBuild(top, unit="dma", cfg=cfg, variant=variant)
+    # cocotb loads the top's sbuf_mem and watches the engine's AXI ports (dut.dut.axi__*)
+    sim = SimBuild(top, unit="dma", cfg=cfg, variant=variant, public_depth=2)
     sim.variant = variant
     return sim

@@ -20,4 +20,5 @@ def scalar_sim(cfg) -> SimBuild:
     """A (cached) Verilator build of :class:`~tb.scalar.harness.ScalarHarness`."""
     design = Design(top=ScalarHarness(cfg), modules=leaf_modules(cfg),
                     pragmas=leaf_pragmas(cfg))
-    return SimBuild(design, unit="scalar_engine", cfg=cfg, build_args=SCALAR_BUILD_ARGS)
+    return SimBuild(design, unit="scalar_engine", cfg=cfg, build_args=SCALAR_BUILD_ARGS,
+                    public_depth=2)  # cocotb loads sbuf.bank<n>, psum.bank<n>

@@ -74,4 +74,5 @@ class VecTop(wiring.Component):
 
 def vector_sim(cfg) -> SimBuild:
     """A (cached) Verilator build of :class:`VecTop` for ``cfg``."""
-    return SimBuild(VecTop(cfg), unit="vector", cfg=cfg, build_args=VECTOR_BUILD_ARGS)
+    return SimBuild(VecTop(cfg), unit="vector", cfg=cfg, build_args=VECTOR_BUILD_ARGS,
+                    public_depth=1)
