@@ -55,8 +55,10 @@ class NeuronCore(wiring.Component):
     ----------
     cfg : CoreConfig
     use_instances : bool
-        PEs as ``Instance`` of one converted module (synthesis/Verilator) or as submodules
-        (amaranth.sim).
+        The PEs, the vector engine's lane ALUs and the scalar engine's per-lane function
+        units as ``Instance`` of one
+        converted module each (synthesis/Verilator: :func:`tb.core.build.core_design` adds
+        the modules) or as submodules (amaranth.sim).
 
     Members
     -------
@@ -118,11 +120,11 @@ class NeuronCore(wiring.Component):
         dmas = [DMAEngine(cfg, timeout=None, engine=k) for k in range(n_dma)]
         for i, d in enumerate(dmas):
             m.submodules[f"dma{i}"] = soft(d)
-        vec = VectorEngine(cfg)
+        vec = VectorEngine(cfg, use_instances=self.use_instances)
         m.submodules.vector = soft(vec)
         vdec = VectorDecoder(cfg)
         m.submodules.vector_decode = soft(vdec)
-        act = ScalarEngine(cfg)
+        act = ScalarEngine(cfg, use_instances=self.use_instances)
         m.submodules.scalar = soft(act)
         sdec = ScalarDecoder(cfg)
         m.submodules.scalar_decode = soft(sdec)

@@ -3,8 +3,7 @@
 over SBUF and PSUM access patterns, P function-unit lanes (docs/scalar.md §7; contract
 ``golden.activation.execute``)."""
 
-from amaranth.hdl import (Cat, ClockSignal, Const, Instance, Module, Mux, ResetSignal, Signal,
-                          signed)
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,6 +14,7 @@ from rtl.fp.convert import ConvertFromFP32
 from rtl.fp.fma import FMA
 from rtl.fp.pipe import delay
 from rtl.fp.widen import WidenToFP32
+from rtl.leaf import Leaf
 from rtl.mem.apport import APReader, APWriter
 from rtl.mem.port import LANE_BITS, PSUM, SBUF, RowPort
 from rtl.scalar.function import FunctionUnit, table_write_layout
@@ -329,16 +329,11 @@ class ScalarEngine(wiring.Component):
                                                 Mux(slot_w, bi_r[1][p], bi_r[0][p]),
                                                 cf(slot_w, "bias")))]
             fu_y = Signal(32, name=f"fu_y{p}")
-            if self.use_instances:
-                m.submodules[f"fu{p}"] = Instance(
-                    fu_module_name(cfg), i_clk=ClockSignal(), i_rst=ResetSignal(),
-                    i_i__valid=1, i_i__payload=pre.o.payload.result, i_tw__valid=tw_v,
-                    i_tw__payload=twp.as_value(), o_o__payload=fu_y)
-            else:
-                fu = FunctionUnit(cfg)
-                m.submodules[f"fu{p}"] = fu
-                m.d.comb += [fu.i.valid.eq(1), fu.i.payload.x.eq(pre.o.payload.result),
-                             fu.tw.valid.eq(tw_v), fu.tw.payload.eq(twp), fu_y.eq(fu.o.payload.y)]
+            fu = (Leaf(FunctionUnit.Signature(cfg), fu_module_name(cfg)) if self.use_instances
+                  else FunctionUnit(cfg))
+            m.submodules[f"fu{p}"] = fu
+            m.d.comb += [fu.i.valid.eq(1), fu.i.payload.x.eq(pre.o.payload.result),
+                         fu.tw.valid.eq(tw_v), fu.tw.payload.eq(twp), fu_y.eq(fu.o.payload.y)]
             y = Mux(cf(slot_a, "act"), fu_y,
                     delay(m, pre.o.payload.result, fu_lat, name=f"copy{p}"))
             add = FP32Adder(adder_cfg)

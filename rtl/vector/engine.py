@@ -53,6 +53,10 @@ class VectorEngine(wiring.Component):
     cfg : CoreConfig
     sbuf_latency, psum_latency : int
         Memory read latencies (both 1 for ``rtl/mem/sbuf.py`` and ``rtl/tensor/psum.py``).
+    use_instances : bool
+        The lanes' ALUs as ``Instance`` of one converted :class:`~rtl.vector.alu.LaneALU`
+        (Verilator, yosys; :func:`~rtl.vector.fu.leaf_modules` names the module) or as
+        submodules (amaranth.sim).
 
     Members
     -------
@@ -83,16 +87,17 @@ class VectorEngine(wiring.Component):
                 members[n] = Out(RowPort.Signature(cfg, SBUF if n.startswith("sbuf") else PSUM))
             super().__init__(members)
 
-    def __init__(self, cfg: CoreConfig, *, sbuf_latency=1, psum_latency=1):
+    def __init__(self, cfg: CoreConfig, *, sbuf_latency=1, psum_latency=1, use_instances=False):
         super().__init__(self.Signature(cfg, sbuf_latency=sbuf_latency,
                                         psum_latency=psum_latency))
         self.cfg = cfg
+        self.use_instances = use_instances
         self._lat = dict(sbuf_latency=sbuf_latency, psum_latency=psum_latency)
 
     def elaborate(self, platform):
         m = Module()
         cfg, sig = self.cfg, self.signature
-        m.submodules.fu = fu = VectorFU(cfg)
+        m.submodules.fu = fu = VectorFU(cfg, use_instances=self.use_instances)
         m.submodules.frame = fr = LanesFrame(cfg, fu_latency=fu.signature.latency, **self._lat)
         for n in PORT_NAMES:
             wiring.connect(m, getattr(fr, n), wiring.flipped(getattr(self, n)))

@@ -12,13 +12,27 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
 from rtl.fp.pipe import delay
+from rtl.leaf import Leaf
+from rtl.tensor.layouts import config_tag
 from rtl.vector.alu import ALU_FMA, LaneALU
 from rtl.vector.frame import fu_in_layout, fu_out_layout
 from rtl.vector.isa import (ALU_ADD, ALU_EQ, ALU_GE, ALU_GT, ALU_LE, ALU_LT, ALU_MAX, ALU_MIN,
                             ALU_MUL, ALU_NE, BN_AGGR_N, BN_RCP_MAGIC, BN_NEWTON_STEPS,
                             BN_STATS_N, IOTA_BITS, MAX8_K, transpose_block)
 
-__all__ = ["VectorFU", "ctl_layout", "u24_to_fp32", "bn_programs"]
+__all__ = ["VectorFU", "ctl_layout", "u24_to_fp32", "bn_programs", "alu_module_name",
+           "leaf_modules"]
+
+
+def alu_module_name(cfg):
+    """Verilog module name of the separately converted :class:`~rtl.vector.alu.LaneALU`."""
+    return f"nc_vecalu_{config_tag(cfg)}"
+
+
+def leaf_modules(cfg):
+    """``{Verilog module name: component}`` a :class:`VectorFU` built with
+    ``use_instances=True`` instantiates by name (the lane ALU, converted once)."""
+    return {alu_module_name(cfg): LaneALU(cfg)}
 
 _ONE = 0x3F800000
 
@@ -142,9 +156,10 @@ class VectorFU(wiring.Component):
                 "busy": Out(1),
             })
 
-    def __init__(self, cfg: CoreConfig):
+    def __init__(self, cfg: CoreConfig, *, use_instances=False):
         super().__init__(self.Signature(cfg))
         self.cfg = cfg
+        self.use_instances = use_instances
 
     def elaborate(self, platform):
         m = Module()
@@ -309,8 +324,11 @@ class VectorFU(wiring.Component):
         # --- per lane -----------------------------------------------------------------------
         tbufs, outs = [], []
         for p in range(P):
-            a0 = LaneALU(self.cfg)
-            a1 = LaneALU(self.cfg)
+            if self.use_instances:
+                a0, a1 = (Leaf(LaneALU.Signature(self.cfg), alu_module_name(self.cfg))
+                          for _ in range(2))
+            else:
+                a0, a1 = LaneALU(self.cfg), LaneALU(self.cfg)
             m.submodules[f"alu0_{p}"] = a0
             m.submodules[f"alu1_{p}"] = a1
             prev = Signal(32, name=f"scan{p}")       # scan: the previous result

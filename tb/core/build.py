@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from rtl.core.neuroncore import NeuronCore
 from rtl.emit import Design
-from rtl.tensor.engine import leaf_modules, leaf_pragmas
+from rtl.scalar import engine as scalar_engine
+from rtl.tensor import engine as tensor_engine
+from rtl.vector import fu as vector_fu
 from tb.runner import SimBuild
 
 __all__ = ["core_design", "core_sim", "integration_cfg"]
@@ -22,8 +24,15 @@ def integration_cfg(cfg):
 
 
 def core_design(cfg):
-    """The core with its PE modules converted once and instantiated by name."""
-    return Design(top=NeuronCore(cfg), modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
+    """The core with its PE modules, the vector engine's lane ALU and the scalar engine's
+    function unit converted once each and instantiated by name. Every leaf is a
+    ``no_inline_module``: Verilator compiles one C++ class per leaf, shared by all its
+    instances (the scalar function units alone were half of the core's Verilog when each
+    lane had its own copy)."""
+    modules = {**tensor_engine.leaf_modules(cfg), **scalar_engine.leaf_modules(cfg),
+               **vector_fu.leaf_modules(cfg)}
+    return Design(top=NeuronCore(cfg), modules=modules,
+                  pragmas={name: "no_inline_module" for name in modules})
 
 
 #: The core's C++ is compiled without optimization: its build (megabytes of generated C++)
@@ -35,6 +44,8 @@ CORE_BUILD_ARGS = ("-CFLAGS", "-O0")
 def core_sim(cfg, *, waves=False, optimize=False) -> SimBuild:
     """A (cached) Verilator build of the core; ``optimize`` compiles the C++ at the default
     ``-O3`` of the fast build (a separate build: several times longer to build, faster to run,
-    for long benchmarks)."""
+    for long benchmarks). The core's testbenches use only its ports, so only the top module is
+    visible to cocotb (``public_depth=1``: 17 times faster, see :class:`~tb.runner.SimBuild`)."""
     return SimBuild(core_design(cfg), unit="core_opt" if optimize else "core", cfg=cfg,
-                    waves=waves, build_args=() if optimize else CORE_BUILD_ARGS)
+                    waves=waves, public_depth=1,
+                    build_args=() if optimize else CORE_BUILD_ARGS)
