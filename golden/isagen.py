@@ -31,7 +31,7 @@ from golden import dma as gdma
 from golden.ap import ELEM_BYTES
 from golden.kernel import Kernel, KernelProgram
 from rtl.config import CoreConfig, check_config
-from rtl.isa import APEnc, Instr
+from rtl.isa import INSTR_BYTES, APEnc, Instr
 
 __all__ = ["RandomProgram", "random_program", "GEN_ENGINES", "VECTOR_OPS"]
 
@@ -298,7 +298,11 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
         rb = region_bytes
     drb = P * rb                                       # DRAM region bytes
     if dram_bytes is None:
-        dram_bytes = _REGIONS * drb * (2 if dump else 1) + 64 * n_ops + 4096 + 8 * P * rb
+        # the instruction queues (placed after the tensors): about 2.5 instructions of
+        # INSTR_BYTES per operation measured, each engine's ring rounded up to a power of two
+        queues = 2 * INSTR_BYTES * (2 * n_ops + 8 * len(engines))
+        dram_bytes = (_REGIONS * drb * (2 if dump else 1) + 64 * n_ops + 4096 + 8 * P * rb
+                      + queues)
     k = Kernel(cfg, dram_bytes=dram_bytes)
     data = k.dram_tensor("regions", (_REGIONS, drb), "e8m0",
                          data=np.frombuffer(random.Random(seed ^ 0x5A5A).randbytes(

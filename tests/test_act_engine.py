@@ -238,3 +238,34 @@ def test_engine_table_load(rig, seed):
            run[1]]
     st = check(rig, None, ins, sb)
     assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, 0, 0, 0, 0], st
+
+
+def test_engine_sr_steps_the_prng_only_when_converting(rig, seed):
+    """Stochastic rounding into FP32 writes the value unchanged and does not step the lanes'
+    PRNG (docs/number-formats.md: one step per element converted): an SR activation into BF16
+    after one into FP32 rounds with the generator's first words. The whole-core 10^5-instruction
+    run found the engine stepping it for FP32 destinations too."""
+    from golden.prng import XorWowLanes
+    rng = np.random.default_rng(seed)
+    sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
+    sb[:, 0:96] = rng.uniform(-3, 3, (P, 24)).astype(np.float32).view(np.uint8)
+    tanh = FUNCTION_IDS["tanh"]
+    src = AP(memory=SBUF, num_partitions=P, dims=((1, 24),))
+    ins = [ActInstr(func=tanh, src=src, sr=True,
+                    dst=AP(memory=SBUF, num_partitions=P, offset=1200, dims=((1, 24),))),
+           ActInstr(func=tanh, src=src, sr=True, dst_dtype=2,
+                    dst=AP(memory=SBUF, num_partitions=P, offset=1400, elem_bytes=2,
+                           dims=((1, 24),)))]
+    r, bench = rig
+    st, sb_out, _ = run_program(bench, r, table_image(table("tanh"), CFG), ins, sb)
+    prng = XorWowLanes(CFG.sr_seed, P)
+    mems = {SBUF: sb.copy(), PSUM: np.zeros((P, CFG.psum_bytes_per_partition), np.uint8)}
+    acc = np.zeros(P, np.uint32)
+    for a in ins:
+        n = a.src.count
+        rand = (np.zeros((P, n), np.uint32) if a.dst_dtype == 0
+                else np.ascontiguousarray(prng.next_n(n).T))
+        assert execute(CFG, a, mems, acc, rand=rand, loaded="tanh") == 0
+    assert st == [0, 0], st
+    bad = np.argwhere(mems[SBUF] != sb_out)
+    assert not len(bad), f"seed={seed}: {len(bad)} SBUF bytes differ, first {bad[:4]}"

@@ -349,7 +349,9 @@ class ScalarEngine(wiring.Component):
             m.submodules[f"conv{p}"] = cv
             m.d.comb += [cv.i.valid.eq(acc_v), cv.i.payload.x.eq(y),
                          cv.i.payload.fmt.eq(cf(slot_a, "d_ci")),
-                         cv.i.payload.sr.eq(cf(slot_a, "sr"))]
+                         # an fp32 destination bypasses the converter: no PRNG step
+                         # (docs/number-formats.md: one step per element converted in SR)
+                         cv.i.payload.sr.eq(cf(slot_a, "sr") & ~cf(slot_a, "d_32"))]
             codes.append(Mux(cf(slot_o, "d_32"), delay(m, y, c_lat, name=f"y32_{p}"),
                              cv.o.payload.code))
         m.d.comb += [outq.w_en.eq(out_valid), outq.w_data.eq(Cat(*codes, cf(slot_o, "wid")))]

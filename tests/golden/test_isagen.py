@@ -110,3 +110,14 @@ def test_smaller_regions_make_shorter_valid_programs(rb):
     for bad in (rb + 4, 8, 1024, True):
         with pytest.raises(ValueError, match="random_program region_bytes must be a multiple"):
             random_program(SMALL, 1, region_bytes=bad)
+
+
+@pytest.mark.parametrize("n_ops", [24, 96])
+def test_queues_fit_in_the_dram_image(n_ops):
+    """Every engine's queue fits after the tensors (the long differential run uses 96
+    operations per program; 34,816 bytes were too few for it)."""
+    for s in range(12):
+        rp = random_program(SMALL, s, n_ops=n_ops, dump=True, corrupt=(s % 3 == 2),
+                            region_bytes=256)
+        queues = rp.kp.place_queues()
+        assert queues, f"seed={s}: no queue placed"
