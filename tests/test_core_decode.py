@@ -27,15 +27,15 @@ def _raw(text):
 
 
 def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, seed=0,
-                stats=None):
+                stats=None, first_bad=0):
     """Stream ``texts`` into the decoder (one per cycle as far as it takes them) over a model
     engine; returns ``[(status, cmd or None)]`` in completion order.
 
     The model takes a command when ``p_ready`` allows and its 4-deep queue has room,
     dispatches the queue head ``disp_delay`` cycles after taking it (``eng_disp``), and stays
     busy ``busy_cycles`` after each dispatch. ``err`` = ``(ap_code or None, engine code or
-    None)``: every dispatch is rejected with it (the reader's code, or the engine's, whose
-    ``err_code`` is sticky from the next cycle). Checked on every completion: it comes after
+    None)``: every dispatch from the ``first_bad``-th on is rejected with it (the reader's
+    code, or the engine's, whose ``err_code`` is sticky from the next cycle). Checked on every completion: it comes after
     its own command's dispatch, in order, and an instruction with a post or an interrupt
     completes only when the engine is idle."""
     dut = TensorDecoder(CFG)
@@ -54,8 +54,9 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
             ctx.set(dut.cmd.ready, len(queue) < 4 and rng.random() < p_ready)
             disp = bool(queue) and now - queue[0] >= disp_delay
             ctx.set(dut.eng_disp, disp)
-            ctx.set(dut.eng_disp_code, (err[0] or 0) if disp and err and err[0] else 0)
-            ctx.set(dut.eng_disp_reject, disp and bool(err) and err[1] is not None)
+            bad = disp and bool(err) and dispatched >= first_bad
+            ctx.set(dut.eng_disp_code, (err[0] or 0) if bad and err[0] else 0)
+            ctx.set(dut.eng_disp_reject, bad and err[1] is not None)
             busy = bool(queue) or now <= busy_until
             ctx.set(dut.eng_busy, busy)
             if ctx.get(dut.done.valid):
@@ -84,9 +85,7 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
                 dispatched += 1
                 busy_until = now + busy_cycles
             await ctx.tick()
-            if err is not None and dispatched:
-                ctx.set(dut.eng_ap_err, err[0] is not None)
-                ctx.set(dut.eng_ap_err_code, err[0] or 0)
+            if err is not None and dispatched > first_bad:
                 ctx.set(dut.eng_err, err[1] is not None)
                 ctx.set(dut.eng_err_code, err[1] or 0)
             if len(out) == len(texts):
@@ -239,6 +238,16 @@ def test_instructions_overlap_and_posts_wait_for_idle():
     # rejected dispatches complete with their code even when the instruction posts
     assert [s for s, _ in run_decoder([LOAD + " post=s0+1", MM], err=(0x04, None))] == [4, 4]
     assert [s for s, _ in run_decoder([LOAD, MM + " post=s0+1"], err=(None, 5))] == [7, 7]
+
+
+def test_a_later_ap_error_keeps_its_own_index():
+    """A draining instruction (it posts) waits for the engine to go idle; a later matmul whose
+    AP the reader rejects dispatches meanwhile. The draining one completes clean and the later
+    one with the code, so the sequencer names the later index (the 10^5-instruction run found
+    the code reported at the draining instruction's index)."""
+    texts = [LOAD, MM + " post=s0+1", MM, MM]
+    out = run_decoder(texts, busy_cycles=30, err=(0x04, None), first_bad=2)
+    assert [s for s, _ in out] == [0, 0, 4, 4], out
 
 
 def run_sync(text, dram, *, window=(0, 1 << 20), p=0.7, seed=0):

@@ -168,8 +168,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, fed.st_port, sbuf.tensor_st)
         wiring.connect(m, fed.mv_port, sbuf.tensor_mv)
         m.d.comb += [dec.eng_busy.eq(fed.busy), dec.eng_err.eq(fed.err),
-                     dec.eng_err_code.eq(fed.err_code), dec.eng_ap_err.eq(fed.ap_err),
-                     dec.eng_ap_err_code.eq(fed.ap_err_code), dec.eng_disp.eq(fed.disp),
+                     dec.eng_err_code.eq(fed.err_code), dec.eng_disp.eq(fed.disp),
                      dec.eng_disp_code.eq(fed.disp_code),
                      dec.eng_disp_reject.eq(fed.disp_reject), fed.res.ready.eq(1)]
 

@@ -93,7 +93,10 @@ class TensorDecoder(wiring.Component):
     (``ctl``), and a sparse ``load_stationary``, completes only when the engine has gone idle
     after its dispatch: every SBUF read and PSUM write of it and of every earlier instruction
     is done, so whoever waits on the post sees the results; its status is then the engine's
-    first error, or 0. Since every error stops the core (§11.3), a sticky first error is
+    first error (``eng_err``: a sparse load's tag error, found beat by beat), or 0. An AP error
+    of a later instruction that dispatched meanwhile is that instruction's own status, from its
+    dispatch record (found by the 10^5-instruction differential run: it used to complete the
+    draining instruction, and the error named the wrong index). Since every error stops the core (§11.3), a sticky first error is
     enough. Only those instructions pay the array's drain.
 
     Parameters
@@ -105,8 +108,9 @@ class TensorDecoder(wiring.Component):
     issue : In(stream.Signature(Sequencer issue_layout))
     done : Out(stream.Signature(Sequencer done_layout))
     cmd : Out(stream.Signature(SbufTensorEngine cmd_layout))
-    eng_busy, eng_err, eng_ap_err : In(1); eng_err_code : In(3); eng_ap_err_code : In(8)
-        The engine's status members.
+    eng_busy, eng_err : In(1); eng_err_code : In(3)
+        The engine's status members (its feed-level AP errors arrive in the dispatch
+        records).
     eng_disp, eng_disp_reject : In(1); eng_disp_code : In(8)
         The engine's dispatch events (:class:`~rtl.tensor.sbuf_fed.SbufTensorEngine`).
     """
@@ -121,7 +125,6 @@ class TensorDecoder(wiring.Component):
                 "done": Out(stream.Signature(seq.done_layout)),
                 "cmd": Out(stream.Signature(self.fed.cmd_layout)),
                 "eng_busy": In(1), "eng_err": In(1), "eng_err_code": In(3),
-                "eng_ap_err": In(1), "eng_ap_err_code": In(8),
                 "eng_disp": In(1), "eng_disp_code": In(8), "eng_disp_reject": In(1),
             })
 
@@ -276,10 +279,11 @@ class TensorDecoder(wiring.Component):
                 with m.If(settle != _SETTLE):
                     m.d.sync += settle.eq(settle + 1)
                 with m.Elif(~self.eng_busy):
+                    # the head's own AP passed (its dispatch record had status 0): a feed-level
+                    # AP error now belongs to a later instruction, which completes with it
+                    # from its own dispatch record, so the error keeps that one's index
                     m.d.comb += [self.done.valid.eq(1),
-                                 self.done.payload.status.eq(
-                                     Mux(self.eng_ap_err, self.eng_ap_err_code,
-                                         Mux(self.eng_err, eng_code, 0))),
+                                 self.done.payload.status.eq(Mux(self.eng_err, eng_code, 0)),
                                  pend.r_en.eq(self.done.ready)]
                     with m.If(self.done.ready):
                         m.d.sync += seen.eq(0)
