@@ -35,17 +35,18 @@ def core_design(cfg):
                   pragmas={name: "no_inline_module" for name in modules})
 
 
-#: The core's C++ is compiled without optimization: its build (megabytes of generated C++)
-#: dominates the regression's runs. Measured (docs/core.md, "Simulation speed"): 7.3 min build
-#: and 50-80 cycles/s at -O0 against 32.5 min and 356 cycles/s with the evaluation code at -O3.
+#: The core's C++ is compiled without optimization for the regression, whose runs are short
+#: (docs/core.md, "Simulation speed": about 1.7 min of build and ~1,000 cycles/s at -O0).
 CORE_BUILD_ARGS = ("-CFLAGS", "-O0")
 
 
 def core_sim(cfg, *, waves=False, optimize=False) -> SimBuild:
     """A (cached) Verilator build of the core; ``optimize`` compiles the C++ at the default
     ``-O3`` of the fast build (a separate build: several times longer to build, faster to run,
-    for long benchmarks). The core's testbenches use only its ports, so only the top module is
-    visible to cocotb (``public_depth=1``: 17 times faster, see :class:`~tb.runner.SimBuild`)."""
-    return SimBuild(core_design(cfg), unit="core_opt" if optimize else "core", cfg=cfg,
-                    waves=waves, public_depth=1,
+    for long benchmarks); ``waves`` builds with VCD tracing, in a directory of its own so the
+    regression's build stays valid. The core's testbenches use only its ports, so only the
+    top module is visible to cocotb (``public_depth=1``: 17 times faster, see
+    :class:`~tb.runner.SimBuild`)."""
+    unit = ("core_opt" if optimize else "core") + ("_waves" if waves else "")
+    return SimBuild(core_design(cfg), unit=unit, cfg=cfg, waves=waves, public_depth=1,
                     build_args=() if optimize else CORE_BUILD_ARGS)
