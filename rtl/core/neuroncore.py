@@ -5,7 +5,7 @@ fetch, descriptors and DMA), one AXI4-Lite slave (the host) and one interrupt li
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, ResetInserter, Signal
+from amaranth.hdl import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -103,7 +103,14 @@ class NeuronCore(wiring.Component):
             m.d.sync += draining.eq(0)
         in_reset = csr.soft_reset | draining
         m.d.comb += mux.flush.eq(in_reset)
-        soft = ResetInserter(in_reset)
+        # the engines run in a clock domain of their own whose reset is the core's reset or the
+        # soft reset: a domain, not ResetInserter, so that the units they instantiate by name
+        # (PEs, lane ALUs, function units: ``i_rst=ResetSignal()``) are reset too (with
+        # ResetInserter a PE kept a beat in flight across the soft reset, and the array's
+        # in-flight count then never returned to idle)
+        m.domains.soft = cd_soft = ClockDomain("soft", local=True)
+        m.d.comb += [cd_soft.clk.eq(ClockSignal()), cd_soft.rst.eq(ResetSignal() | in_reset)]
+        soft = DomainRenamer("soft")
 
         seqs = {e: Sequencer(cfg, e) for e in ENGINES_BUILT}
         for e, s in seqs.items():
