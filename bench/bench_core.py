@@ -74,11 +74,11 @@ def golden_estimates(cfg, seed=1):
     return m
 
 
-def _run(cfg, kernels, optimize, dram_bytes):
+def _run(cfg, kernels, optimize, dram_bytes, sparse=False):
     from tb.core.build import core_sim, integration_cfg
     from tb.runner import ROOT
     import json
-    sim = core_sim(integration_cfg(cfg), optimize=optimize)
+    sim = core_sim(integration_cfg(cfg, sparse=sparse), optimize=optimize)
     out = ROOT / "build" / "bench"
     out.mkdir(parents=True, exist_ok=True)
     metrics = out / f"core_{cfg.name}_{'opt' if optimize else 'o0'}.jsonl"
@@ -128,12 +128,13 @@ def run(cfg, seed=1):
     from tb.core.sim import SIM_KERNELS
     small = get_preset("small")
     specs = [dict(k, seed=seed) for k in SIM_KERNELS]
-    recs, wall, _ = _run(small, specs, False, 1 << 20)
+    # the make-sim core (4:16 sparse PE: the sparse MLP on the sparse mode)
+    recs, wall, _ = _run(small, specs, False, 1 << 20, sparse=True)
     errs = []
     for spec, r in zip(specs, recs):
         spec = dict(spec)
         name = spec.pop("name")
-        est = run_golden(build_case(name, integration_cfg(small), **spec))["cycles"]
+        est = run_golden(build_case(name, integration_cfg(small, sparse=True), **spec))["cycles"]
         m[f"small_{name}_cycles"] = r["cycles"]
         m[f"small_{name}_golden_estimate"] = est
         errs.append(abs(est - r["cycles"]) / r["cycles"])

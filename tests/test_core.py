@@ -38,7 +38,7 @@ def test_core_random_programs(cfg, seed):
     """Random all-engine programs, clean and corrupted, on the core against the golden ISA
     simulator (tb/core/tb_fuzz.py): DRAM images byte for byte, first errors."""
     sim = _sim(cfg)
-    sim.run("tb.core.tb_fuzz", params={"seed": seed, "programs": 2, "n_ops": 24}, tag="fuzz")
+    sim.run("tb.core.tb_fuzz", params={"seed": seed, "programs": 6, "n_ops": 24}, tag="fuzz")
 
 
 #: make test-full: 8 shards of 90 random programs of 96 operations (about 143 instructions

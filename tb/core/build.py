@@ -13,12 +13,19 @@ from tb.runner import SimBuild
 __all__ = ["core_design", "core_sim", "integration_cfg"]
 
 
-def integration_cfg(cfg):
+def integration_cfg(cfg, *, sparse=False):
     """``cfg`` narrowed for the whole-core tests: BF16 the only tensor input format, no MX, no
     sparsity, and DMA engines without the element path (the kernels' DMA only copies). The core
     test checks how the blocks are joined (queues, semaphores, DMA, engines, errors); every
     format, MX, sparsity and the DMA's element ops are verified block by block. The narrower PE, vector
-    lanes and converters cut the Verilator build several-fold."""
+    lanes and converters cut the Verilator build several-fold.
+
+    ``sparse``: the core of ``make sim`` instead, with the 4:16 sparse PE and FP8 E4M3 (the
+    sparse MLP's moving format) as well, so the sparse MLP runs on the tensor engine's sparse
+    mode; a separate build."""
+    if sparse:
+        return cfg.replace(name=f"{cfg.name}_core_sparse", formats=("bf16", "fp8_e4m3"),
+                           mx_formats=(), sparse_patterns=("4:16",), dma_element_ops=False)
     return cfg.replace(name=f"{cfg.name}_core", formats=("bf16",), mx_formats=(),
                        sparse_patterns=(), dma_element_ops=False)
 

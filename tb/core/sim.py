@@ -25,8 +25,9 @@ LANES = [*ENGINES_BUILT, "dma"]
 
 def run_kernels(cfg, kernels, *, waves=False, tag="sim"):
     """Run ``kernels`` ([{"name", ...params}]) on the core built for ``cfg`` (narrowed by
-    :func:`~tb.core.build.integration_cfg`); returns ``(records, sim build)``."""
-    icfg = integration_cfg(cfg)
+    :func:`~tb.core.build.integration_cfg` with the 4:16 sparse PE, so the sparse MLP runs on
+    the tensor engine's sparse mode); returns ``(records, sim build)``."""
+    icfg = integration_cfg(cfg, sparse=True)
     sim = core_sim(icfg, waves=waves)
     out = ROOT / "build" / "sim"
     out.mkdir(parents=True, exist_ok=True)
@@ -73,7 +74,8 @@ def main(cfg=None, kernels=None):
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     recs, sim = run_kernels(cfg, kernels or SIM_KERNELS, waves=waves)
     out = ROOT / "build" / "sim"
-    print(f"\nWhole core ({cfg.name} preset narrowed to BF16: {integration_cfg(cfg).name}), "
+    print(f"\nWhole core ({cfg.name} preset narrowed to BF16 + FP8 E4M3 and 4:16 sparsity: "
+          f"{integration_cfg(cfg, sparse=True).name}), "
           f"Verilator; every output checked bit for bit")
     print(f"{'kernel':<16}{'cycles':>9}  {'instructions':<28}stream active fraction "
           f"(Q_BUSY: fetched, waiting or running; dma: moving)")
