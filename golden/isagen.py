@@ -327,6 +327,10 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
             k.instr(Instr(op="memset", aps={"ap0": ap}, imm={"imm0": v}),
                     writes=[("psum", bank)])
             ops.append(f"memset psum bank{bank} = {v}")
+    # the preamble defines the SBUF regions and PSUM every later instruction may read; it is
+    # never corrupted (a corrupted preamble would leave memory the program reads undefined:
+    # golden starts from zeros, the core from the previous program's contents)
+    preamble = k.emitted()
     tries = 0
     kinds = ["load", "load", "store", "nop"]
     if "pe" in engines:
@@ -433,18 +437,19 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
     kp = k.build()
     corrupted = None
     if corrupt:
-        corrupted = _corrupt(cfg, rng, kp)
+        corrupted = _corrupt(cfg, rng, kp, preamble)
     return RandomProgram(kp, ops, corrupted)
 
 
-def _corrupt(cfg, rng, kp):
-    """Change one instruction: a random byte, one field of one of its APs, or its semaphore
-    index; returns ``(engine, index, what, detail)``."""
+def _corrupt(cfg, rng, kp, skip):
+    """Change one instruction (not one of the first ``skip[engine]`` of its engine): a random
+    byte, one field of one of its APs, or its semaphore index; returns ``(engine, index, what,
+    detail)``."""
     import dataclasses
     from rtl.isa import DTYPES, decode, encode
-    engs = [e for e, p in kp.programs.items() if p]
+    engs = [e for e, p in kp.programs.items() if len(p) // 128 > skip.get(e, 0)]
     mode = rng.choice(["byte", "ap", "ap", "sem", "imm", "imm", "wait"])
-    with_aps = [(e, i) for e in engs for i in range(len(kp.programs[e]) // 128)
+    with_aps = [(e, i) for e in engs for i in range(skip.get(e, 0), len(kp.programs[e]) // 128)
                 if decode(kp.programs[e][128 * i:128 * i + 128]).aps]
     with_imm = [(e, i) for e, i in with_aps
                 if decode(kp.programs[e][128 * i:128 * i + 128]).opcode.imm]
@@ -456,7 +461,7 @@ def _corrupt(cfg, rng, kp):
         e, i = rng.choice(with_imm)
     else:
         e = rng.choice(engs)
-        i = rng.randrange(len(kp.programs[e]) // 128)
+        i = rng.randrange(skip.get(e, 0), len(kp.programs[e]) // 128)
     prog = bytearray(kp.programs[e])
     raw = bytes(prog[128 * i:128 * i + 128])
     if mode == "byte":

@@ -794,6 +794,11 @@ class Kernel:
         self.outputs[name] = where
 
     # --- build -------------------------------------------------------------------------------
+    def emitted(self):
+        """``{engine: instructions emitted so far}`` (each operation and each extra wait is one
+        instruction of its engine's program)."""
+        return {e: len(lst) for e, lst in self._ops.items()}
+
     def build(self):
         """The :class:`KernelProgram`: descriptors placed after the tensors, every engine's
         program encoded."""
