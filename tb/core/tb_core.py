@@ -63,7 +63,8 @@ class CoreTB(TB):
                   for e in ENGINES_BUILT}
         return await self.run_queues(queues, what, dram_limit=DRAM_BYTES)
 
-    async def run_queues(self, queues, what, *, dram_base=0, dram_limit=DRAM_BYTES):
+    async def run_queues(self, queues, what, *, dram_base=0, dram_limit=DRAM_BYTES,
+                         max_cycles=MAX_CYCLES):
         """Run the queues ``{engine: (q_base, q_size, q_tail)}`` already in DRAM (an engine
         not named gets an empty queue) to the idle or error interrupt; returns the cycles from
         the start to the interrupt and the error word (``(None, None)`` when
@@ -92,7 +93,7 @@ class CoreTB(TB):
         if self.cut_after is not None:        # a soft reset in the middle of the run
             await ClockCycles(self.dut.clk, self.cut_after)
             return None, None
-        await self.wait_high(self.dut.irq, cycles=MAX_CYCLES, what=what)
+        await self.wait_high(self.dut.irq, cycles=max_cycles, what=what)
         cycles = int((cocotb.utils.get_sim_time("ns") - t0) // CLOCK_NS)
         await ClockCycles(self.dut.clk, 1)
         return cycles, await self.rd("ERR_CODE")

@@ -22,7 +22,7 @@ from golden.isasim import IsaSim, find_races
 from rtl import isa
 from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
 from rtl.core.neuroncore import ENGINES_BUILT
-from tb.core.tb_core import CoreTB
+from tb.core.tb_core import MAX_CYCLES, CoreTB
 
 #: WATCHDOG for the fuzz runs: twice the golden model's cycle estimate of the program (the
 #: model is within a few per cent of the RTL, docs/kernels.md §4; a wait cannot last longer than
@@ -67,8 +67,11 @@ async def core_random_programs(dut):
         tb.ram.write(kp.dram_base, bytes(kp.dram))
         await tb.soft_reset()
         await tb.wr("WATCHDOG", watchdog)
+        # bounded by the watchdog's own bound: a corrupted AP can make one instruction long
+        # (hundreds of thousands of elements), which no wait's watchdog covers
         cycles, err = await tb.run_queues(queues, f"program {seed}", dram_base=kp.dram_base,
-                                          dram_limit=kp.dram_base + len(kp.dram))
+                                          dram_limit=kp.dram_base + len(kp.dram),
+                                          max_cycles=max(MAX_CYCLES, 2 * watchdog))
         instrs += sum(kp.instructions().values())
         what = (f"program seed {seed} (program {i}, rerun with params first={i}; "
                 f"{rp.corrupted or 'clean'}; golden {gerr})")
