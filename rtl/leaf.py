@@ -39,9 +39,14 @@ class Leaf(wiring.Component):
         The unit has a ``sync`` domain (``clk`` and ``rst`` ports); False for a combinational one.
     """
 
-    def __init__(self, signature, module, *, clocked=True):
+    def __new__(cls, signature, module, *, clocked=True, **kwargs):
+        # checked before the object exists: an Elaboratable created and then rejected would
+        # warn "created but never used" whenever the garbage collector gets to it
         if not isinstance(module, str) or not module:
             raise TypeError(f"module must be a non-empty str, not {module!r}")
+        return super().__new__(cls, **kwargs)
+
+    def __init__(self, signature, module, *, clocked=True):
         self.module = module
         self.clocked = clocked
         super().__init__(signature)
