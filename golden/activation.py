@@ -49,7 +49,8 @@ __all__ = [
     "PRE_DIRECT", "PRE_LOG", "PRE_EVEN", "PRE_PLAIN", "LOG2E", "MAGIC", "LN2_HI", "LN2_LO",
     "ZCLAMP", "ActTable", "table", "evaluate", "activation", "reference", "ulp_error",
     "DOMAINS", "fma32", "table_image", "activation_reduce", "REDUCE_IDLE", "REDUCE_RESET",
-    "REDUCE_REDUCE", "REDUCE_RESET_REDUCE", "ActInstr", "check_instr", "execute", "OP_ACTIVATION",
+    "REDUCE_REDUCE", "REDUCE_RESET_REDUCE", "ActInstr", "check_instr", "execute", "sr_words",
+    "OP_ACTIVATION",
     "OP_ACT_TABLE_LOAD", "OP_TENSOR_SCALAR", "OP_COPY", "E_OK", "E_OPCODE", "E_FORMAT", "E_SHAPE",
     "DTYPE_NAMES",
 ]
@@ -878,6 +879,20 @@ def _read(cfg, mems, ap, dtype):
     for j in range(ap.elem_bytes):
         codes |= mem[p0:p0 + n][:, a + j].astype(np.uint32) << np.uint32(8 * j)
     return np.asarray(decode_bits(codes, _dtype_fmt(cfg, dtype)), np.uint32)
+
+
+def sr_words(ins, prng):
+    """The ``rand`` words :func:`execute` takes for ``ins`` from the engine's per-lane
+    generators ``prng`` (``golden.prng.XorWowLanes``, lane = partition), which are stepped as
+    the engine steps them: ``None`` without SR; zeros and no step for an FP32 destination
+    (written unchanged, nothing converted); otherwise one step per element in every lane, the
+    AP's partitions taking theirs (docs/number-formats.md §4)."""
+    if not ins.sr:
+        return None
+    n, p0, np_ = ins.src.count, ins.src.start_partition, ins.src.num_partitions
+    if ins.dst_dtype == 0:
+        return np.zeros((np_, n), np.uint32)
+    return np.ascontiguousarray(prng.next_n(n)[:, p0:p0 + np_].T)
 
 
 def execute(cfg, ins, mems, acc, rand=None, loaded=None):

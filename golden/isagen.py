@@ -447,12 +447,14 @@ def _corrupt(cfg, rng, kp, skip):
     detail)``."""
     import dataclasses
     from rtl.isa import DTYPES, decode, encode
-    engs = [e for e, p in kp.programs.items() if len(p) // 128 > skip.get(e, 0)]
+    count = {e: len(p) // INSTR_BYTES for e, p in kp.programs.items()}
+    engs = [e for e, c in count.items() if c > skip.get(e, 0)]
+
+    def instr(e, i):
+        return decode(kp.programs[e][INSTR_BYTES * i:INSTR_BYTES * (i + 1)])
     mode = rng.choice(["byte", "ap", "ap", "sem", "imm", "imm", "wait"])
-    with_aps = [(e, i) for e in engs for i in range(skip.get(e, 0), len(kp.programs[e]) // 128)
-                if decode(kp.programs[e][128 * i:128 * i + 128]).aps]
-    with_imm = [(e, i) for e, i in with_aps
-                if decode(kp.programs[e][128 * i:128 * i + 128]).opcode.imm]
+    with_aps = [(e, i) for e in engs for i in range(skip.get(e, 0), count[e]) if instr(e, i).aps]
+    with_imm = [(e, i) for e, i in with_aps if instr(e, i).opcode.imm]
     if mode == "ap" and not with_aps or mode == "imm" and not with_imm:
         mode = "byte"
     if mode == "ap":
@@ -461,13 +463,13 @@ def _corrupt(cfg, rng, kp, skip):
         e, i = rng.choice(with_imm)
     else:
         e = rng.choice(engs)
-        i = rng.randrange(skip.get(e, 0), len(kp.programs[e]) // 128)
+        i = rng.randrange(skip.get(e, 0), count[e])
     prog = bytearray(kp.programs[e])
-    raw = bytes(prog[128 * i:128 * i + 128])
+    raw = bytes(prog[INSTR_BYTES * i:INSTR_BYTES * (i + 1)])
     if mode == "byte":
-        pos = rng.randrange(128)
+        pos = rng.randrange(INSTR_BYTES)
         val = rng.choice([v for v in range(256) if v != raw[pos]])
-        prog[128 * i + pos] = val
+        prog[INSTR_BYTES * i + pos] = val
         detail = (pos, val)
     else:
         ins = decode(raw)
@@ -506,6 +508,6 @@ def _corrupt(cfg, rng, kp, skip):
             ins = dataclasses.replace(ins, aps={**ins.aps, slot: dataclasses.replace(
                 ap, **{fld: val})})
             detail = (slot, fld, val)
-        prog[128 * i:128 * i + 128] = encode(ins)
+        prog[INSTR_BYTES * i:INSTR_BYTES * (i + 1)] = encode(ins)
     kp.programs[e] = bytes(prog)
     return (e, i, mode, detail)

@@ -1428,13 +1428,7 @@ def _act_execute(sim, ins):
     if code != E_OK:
         raise Fault(code, 0, f"{ins.op}: scalar engine status {ERROR_NAMES.get(code, code)} "
                              f"(loaded table: {loaded})")
-    rand = None
-    if ai.sr:
-        n, p0, np_ = ai.src.count, ai.src.start_partition, ai.src.num_partitions
-        if ai.dst_dtype == 0:               # an fp32 write needs no rounding: no PRNG step
-            rand = np.zeros((np_, n), np.uint32)
-        else:
-            rand = np.ascontiguousarray(sim.act_prng.next_n(n)[:, p0:p0 + np_].T)
+    rand = ga.sr_words(ai, sim.act_prng)
     code = ga.execute(sim.cfg, ai, {SBUF: sim.sbuf, PSUM: sim.psum}, sim.act_acc, rand=rand,
                       loaded=loaded)
     assert code == E_OK, code

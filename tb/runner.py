@@ -159,8 +159,8 @@ class SimBuild:
             vfile, mods = write_design(design, name, self.build_dir / "src")
             t0 = time.monotonic()
             args = list(FAST_BUILD_ARGS) + list(build_args)
-            drop_stale_objects(self.build_dir,
-                               " ".join([os.environ["MAKEFLAGS"], *args, f"public_depth={public_depth}"]))
+            flags = [os.environ["MAKEFLAGS"], *args, f"public_depth={public_depth}"]
+            drop_stale_objects(self.build_dir, " ".join(flags))
             if waves:
                 args += ["--trace"]
             self.runner.build(sources=[vfile, *mods], hdl_toplevel=name,

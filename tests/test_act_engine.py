@@ -10,8 +10,8 @@ import pytest
 
 from golden.activation import (E_FORMAT, E_OPCODE, E_SHAPE, FUNCTION_IDS, FUNCTIONS,
                                OP_ACT_TABLE_LOAD, OP_COPY, OP_TENSOR_SCALAR, REDUCE_IDLE, REDUCE_REDUCE, REDUCE_RESET,
-                               REDUCE_RESET_REDUCE, ActInstr, execute, table, table_image, table_load,
-                               table_words)
+                               REDUCE_RESET_REDUCE, ActInstr, execute, sr_words, table, table_image,
+                               table_load, table_words)
 from golden.ap import AP, PSUM, SBUF
 from rtl.config import get_preset
 from tb.amsim import SimBench
@@ -262,10 +262,7 @@ def test_engine_sr_steps_the_prng_only_when_converting(rig, seed):
     mems = {SBUF: sb.copy(), PSUM: np.zeros((P, CFG.psum_bytes_per_partition), np.uint8)}
     acc = np.zeros(P, np.uint32)
     for a in ins:
-        n = a.src.count
-        rand = (np.zeros((P, n), np.uint32) if a.dst_dtype == 0
-                else np.ascontiguousarray(prng.next_n(n).T))
-        assert execute(CFG, a, mems, acc, rand=rand, loaded="tanh") == 0
+        assert execute(CFG, a, mems, acc, rand=sr_words(a, prng), loaded="tanh") == 0
     assert st == [0, 0], st
     bad = np.argwhere(mems[SBUF] != sb_out)
     assert not len(bad), f"seed={seed}: {len(bad)} SBUF bytes differ, first {bad[:4]}"

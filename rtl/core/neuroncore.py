@@ -56,9 +56,8 @@ class NeuronCore(wiring.Component):
     cfg : CoreConfig
     use_instances : bool
         The PEs, the vector engine's lane ALUs and the scalar engine's per-lane function
-        units as ``Instance`` of one
-        converted module each (synthesis/Verilator: :func:`tb.core.build.core_design` adds
-        the modules) or as submodules (amaranth.sim).
+        units as ``Instance`` of one converted module each (synthesis/Verilator:
+        :func:`tb.core.build.core_design` adds the modules) or as submodules (amaranth.sim).
 
     Members
     -------

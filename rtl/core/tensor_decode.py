@@ -96,8 +96,9 @@ class TensorDecoder(wiring.Component):
     first error (``eng_err``: a sparse load's tag error, found beat by beat), or 0. An AP error
     of a later instruction that dispatched meanwhile is that instruction's own status, from its
     dispatch record (found by the 10^5-instruction differential run: it used to complete the
-    draining instruction, and the error named the wrong index). Since every error stops the core (§11.3), a sticky first error is
-    enough. Only those instructions pay the array's drain.
+    draining instruction, and the error named the wrong index). Since every error stops the
+    core (§11.3), a sticky first error is enough. Only those instructions pay the array's
+    drain.
 
     Parameters
     ----------

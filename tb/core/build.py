@@ -23,11 +23,10 @@ def integration_cfg(cfg, *, sparse=False):
     ``sparse``: the core of ``make sim`` instead, with the 4:16 sparse PE and FP8 E4M3 (the
     sparse MLP's moving format) as well, so the sparse MLP runs on the tensor engine's sparse
     mode; a separate build."""
-    if sparse:
-        return cfg.replace(name=f"{cfg.name}_core_sparse", formats=("bf16", "fp8_e4m3"),
-                           mx_formats=(), sparse_patterns=("4:16",), dma_element_ops=False)
-    return cfg.replace(name=f"{cfg.name}_core", formats=("bf16",), mx_formats=(),
-                       sparse_patterns=(), dma_element_ops=False)
+    tensor = (dict(name=f"{cfg.name}_core_sparse", formats=("bf16", "fp8_e4m3"),
+                   sparse_patterns=("4:16",)) if sparse
+              else dict(name=f"{cfg.name}_core", formats=("bf16",), sparse_patterns=()))
+    return cfg.replace(**tensor, mx_formats=(), dma_element_ops=False)
 
 
 def core_design(cfg):

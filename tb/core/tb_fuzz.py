@@ -81,10 +81,10 @@ async def core_random_programs(dut):
                 await tb.wait_idle(f"drain after {what}")
         elif gerr is None and err >> 31:
             heads = {e: await tb.rd(tb.qreg(e, "Q_HEAD")) for e in queues}
-            sems = [await tb.sem(k) for k in range(16)]
+            sems = [await tb.sem(k) for k in range(tb.cfg.semaphores)]
             raise AssertionError(tb.fail_text(
                 what, f"RTL error {err:#x} at index {await tb.rd('ERR_PC')} (info "
-                      f"{await tb.rd('ERR_INFO')}); queue heads {heads}, semaphores 0-15 "
+                      f"{await tb.rd('ERR_INFO')}); queue heads {heads}, semaphores "
                       f"{sems}, DMA_BUSY {await tb.rd('DMA_BUSY'):#x}\n" + "\n".join(rp.ops)))
         elif gerr is None:
             got = tb.ram.read(kp.dram_base, kp.free)
