@@ -10,7 +10,14 @@ error: the same code and source, and for an engine the same queue index. A corru
 that golden runs without an error but with a data race (``golden.isasim.find_races``: a
 changed semaphore increment or wait lets two streams touch the same bytes unordered) has no
 defined result: only that the RTL ends (no hang; an error is drained) is checked, and it is
-counted as ``racy``."""
+counted as ``racy``.
+
+The core keeps SBUF and PSUM across the soft reset between programs, and so does golden: a
+program after a clean one starts golden from the memories golden ended the clean one with (the
+same bytes as the core's, the run having matched). After an error or a race the two differ
+(streams stop at different points; a race has no defined result), so the core runs
+:func:`scrub_program` (every SBUF byte and PSUM entry set to zero) and golden starts from
+zeros, as both do after the hard reset."""
 
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ import numpy as np
 
 from golden.isagen import random_program
 from golden.isasim import IsaSim, find_races
+from golden.kernel import Kernel
 from rtl import isa
 from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
 from rtl.core.neuroncore import ENGINES_BUILT
@@ -38,6 +46,29 @@ def _source(src):
     return isa.ENGINES.index(src)
 
 
+def scrub_program(cfg, dram_base):
+    """A kernel that zeroes the whole SBUF (one FP32 ``memset`` per SBUF bank) and every PSUM
+    bank (one ``memset`` each) on the vector engine."""
+    k = Kernel(cfg, dram_bytes=1 << 12, dram_base=dram_base)
+    bank_fp32 = cfg.sbuf_bytes_per_partition // cfg.sbuf_banks // 4
+    for b in range(cfg.sbuf_banks):
+        k.memset(k.sbuf_tile(cfg.partitions, bank_fp32, "fp32", bank=b), 0.0)
+    for b in range(cfg.psum_banks):
+        k.memset(k.psum_tile(cfg.partitions, cfg.psum_bank_fp32, bank=b), 0.0)
+    return k.build()
+
+
+async def scrub(tb, dram_base, what):
+    """Run :func:`scrub_program` on the core (after a soft reset); it must end clean."""
+    kp = scrub_program(tb.cfg, dram_base)
+    queues = kp.place_queues()
+    tb.ram.write(kp.dram_base, bytes(kp.dram))
+    await tb.soft_reset()
+    _, err = await tb.run_queues(queues, f"scrub after {what}", dram_base=kp.dram_base,
+                                 dram_limit=kp.dram_base + len(kp.dram))
+    assert not err >> 31, tb.fail_text(what, f"the scrub program stopped with {err:#x}")
+
+
 @cocotb.test()
 async def core_random_programs(dut):
     """``programs`` random programs (parameter; every ``corrupt_every``-th corrupted) of
@@ -50,9 +81,12 @@ async def core_random_programs(dut):
     # 256-byte regions: half the cycles of the default 512 (the loads and the dump of the SBUF
     # dominate a program), with every activation table of the generator still fitting
     rb = tb.params.get("region_bytes", 256)
-    # ``first``: start at program ``first`` (a failure names it, to rerun just that one)
+    # ``first``: start at program ``first`` (a failure names the one to rerun from)
     first = int(tb.params.get("first", 0))
     instrs = clean = errors = racy = 0
+    carried = None      # (SBUF, PSUM) golden ended the last clean program with; None = zeros
+    chain = first       # the first program since both memories were last zero: a rerun from
+    #                     it starts from the same memories
     for i in range(first, n):
         seed = tb.seed * 1000 + i
         rp = random_program(tb.cfg, seed, n_ops=n_ops, engines=ENGINES_BUILT, dump=True,
@@ -60,6 +94,8 @@ async def core_random_programs(dut):
                             region_bytes=rb)
         kp = rp.kp
         sim = IsaSim(tb.cfg, dram_bytes=bytearray(kp.dram), dram_base=kp.dram_base)
+        if carried is not None:
+            sim.mem.sbuf[:], sim.psum[...] = carried
         gerr = sim.run(kp.programs)
         want = bytes(sim.mem.dram[:kp.free])
         watchdog = 2 * sim.stats()["cycles"] + WATCHDOG_MARGIN
@@ -73,12 +109,14 @@ async def core_random_programs(dut):
                                           dram_limit=kp.dram_base + len(kp.dram),
                                           max_cycles=max(MAX_CYCLES, 2 * watchdog))
         instrs += sum(kp.instructions().values())
-        what = (f"program seed {seed} (program {i}, rerun with params first={i}; "
+        what = (f"program seed {seed} (program {i}, rerun with params first={chain}; "
                 f"{rp.corrupted or 'clean'}; golden {gerr})")
         if gerr is None and rp.corrupted and find_races(sim):
             racy += 1
             if err >> 31:
                 await tb.wait_idle(f"drain after {what}")
+            await scrub(tb, kp.dram_base, what)
+            carried, chain = None, i + 1
         elif gerr is None and err >> 31:
             heads = {e: await tb.rd(tb.qreg(e, "Q_HEAD")) for e in queues}
             sems = [await tb.sem(k) for k in range(tb.cfg.semaphores)]
@@ -96,6 +134,7 @@ async def core_random_programs(dut):
                     what, f"{bad.size} DRAM bytes differ, first at {kp.dram_base + bad[0]:#x}: "
                           f"RTL {a[bad[0]]:#04x}, golden {b[bad[0]]:#04x}\n" + "\n".join(rp.ops)))
             clean += 1
+            carried = (bytes(sim.mem.sbuf), sim.psum.copy())
         else:
             assert err >> 31 == 1, tb.fail_text(what, "the RTL latched no error")
             code, src = err & 0xFF, err >> 8 & 7
@@ -107,6 +146,8 @@ async def core_random_programs(dut):
                     assert pc == gerr.index, tb.fail_text(what, f"RTL index {pc}")
             errors += 1
             await tb.wait_idle(f"drain after {what}")
+            await scrub(tb, kp.dram_base, what)
+            carried, chain = None, i + 1
         tb.record(program=seed, cycles=cycles, golden_error=gerr and gerr.name,
                   golden_cycles=sim.stats()["cycles"], watchdog=watchdog,
                   instructions=sum(kp.instructions().values()))
