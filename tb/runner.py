@@ -88,8 +88,9 @@ def _runner(public_depth):
 
 def drop_stale_objects(build_dir: Path, flags: str):
     """make does not track compiler flags: drop the objects and precompiled headers of a build
-    directory last built with other ``flags``. A build interrupted before Verilator wrote its
-    makefile leaves a file list that makes the next Verilator run skip its work: drop it."""
+    directory last built with other ``flags`` (the options that change them). A build
+    interrupted before Verilator wrote its makefile leaves a file list that makes the next
+    Verilator run skip its work: drop it."""
     stamp = build_dir / "make_flags.txt"
     if build_dir.exists() and (not stamp.exists() or stamp.read_text() != flags):
         for f in list(build_dir.glob("*.o")) + list(build_dir.glob("*.gch")):
@@ -159,7 +160,11 @@ class SimBuild:
             vfile, mods = write_design(design, name, self.build_dir / "src")
             t0 = time.monotonic()
             args = list(FAST_BUILD_ARGS) + list(build_args)
-            flags = [os.environ["MAKEFLAGS"], *args, f"public_depth={public_depth}"]
+            # what changes the objects: the make overrides and Verilator's options; not the
+            # rest of MAKEFLAGS, which an outer make fills with its own command-line variables
+            # and jobserver (``make bench BENCH=core`` rebuilt every object of a build made
+            # by a script, 36 minutes for the default core)
+            flags = [*MAKE_OVERRIDES, *args, f"public_depth={public_depth}"]
             drop_stale_objects(self.build_dir, " ".join(flags))
             if waves:
                 args += ["--trace"]
