@@ -14,7 +14,7 @@ import golden.vector as gv
 from golden.ap import PSUM, SBUF, addresses
 from tb.ap.program import fit_ap_in_zone, random_float_memories, random_partitions
 
-__all__ = ["random_memories", "random_instr", "bad_instrs", "zones"]
+__all__ = ["random_memories", "random_instr", "bad_instrs", "zones", "max8_find_pair"]
 
 
 def zones(cfg):
@@ -102,6 +102,30 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
         if gv.check(cfg, ins) == 0:
             return ins
     raise RuntimeError("random_instr: no legal instruction in 100 draws")
+
+
+def max8_find_pair(rng, cfg):
+    """``[max8, find_index8]``, to run in that order: MAX8 writes the 8 largest of a random
+    source in the source's own format (so the values survive the round trip exactly), and
+    FIND_INDEX8 looks for them in the same source, its destination in the src1 zone (it reads
+    the dst zone). Every value is then found (at or before MAX8's index for it)."""
+    for _ in range(100):
+        top = random_instr(rng, cfg, opcodes=[gv.OP_MAX8])
+        top = dataclasses.replace(top, op0=gv.ALU_BYPASS, op1=0, sel0=0, rev0=0,
+                                  dst_dtype=top.src0_dtype)
+        d = top.dst
+        out = _fit_ap(rng, cfg, int(rng.choice([SBUF, PSUM])), "src1",
+                      gv.elem_bytes_of(cfg, top.dst_dtype), [gv.MAX8_K], d.start_partition,
+                      d.num_partitions)
+        if out is None or d.dims[0][0] == 0 or gv.check(cfg, top) != 0:
+            continue                        # (step 0: the 8 values on one element)
+        fi = gv.VecInstr(opcode=gv.OP_FIND_INDEX8, src0=top.src0, src0_dtype=top.src0_dtype,
+                         src1=d, src1_dtype=top.dst_dtype, dst=out,
+                         dst_dtype=int(rng.choice(gv.vector_formats(cfg))),
+                         sr=int(rng.random() < 0.3))
+        if gv.check(cfg, fi) == 0:
+            return [top, fi]
+    raise RuntimeError("max8_find_pair: no legal pair in 100 draws")
 
 
 def _values_among(rng, cfg, src0, w):
