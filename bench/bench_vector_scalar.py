@@ -21,6 +21,8 @@ engine joined to a real SBUF and PSUM; every result checked bit for bit against
 * BN_STATS over F elements (overhead: the partial-combine tail and 3 output beats), BN_AGGR of
   one triple (overhead: the tail program with the Newton reciprocal), AFFINE_SELECT over F
   elements (rate and overhead), TRANSPOSE of one B x B block (B in, B out).
+* FIND_INDEX8 over F and F / 2 elements (overhead: the 8 values entering first and the 8
+  output beats), and over F with the values in the data's SBUF bank.
 """
 
 from __future__ import annotations
@@ -106,7 +108,12 @@ def run(cfg, seed=1):
                       dst_dtype=fp32)
     trn = gv.VecInstr(opcode=gv.OP_TRANSPOSE, src0=_ap(SBUF, TB, BK, TB, 4), src0_dtype=fp32,
                       dst=_ap(PSUM, TB, B3 + 128, TB, 4), dst_dtype=fp32)
-    new = [bns, bna, aff, trn]
+    fi = gv.VecInstr(opcode=gv.OP_FIND_INDEX8, src0=_ap(SBUF, P, BK, F, 4), src0_dtype=fp32,
+                     src1=_ap(SBUF, P, 3 * BK, 8, 4), src1_dtype=fp32,
+                     dst=_ap(PSUM, P, 2 * cfg.psum_bank_bytes + 64, 8, 4), dst_dtype=fp32)
+    fi_half = gv.VecInstr(**{**fi.__dict__, "src0": _ap(SBUF, P, BK, F // 2, 4)})
+    fi_bank = gv.VecInstr(**{**fi.__dict__, "src1": _ap(SBUF, P, BK + 4 * F, 8, 4)})
+    new = [bns, bna, aff, trn, fi, fi_half, fi_bank]
     instrs = [tt, ts, red, scan, top8] + short + new
     job, out = program_job(bench.dut, instrs, sbuf=sbuf, psum=None, rng=rng, dump=False)
     t1 = time.monotonic()
@@ -139,6 +146,10 @@ def run(cfg, seed=1):
     m["affine_select_overhead_cycles"] = cyc[2] - F
     m["transpose_block"] = TB
     m["transpose_cycles"], m["transpose_overhead_cycles"] = cyc[3], cyc[3] - TB
+    m["find_index8_cycles"], m["find_index8_overhead_cycles"] = cyc[4], cyc[4] - F
+    m["find_index8_elems_per_lane_cycle"] = F / cyc[4]
+    m["find_index8_half_overhead_cycles"] = cyc[5] - F // 2
+    m["find_index8_same_bank_overhead_cycles"] = cyc[6] - F
     m["instruction_overhead_cycles_b2b"] = sum(b2b) / len(b2b)
     m["free_size"] = F
     m["partitions"] = P

@@ -108,9 +108,11 @@ def _f32imm(rng):
 
 
 #: The vector opcodes the generator draws, with their source operand counts (bn_stats,
-#: bn_aggr, affine_select and block_transpose have shape rules of their own: not drawn yet).
+#: bn_aggr, affine_select and block_transpose have shape rules of their own: not drawn yet;
+#: find_index8's values, ap2, are 8 elements, half the time in its data's region and format).
 VECTOR_OPS = {"tensor_tensor": 2, "tensor_scalar": 2, "tensor_reduce": 1, "tensor_copy": 1,
-             "memset": 0, "select": 2, "iota": 0, "tensor_tensor_scan": 2, "max8": 1}
+             "memset": 0, "select": 2, "iota": 0, "tensor_tensor_scan": 2, "max8": 1,
+             "find_index8": 2}
 
 
 def _vector_op(cfg, rng, k, rb, ops):
@@ -158,13 +160,20 @@ def _vector_op(cfg, rng, k, rb, ops):
     aps, reads, keys = {}, [], set()
     for slot in ("ap1", "ap2")[:srcs]:
         bc = name == "tensor_scalar" and slot == "ap2" and rng.random() < 0.5
-        ap, key = place(set(), rng.choice(fmts), nums, bcast=bc)
+        if name == "find_index8" and slot == "ap2" and rng.random() < 0.5:
+            a1, key = aps["ap1"], reads[0]          # values among the data: some are found
+            base, size = ((key[1] * bank_bytes, bank_bytes) if key[0] == "psum"
+                          else (key[1] * rb, rb))
+            ap = _shaped_ap(rng, a1.mem, parts, [8], a1.dtype, base, size)
+        else:
+            ap, key = place(set(), rng.choice(fmts),
+                            [8] if name == "find_index8" and slot == "ap2" else nums, bcast=bc)
         if ap is None:
             return False
         aps[slot] = ap
         reads.append(key)
         keys.add(key)
-    dnums = {"tensor_reduce": [1], "max8": [8]}.get(name, nums)
+    dnums = {"tensor_reduce": [1], "max8": [8], "find_index8": [8]}.get(name, nums)
     ap, key = place(keys, rng.choice(fmts), dnums)
     if ap is None:
         return False

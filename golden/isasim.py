@@ -152,6 +152,10 @@ class Timing:
         Vector engine, cycles of one instruction beyond its elements per lane (take -> done,
         docs/vector.md §4: 20; TENSOR_REDUCE 32; MAX8 25; TENSOR_TENSOR_SCAN 12 beyond its
         9 cycles per element: 588 measured for 64).
+    vector_find_index8_overhead : int
+        FIND_INDEX8 beyond its data elements (docs/vector.md §4: 33 measured, MAX8's 25 plus
+        the 8 values entering first; one data element per cycle whichever banks hold the
+        operands, 3 cycles more with the values in the data's SBUF bank).
     act_overhead : int or None
         Scalar engine, cycles beyond the elements (``None``: the element pipeline
         ``2 + L + 12 L + 4 + 3`` plus 8 cycles of checks, 56 at ``L = mul + add stages = 3``,
@@ -174,13 +178,15 @@ class Timing:
     vector_bn_stats_overhead: int = 44
     vector_bn_aggr_overhead: int = 95
     vector_transpose_overhead: int = 17
+    vector_find_index8_overhead: int = 33
     act_overhead: int | None = None
 
     def __post_init__(self):
         for k in ("seq_issue", "wait_latency", "post_latency", "sync_cycles", "dma_desc_cycles",
                   "dram_latency", "vector_latency", "vector_overhead", "vector_reduce_overhead",
                   "vector_max8_overhead", "vector_scan_overhead", "vector_bn_stats_overhead",
-                  "vector_bn_aggr_overhead", "vector_transpose_overhead"):
+                  "vector_bn_aggr_overhead", "vector_transpose_overhead",
+                  "vector_find_index8_overhead"):
             v = getattr(self, k)
             lo = 1 if k in ("seq_issue", "post_latency", "sync_cycles") else 0
             if isinstance(v, bool) or not isinstance(v, int):
@@ -1331,9 +1337,9 @@ def _vec_elems(vi):
 
 
 #: Vector opcode -> ``(timing, cycles per element)``: extra cycles beyond the elements per lane
-#: (a :class:`Timing` field name) and the element rate (``None``: 1, or the number of PSUM
-#: operands when they share the one PSUM port). A new golden.vector opcode with the usual
-#: timing needs no entry.
+#: (a :class:`Timing` field name) and the element rate (``None``: 1, or the most streams on
+#: one SBUF bank or on the PSUM port; an int: that rate, the operands never streaming
+#: together). A new golden.vector opcode with the usual timing needs no entry.
 VEC_TIMING = {
     "tensor_reduce": ("vector_reduce_overhead", None),
     "max8": ("vector_max8_overhead", None),
@@ -1341,6 +1347,7 @@ VEC_TIMING = {
     "bn_stats": ("vector_bn_stats_overhead", None),
     "bn_aggr": ("vector_bn_aggr_overhead", None),
     "block_transpose": ("vector_transpose_overhead", None),
+    "find_index8": ("vector_find_index8_overhead", 1),   # the 8 values first, then the data
 }
 
 
@@ -1350,7 +1357,7 @@ def _vec_timing(sim, ins, issue):
     c = sim.cfg
     if rate == "scan":                      # each result feeds the next element (serial)
         rate = 2 + 2 * (c.mul_stages + c.add_stages) + 1
-    else:
+    elif rate is None:
         rate = port_sharing(c, [ap for _k, ap, _d in _vec_used(vi)])
     st = sim.engine_state.setdefault("dve", {"free": 0})
     start = max(issue, st["free"])

@@ -652,6 +652,15 @@ class Kernel:
         """``dst[p, :8]`` = the 8 largest of ``src[p, :]`` (or their indices), largest first."""
         self._vec("max8", dst, src, op1=int(indices))
 
+    def find_index8(self, dst, data, vals, sr=False):
+        """``dst[p, j]`` = the index of the first ``data[p, :]`` element equal to ``vals[p, j]``
+        (``j < 8``; the widened FP32 patterns bit for bit: ``-0 != +0``, a NaN finds its own
+        pattern), ``-1`` where none (``find_index8``; e.g. ``vals`` from :meth:`max8`)."""
+        if vals.elems != 8 or dst.elems != 8:
+            raise ValueError(f"find_index8 vals and dst must have 8 elements per partition, "
+                             f"not {vals.elems} and {dst.elems}")
+        self._vec("find_index8", dst, data, vals, sr=sr)
+
     # --- scalar engine ------------------------------------------------------------------------
     def load_table(self, name, queue=None):
         """Load function ``name``'s table into the scalar engine, unless it holds it: the image

@@ -28,6 +28,12 @@ MAX8 keeps, per partition, the 8 largest stage-0 results ``r0`` in IEEE 754 tota
 order; with ``op1`` = 1 it writes their element indices (pattern order, as FP32) instead.
 Fewer than 8 elements: the missing slots hold ``0xFFFFFFFF`` (values) / ``-1.0`` (indices).
 
+FIND_INDEX8 (the public ``nc_find_index8``): per partition, for each of the 8 values of src1
+(its first slot ``num = 8``), the index (pattern order, as FP32, modulo ``2**24`` as IOTA's) of
+the first src0 element whose widened FP32 pattern equals the value's widened pattern bit for bit
+(so ``-0 != +0`` and a NaN finds the same NaN pattern: whatever MAX8 returned is found);
+``-1.0`` where no element matches (MAX8's missing-slot index).
+
 BN_STATS / BN_AGGR (layer-norm statistics, ``docs/vector.md`` §1.7): BN_STATS writes per
 partition ``[n, S, Q]`` (the element count as FP32, ``S = sum x`` and ``Q = sum x*x``, each in
 ``K`` interleaved partials like TENSOR_REDUCE, ``Q``'s partials with one fused multiply-add per
@@ -64,6 +70,7 @@ __all__ = [
     "OP_BN_STATS", "OP_BN_AGGR", "OP_AFFINE_SELECT", "OP_TRANSPOSE", "BN_STATS_N",
     "BN_AGGR_N", "BN_RCP_MAGIC", "BN_NEWTON_STEPS", "bn_stats_lanes", "bn_aggr_lanes",
     "affine_fields", "affine_imm1", "transpose_block", "fma", "AFFINE_CMPS",
+    "OP_FIND_INDEX8", "find_index8_lanes",
 ]
 
 #: Opcodes (docs/architecture.md §8.4, the vector range 0x20-0x2F).
@@ -71,12 +78,13 @@ OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
 OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
 OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
 OP_BN_STATS, OP_BN_AGGR, OP_AFFINE_SELECT, OP_TRANSPOSE = 0x29, 0x2A, 0x2B, 0x2C
+OP_FIND_INDEX8 = 0x2D
 OPCODES = {OP_TENSOR_TENSOR: "tensor_tensor", OP_TENSOR_SCALAR: "tensor_scalar",
            OP_TENSOR_REDUCE: "tensor_reduce", OP_TENSOR_COPY: "tensor_copy",
            OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota",
            OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan", OP_MAX8: "max8",
            OP_BN_STATS: "bn_stats", OP_BN_AGGR: "bn_aggr", OP_AFFINE_SELECT: "affine_select",
-           OP_TRANSPOSE: "block_transpose"}
+           OP_TRANSPOSE: "block_transpose", OP_FIND_INDEX8: "find_index8"}
 #: BN_STATS writes ``[n, S, Q]``; BN_AGGR reads triples and writes ``[mean, var]``.
 BN_STATS_N, BN_AGGR_N = 3, 2
 #: BN_AGGR's reciprocal seed (``bits(r0) = BN_RCP_MAGIC - bits(n)``) and Newton steps.
@@ -257,6 +265,21 @@ def top8(x):
     return vals, idx
 
 
+def find_index8_lanes(x, vals):
+    """FIND_INDEX8: ``(8, lanes)`` int64, per lane (column of ``x``, ``(n, lanes)`` FP32 bits)
+    and value (row of ``vals``, ``(8, lanes)`` FP32 bits) the first element index ``i`` (modulo
+    ``IOTA_MOD``) with ``x[i] == value`` bit for bit; -1 where none matches."""
+    x = np.asarray(x, dtype=np.uint32)
+    vals = np.asarray(vals, dtype=np.uint32)
+    n, lanes = x.shape
+    out = np.full((MAX8_K, lanes), -1, np.int64)
+    hit = x[None, :, :] == vals[:, None, :]              # (8, n, lanes)
+    found = hit.any(axis=1)
+    first = hit.argmax(axis=1)
+    out[found] = first[found] % IOTA_MOD
+    return out
+
+
 def reduce_lanes(op, x, ways):
     """Reduce ``x`` (``(n, lanes)`` FP32 bits) along axis 0 in the engine's order: element i
     goes into partial ``i % ways`` (each partial starts at the op's identity: -0, -Inf, +Inf)
@@ -357,7 +380,7 @@ def transpose_block(cfg: CoreConfig):
 # --- check and run -----------------------------------------------------------------------------
 
 def _uses_src1(ins):
-    if ins.opcode in (OP_TENSOR_TENSOR, OP_SELECT, OP_TENSOR_TENSOR_SCAN):
+    if ins.opcode in (OP_TENSOR_TENSOR, OP_SELECT, OP_TENSOR_TENSOR_SCAN, OP_FIND_INDEX8):
         return True
     if ins.opcode == OP_TENSOR_SCALAR:
         return bool(ins.sel0 or ins.sel1)
@@ -374,7 +397,7 @@ def _uses_src0(ins):
 AFFINE_CMPS = (ALU_EQ, ALU_NE, ALU_LT, ALU_LE, ALU_GT, ALU_GE)
 #: Destination elements (first slot ``num``) of the ops writing a fixed count per partition.
 _FIXED_DST = {OP_TENSOR_REDUCE: None, OP_MAX8: MAX8_K, OP_BN_STATS: BN_STATS_N,
-              OP_BN_AGGR: BN_AGGR_N}
+              OP_BN_AGGR: BN_AGGR_N, OP_FIND_INDEX8: MAX8_K}
 
 
 def _effective(ins):
@@ -392,7 +415,7 @@ def _effective(ins):
         return ins.op0, ins.op1, 0, 1, ins.rev0, ins.rev1
     if o == OP_MAX8:
         return ins.op0, ALU_BYPASS, ins.sel0, 0, ins.rev0, 0
-    if o in (OP_BN_STATS, OP_BN_AGGR, OP_TRANSPOSE, OP_AFFINE_SELECT):
+    if o in (OP_BN_STATS, OP_BN_AGGR, OP_TRANSPOSE, OP_AFFINE_SELECT, OP_FIND_INDEX8):
         return ALU_BYPASS, ALU_BYPASS, 0, 0, 0, 0
     return ins.op0, ins.op1, ins.sel0, ins.sel1, ins.rev0, ins.rev1
 
@@ -415,7 +438,8 @@ def check(cfg: CoreConfig, ins: VecInstr):
     E_SHAPE. BN_STATS / BN_AGGR: likewise with 3 / 2 destination elements; BN_AGGR's src0
     first ``num`` must be 3. AFFINE_SELECT: ``op0`` not a comparison is E_OPCODE.
     TRANSPOSE: partition count ``B``, start a multiple of ``B``, first ``num`` ``B`` and the
-    others <= 1, else E_SHAPE.)"""
+    others <= 1, else E_SHAPE. FIND_INDEX8: the destination and src1 (the 8 values) both
+    ``num = 8`` first and <= 1 after, on src0's partitions; src0 any shape.)"""
     check_config(cfg, "vector check")
     if ins.opcode not in OPCODES:
         return E_OPCODE
@@ -447,6 +471,10 @@ def check(cfg: CoreConfig, ins: VecInstr):
             return E_SHAPE
         if ins.opcode == OP_BN_AGGR and shapes["src0"][2][0] != BN_STATS_N:
             return E_SHAPE
+        if ins.opcode == OP_FIND_INDEX8:
+            v = shapes.pop("src1")                 # the values: not src0's shape
+            if v[2][0] != MAX8_K or any(n > 1 for n in v[2][1:]):
+                return E_SHAPE
     if ins.opcode == OP_TRANSPOSE:
         B = transpose_block(cfg)
         s0 = shapes["src0"]
@@ -518,6 +546,8 @@ def run(cfg: CoreConfig, ins: VecInstr, mem: VecMemory, prng: XorWowLanes | None
     if ins.opcode == OP_MAX8:
         vals, idx = top8(np.ascontiguousarray(np.broadcast_to(r0, x0.shape), dtype=np.uint32))
         r = idx.astype(np.float32).view(np.uint32) if ins.op1 == 1 else vals
+    elif ins.opcode == OP_FIND_INDEX8:
+        r = find_index8_lanes(x0, s1).astype(np.float32).view(np.uint32)
     elif ins.opcode == OP_TENSOR_TENSOR_SCAN:
         r = np.empty_like(x0)
         prev = np.full(P, ins.imm0, np.uint32)

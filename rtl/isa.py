@@ -263,7 +263,9 @@ OPCODES = (
         (0x2A, "bn_aggr", 2, "dst[p] = [mean, var] of src0[p, :] triples [n, sum, sum sq]"),
         (0x2B, "affine_select", 2, "dst = src0 if (off + cp*p + ci*i) op0 0 else imm0; imm1 = "
                                    "off (b15:0), ci (b23:16), cp (b31:24)"),
-        (0x2C, "block_transpose", 2, "dst[s + j, i] = src0[s + i, j], a B x B block, B = min(32, P)"))),
+        (0x2C, "block_transpose", 2, "dst[s + j, i] = src0[s + i, j], a B x B block, B = min(32, P)"),
+        (0x2D, "find_index8", 3, "dst[p, j] = index of the first src0[p, :] equal (FP32 bits) to "
+                                 "src1[p, j], j < 8; -1 if none"))),
     # ---- scalar (activation) engine -----------------------------------------------------------
     Op(0x30, "activation", "act", aps={"ap0": "dst", "ap1": "src0", "ap2": "bias"},
        flags=("sr",),

@@ -8,6 +8,8 @@ for bit with ``golden/vector.py`` run over the same program."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -190,14 +192,15 @@ def test_iota_index_conversion_exact(seed):
 def test_other_alu_latencies_reduce_and_elementwise(stages, seed):
     """Shorter FMA pipelines change the reduction's partial count (K = latency + 1: 2, and 1
     with no combine step at all) and the BN tail programs' step timing; reductions, BN_STATS /
-    BN_AGGR, transposes and elementwise ops stay bit-exact with golden."""
+    BN_AGGR, transposes, MAX8, FIND_INDEX8 and elementwise ops stay bit-exact with golden."""
     cfg = SMALL.replace(mul_stages=stages[0], add_stages=stages[1])
     b = SimBench(VecRig(cfg))
     assert b.dut.dut.signature.ways == gv.reduce_ways(cfg) == sum(stages) + 1
     rng = np.random.default_rng([seed, 27])
     instrs = [random_instr(rng, cfg, max_elems=30, opcodes=[op])
               for op in (gv.OP_TENSOR_REDUCE, gv.OP_TENSOR_REDUCE, gv.OP_BN_STATS,
-                         gv.OP_BN_AGGR, gv.OP_TRANSPOSE, gv.OP_AFFINE_SELECT)]
+                         gv.OP_BN_AGGR, gv.OP_TRANSPOSE, gv.OP_AFFINE_SELECT, gv.OP_MAX8,
+                         gv.OP_FIND_INDEX8, gv.OP_FIND_INDEX8)]
     instrs += [random_instr(rng, cfg, max_elems=12,
                             opcodes=[gv.OP_TENSOR_TENSOR, gv.OP_TENSOR_SCALAR])
                for _ in range(3)]
@@ -256,10 +259,77 @@ def test_bn_chain_affine_diagonal_and_transpose(bench, seed):
     run_and_compare(bench, instrs, rng, seed, mems=(sbuf, psum), p_hog=0.2, p_ready=0.7)
 
 
+def test_find_index8_directed(bench, seed):
+    """FIND_INDEX8 on data with duplicates (the first in pattern order), absent values, NaNs
+    of several patterns and both zeros (told apart), over a 2-D pattern with a negative step
+    on a partial partition range; broadcast values (step 0); a data row longer than the 24
+    beats of any other test; every enabled format as data and values (the same codes: found
+    after widening, NaN payloads made canonical) and as destination, SR on some; max8's values
+    fed back (its indices found again); the shape, format and AP statuses in between."""
+    rng = np.random.default_rng([seed, 29])
+    P = SMALL.partitions
+    sbuf, psum = random_memories(rng, SMALL)
+    specials = np.array([0x80000000, 0, 0x7FC00000, 0xFFC00000, 0x7F800001], np.uint32)
+    x = (rng.integers(-3, 4, (P, 64)).astype(np.float32) * np.float32(0.5)).view(np.uint32)
+    x[:, rng.integers(0, 64, 12)] = rng.choice(specials, (P, 12))
+    sbuf[:, 0:256] = x.view(np.uint8)
+    vals = np.concatenate([x[:, rng.integers(0, 40, 4)],
+                           np.tile(np.array([0x80000000, 0x7FC00000, 0x40A00000],
+                                            np.uint32), (P, 1)), x[:, 20:21]], axis=1)
+    sbuf[:, 512:544] = vals.view(np.uint8)
+    st = 2048
+
+    def ap(mem, off, dims, **kw):
+        return AP(memory=mem, offset=off, dims=dims, num_partitions=kw.pop("n", P), **kw)
+
+    def fi(src0, src1, dst, **kw):
+        return gv.VecInstr(opcode=gv.OP_FIND_INDEX8, src0=src0, src1=src1, dst=dst, **kw)
+    h = P // 2
+    instrs = [
+        fi(ap(SBUF, 4 * 9, ((-1, 10), (16, 3)), n=h, start_partition=h),
+           ap(SBUF, 512, ((1, 8),), n=h, start_partition=h),
+           ap(SBUF, st, ((1, 8),), n=h, start_partition=h)),
+        fi(ap(SBUF, 0, ((1, 40),)), ap(SBUF, 512 + 4 * 5, ((0, 8),)),
+           ap(PSUM, 2 * SMALL.psum_bank_bytes, ((1, 8),))),
+        fi(ap(SBUF, 4 * 63, ((-1, 64),)), ap(SBUF, 512, ((1, 8), (8, 1))),
+           ap(SBUF, st + 64 + 28, ((-1, 8),))),
+    ]
+    fmts = gv.vector_formats(SMALL)
+    for k, d in enumerate(fmts):
+        w = gv.elem_bytes_of(SMALL, d)
+        instrs.append(fi(ap(SBUF, 1024, ((1, 30),)), ap(SBUF, 1024 + w * 3, ((2, 8),)),
+                         ap(SBUF, st + 128 + 32 * k, ((1, 8),)), src0_dtype=d, src1_dtype=d,
+                         dst_dtype=fmts[(k + 3) % len(fmts)], sr=k % 2))
+    instrs += [gv.VecInstr(opcode=gv.OP_MAX8, src0=ap(SBUF, 0, ((1, 40),)),
+                           dst=ap(SBUF, st + 512, ((1, 8),))),
+               gv.VecInstr(opcode=gv.OP_MAX8, op1=1, src0=ap(SBUF, 0, ((1, 40),)),
+                           dst=ap(SBUF, st + 544, ((1, 8),))),
+               fi(ap(SBUF, 0, ((1, 40),)), ap(SBUF, st + 512, ((1, 8),)),
+                  ap(SBUF, st + 576, ((1, 8),)))]
+    base = instrs[1]
+    bad = [(dataclasses.replace(base, src1=ap(SBUF, 512, ((1, 7),))), gv.E_SHAPE),
+           (dataclasses.replace(base, dst=ap(PSUM, 2 * SMALL.psum_bank_bytes, ((1, 9),))),
+            gv.E_SHAPE),
+           (dataclasses.replace(base, src1_dtype=9), gv.E_FORMAT),
+           (dataclasses.replace(base, src1=ap(PSUM, 16 * SMALL.psum_bank_bytes, ((1, 8),))),
+            0x04),
+           (dataclasses.replace(base, src0=ap(3, 0, ((1, 40),))), 0x0F)]
+    for k, (b, code) in enumerate(bad):
+        assert gv.check(SMALL, b) == code, (k, b)
+        instrs.insert(2 + 2 * k, b)
+    run_and_compare(bench, instrs, rng, seed, mems=(sbuf, psum), p_hog=0.2, p_ready=0.7)
+    # the expected indices are neither all -1 (5.0 is absent) nor all missing (element 20)
+    mem = gv.VecMemory(SMALL, sbuf=sbuf, psum=psum)
+    assert gv.run(SMALL, instrs[0], mem) == 0
+    got = mem.sbuf[h:, st:st + 32].copy().view(np.float32)
+    assert (got == -1).any() and (got >= 0).any()
+
+
 def test_decoder_new_opcodes_reach_the_engine_fields():
-    """bn_stats, bn_aggr, affine_select (imm1 as raw bits) and transpose are dve opcodes of the
-    encoding (well formed for the dve sequencer) and the VectorDecoder fills the engine's
-    fields from them, as for the older opcodes."""
+    """bn_stats, bn_aggr, affine_select (imm1 as raw bits), transpose and find_index8 (three
+    APs: the values in ap2) are dve opcodes of the encoding (well formed for the dve
+    sequencer) and the VectorDecoder fills the engine's fields from them, as for the older
+    opcodes."""
     from amaranth.sim import Simulator
 
     from golden.asm import parse_instr
@@ -272,6 +342,8 @@ def test_decoder_new_opcodes_reach_the_engine_fields():
                               "ap1=sbuf.fp32[0:4]@0x0{1x8} op0=11 imm0=-inf "
                               f"imm1=bits:0x{gv.affine_imm1(-3, -1, 1):08x}"),
         gv.OP_TRANSPOSE: "block_transpose.sr ap0=sbuf.bf16[0:4]@0x40{1x4} ap1=sbuf.fp32[0:4]@0x0{-1x4}",
+        gv.OP_FIND_INDEX8: ("find_index8 ap0=sbuf.bf16[0:4]@0x40{1x8} ap1=psum.fp32[0:4]@0x0{1x20} "
+                            "ap2=sbuf.fp8_e4m3[0:4]@0x100{0x8}"),
     }
     for code, text in texts.items():
         raw = isa.encode(parse_instr(text))
@@ -295,5 +367,8 @@ def test_decoder_new_opcodes_reach_the_engine_fields():
             assert gv.affine_fields(i.imm1) == (-3, -1, 1)
         if code == gv.OP_TRANSPOSE:
             assert (i.sr, i.dst_dtype, i.src0.dims[0].step) == (1, 2, -1)
+        if code == gv.OP_FIND_INDEX8:
+            assert (i.src0.dims[0].num, i.src1.dims[0].num, i.src1.dims[0].step,
+                    i.src1_dtype, i.dst.dims[0].num) == (20, 8, 0, 5, 8)
         if code == gv.OP_BN_AGGR:
             assert (i.src0.dims[0].num, i.src0.dims[1].num, i.dst.dims[0].num) == (3, 2, 2)

@@ -14,8 +14,8 @@ from rtl.vector.frame import PORT_NAMES, LanesFrame
 from rtl.vector.fu import VectorFU
 from rtl.vector.isa import (ALU_ADD, ALU_BYPASS, ALU_EQ, ALU_GE, ALU_MAX, ALU_MIN, ALU_SEL,
                             BN_AGGR_N, BN_STATS_N, E_FORMAT, E_OPCODE, E_SHAPE, MAX8_K,
-                            OP_AFFINE_SELECT, OP_BN_AGGR, OP_BN_STATS, OP_IOTA, OP_MAX8,
-                            OP_MEMSET, OP_SELECT, OP_TENSOR_TENSOR_SCAN, OP_TENSOR_COPY,
+                            OP_AFFINE_SELECT, OP_BN_AGGR, OP_BN_STATS, OP_FIND_INDEX8, OP_IOTA,
+                            OP_MAX8, OP_MEMSET, OP_SELECT, OP_TENSOR_TENSOR_SCAN, OP_TENSOR_COPY,
                             OP_TENSOR_REDUCE, OP_TENSOR_SCALAR, OP_TENSOR_TENSOR, OP_TRANSPOSE,
                             OPCODES, done_layout, dtype_table, instr_layout, transpose_block)
 
@@ -30,7 +30,8 @@ class VectorEngine(wiring.Component):
     ``op1`` other than add/max/min; MAX8 with ``op1`` > 1), E_FORMAT (a used AP's dtype not in
     :func:`~rtl.vector.isa.dtype_table`), E_SHAPE (used APs disagree in start partition,
     partition count or any ``num``; TENSOR_REDUCE: a destination ``num`` above 1; MAX8: a
-    destination other than ``num = 8`` first and <= 1 after). A failing
+    destination other than ``num = 8`` first and <= 1 after; FIND_INDEX8: the destination and
+    src1 likewise, src0 of any shape on their partitions). A failing
     instruction reports its code at once and touches nothing. A passing one becomes a
     :class:`~rtl.vector.frame.LanesFrame` command (whose AP checks give E_AP_* in the order src0,
     src1, dst, again with nothing written) and :class:`~rtl.vector.fu.VectorFU` controls;
@@ -39,7 +40,8 @@ class VectorEngine(wiring.Component):
     Used sources: src0 unless MEMSET or IOTA (which walk the destination AP as their element
     count);
     src1 for TENSOR_TENSOR and SELECT, for TENSOR_SCALAR with ``sel0`` or ``sel1``, for
-    TENSOR_REDUCE with ``sel0``. Unused fields are ignored.
+    TENSOR_REDUCE with ``sel0``, for FIND_INDEX8 (its 8 values, read before src0: the frame's
+    ``pre1``). Unused fields are ignored.
 
     Timing: one element per lane per cycle while the memories grant every access (TENSOR_TENSOR
     _SCAN: one per ``2 + fu.latency + 1`` cycles); ``done`` is offered in the cycle after the
@@ -112,13 +114,13 @@ class VectorEngine(wiring.Component):
         is_ms, is_sel, is_iota = op == OP_MEMSET, op == OP_SELECT, op == OP_IOTA
         is_scan, is_max8 = op == OP_TENSOR_TENSOR_SCAN, op == OP_MAX8
         is_bns, is_bna = op == OP_BN_STATS, op == OP_BN_AGGR
-        is_aff, is_tr = op == OP_AFFINE_SELECT, op == OP_TRANSPOSE
+        is_aff, is_tr, is_fi = op == OP_AFFINE_SELECT, op == OP_TRANSPOSE, op == OP_FIND_INDEX8
         known = Cat(*[op == k for k in OPCODES]).any()
         bad_op = (~known | (is_red & (ins.op1 != ALU_ADD) & (ins.op1 != ALU_MAX)
                             & (ins.op1 != ALU_MIN)) | (is_max8 & (ins.op1 > 1))
                   | (is_aff & ((ins.op0 < ALU_EQ) | (ins.op0 > ALU_GE))))
         use0 = ~is_ms & ~is_iota
-        use1 = (is_tt | is_sel | is_scan | (is_ts & (ins.sel0 | ins.sel1))
+        use1 = (is_tt | is_sel | is_scan | is_fi | (is_ts & (ins.sel0 | ins.sel1))
                 | ((is_red | is_max8) & ins.sel0))
         table = dtype_table(cfg)
 
@@ -137,9 +139,9 @@ class VectorEngine(wiring.Component):
             """``num`` of the first slot is n (None: <= 1), the others <= 1."""
             first = ap.dims[0].num <= 1 if n is None else ap.dims[0].num == n
             return Cat(first, *[ap.dims[k].num <= 1 for k in range(1, cfg.ap_dims)]).all()
-        fixed = is_red | is_max8 | is_bns | is_bna          # a fixed destination count
+        fixed = is_red | is_max8 | is_bns | is_bna | is_fi  # a fixed destination count
         dst_ok = Mux(is_red, first_then_one(ins.dst, None),
-                     Mux(is_max8, first_then_one(ins.dst, MAX8_K),
+                     Mux(is_max8 | is_fi, first_then_one(ins.dst, MAX8_K),
                          Mux(is_bns, first_then_one(ins.dst, BN_STATS_N),
                              first_then_one(ins.dst, BN_AGGR_N))))
         d_vs_0 = Mux(fixed,
@@ -149,7 +151,8 @@ class VectorEngine(wiring.Component):
         B = transpose_block(cfg)
         tr_bad = ((ins.src0.count != B) | (ins.src0.start % B != 0)
                   | ~first_then_one(ins.src0, B))
-        s1_vs_0 = (part(ins.src1) != part(ins.src0)) | (nums(ins.src1) != nums(ins.src0))
+        s1_vs_0 = (part(ins.src1) != part(ins.src0)) | Mux(
+            is_fi, ~first_then_one(ins.src1, MAX8_K), nums(ins.src1) != nums(ins.src0))
         bad_shape = (use0 & d_vs_0) | (use1 & s1_vs_0) | (is_tr & tr_bad)
         code = Signal(8)
         m.d.comb += code.eq(Mux(bad_op, E_OPCODE, Mux(bad_fmt, E_FORMAT,
@@ -162,13 +165,14 @@ class VectorEngine(wiring.Component):
                      ctl.imm0.eq(ins.imm0), ctl.imm1.eq(ins.imm1), ctl.memset.eq(is_ms),
                      ctl.iota.eq(is_iota), ctl.reduce.eq(is_red), ctl.scan.eq(is_scan),
                      ctl.max8.eq(is_max8), ctl.bn_stats.eq(is_bns), ctl.bn_aggr.eq(is_bna),
-                     ctl.affine.eq(is_aff), ctl.cmp.eq(ins.op0), ctl.transpose.eq(is_tr)]
+                     ctl.affine.eq(is_aff), ctl.cmp.eq(ins.op0), ctl.transpose.eq(is_tr),
+                     ctl.find8.eq(is_fi)]
         with m.If(is_tt | is_sel):
             m.d.comb += [ctl.op1.eq(ALU_BYPASS), ctl.sel0.eq(1), ctl.sel1.eq(0),
                          ctl.rev1.eq(0)]
             with m.If(is_sel):
                 m.d.comb += [ctl.op0.eq(ALU_SEL), ctl.rev0.eq(0)]
-        with m.If(is_cp | is_ms):
+        with m.If(is_cp | is_ms | is_fi):
             m.d.comb += [ctl.op0.eq(ALU_BYPASS), ctl.op1.eq(ALU_BYPASS), ctl.sel0.eq(0),
                          ctl.sel1.eq(0), ctl.rev0.eq(0), ctl.rev1.eq(0)]
         with m.If(is_red | is_max8):
@@ -187,9 +191,9 @@ class VectorEngine(wiring.Component):
                      cmd.src0_dtype.eq(Mux(no_src, ins.dst_dtype, ins.src0_dtype)),
                      cmd.src1_dtype.eq(ins.src1_dtype), cmd.dst_dtype.eq(ins.dst_dtype),
                      cmd.use_src1.eq(use1), cmd.sr.eq(ins.sr),
-                     cmd.tail.eq(Mux(is_red, 1, Mux(is_max8, MAX8_K, Mux(
+                     cmd.tail.eq(Mux(is_red, 1, Mux(is_max8 | is_fi, MAX8_K, Mux(
                          is_bns, BN_STATS_N, Mux(is_bna, BN_AGGR_N, Mux(is_tr, B, 0)))))),
-                     cmd.serial.eq(is_scan)]
+                     cmd.serial.eq(is_scan), cmd.pre1.eq(is_fi)]
 
         err = Signal(8)
         with m.FSM(name="vector"):

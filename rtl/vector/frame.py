@@ -39,18 +39,21 @@ def cmd_layout(cfg: CoreConfig):
     ``last``: 1 for a reduction, 8 for a top-8, 3 / 2 for BN_STATS / BN_AGGR, ``B`` for a
     transpose), ``serial`` (one
     beat at a time: the next beat enters only after the previous one's result came back on
-    ``fu_i``, for a unit whose result feeds its next input: a scan)."""
+    ``fu_i``, for a unit whose result feeds its next input: a scan), ``pre1`` (with
+    ``use_src1``: src1's elements first, alone, as ``pre`` beats that give no result, then
+    src0's alone: operands of different shapes, FIND_INDEX8's 8 values, then its data)."""
     desc = APGenerator.Signature(check_config(cfg, "cmd_layout")).in_layout
     return data.StructLayout({"src0": desc, "src1": desc, "dst": desc, "src0_dtype": 4,
                               "src1_dtype": 4, "dst_dtype": 4, "use_src1": 1, "sr": 1,
-                              "tail": 6, "serial": 1})
+                              "tail": 6, "serial": 1, "pre1": 1})
 
 
 def fu_in_layout(cfg: CoreConfig):
     """A beat to the function unit: ``x0``, ``x1`` (FP32 lanes of src0 / src1; ``x1`` is
-    undefined without src1), ``last``."""
+    undefined without src1), ``last``, ``pre`` (a src1 element of a ``pre1`` command: ``x1``
+    holds it, ``x0`` is undefined; no result is due)."""
     lanes = data.ArrayLayout(32, cfg.partitions)
-    return data.StructLayout({"x0": lanes, "x1": lanes, "last": 1})
+    return data.StructLayout({"x0": lanes, "x1": lanes, "last": 1, "pre": 1})
 
 
 def fu_out_layout(cfg: CoreConfig):
@@ -79,6 +82,11 @@ class LanesFrame(wiring.Component):
 
     With ``serial`` a beat enters only when the previous one's result has returned (a unit whose
     result is its next input): one beat per ``widen + fu_latency + 1`` cycles.
+
+    With ``pre1`` (and ``use_src1``) the sources do not pair up: src1's elements enter first,
+    one per cycle, as ``pre`` beats (no result, no output slot), then src0's, one per cycle,
+    each with its own ``last``. Both readers start together, so src0's first elements are
+    already buffered when src1's last has entered.
 
     The output buffer holds ``depth`` beats and a beat enters the pipeline only with a slot
     reserved (for ``tail`` commands the last beat reserves all ``tail`` slots), so no beat is ever lost
@@ -230,8 +238,10 @@ class LanesFrame(wiring.Component):
         flow = Signal()                     # sources accepted: elements may stream
         drain_out = Signal()                # destination rejected: discard the output
         drain_src = Signal()                # a source rejected: discard the other's elements
-        have = o0v & (~use1 | o1v)
-        beat_last = o0.last
+        pre_on = Signal()                   # pre1: src1's elements still entering, alone
+        pair = use1 & ~c.pre1               # src1 enters alongside src0, element by element
+        have = Mux(pre_on, o1v, o0v & (~pair | o1v))
+        beat_last = o0.last & ~pre_on
         reserve = Signal()
         fire = Signal()
         in_fu = Signal()                    # serial: a beat is between fire and its result
@@ -242,13 +252,17 @@ class LanesFrame(wiring.Component):
         with m.Elif(self.fu_i.valid):
             m.d.sync += in_fu.eq(0)
         need = Signal(7)                    # output slots this beat reserves
-        m.d.comb += need.eq(Mux(c.tail == 0, 1, Mux(beat_last, c.tail, 0)))
+        m.d.comb += need.eq(Mux(pre_on, 0, Mux(c.tail == 0, 1, Mux(beat_last, c.tail, 0))))
         m.d.comb += [fire.eq(flow & have & (reserved + need <= D) & ~(c.serial & in_fu)),
                      reserve.eq(fire)]
         take_out = ob.r_en & ob.r_rdy
         m.d.sync += reserved.eq(reserved + Mux(reserve, need, 0) - take_out)
-        src_ready0 = fire | (drain_src & ~bad0)
-        src_ready1 = (fire & use1) | (drain_src & ~bad1)
+        with m.If(self.start):
+            m.d.sync += pre_on.eq(self.cmd.payload.use_src1 & self.cmd.payload.pre1)
+        with m.Elif(fire & pre_on & o1.last):
+            m.d.sync += pre_on.eq(0)
+        src_ready0 = (fire & ~pre_on) | (drain_src & ~bad0)
+        src_ready1 = (fire & (pre_on | pair)) | (drain_src & ~bad1)
         for k, (sel, rdy) in enumerate(((p0, src_ready0), (p1, src_ready1))):
             m.d.comb += [rd[SBUF, k].o.ready.eq(~sel & rdy), rd[PSUM, k].o.ready.eq(sel & rdy)]
 
@@ -269,7 +283,8 @@ class LanesFrame(wiring.Component):
                     lanes.append(delay(m, raw, W, name=f"raw{k}_{p}"))
             xs.append(lanes)
         m.d.comb += [self.fu_o.valid.eq(delay(m, fire, W, name="fv")),
-                     self.fu_o.payload.last.eq(delay(m, beat_last, W, name="fl"))]
+                     self.fu_o.payload.last.eq(delay(m, beat_last, W, name="fl")),
+                     self.fu_o.payload.pre.eq(delay(m, pre_on, W, name="fp"))]
         for p in range(P):
             m.d.comb += [self.fu_o.payload.x0[p].eq(xs[0][p]), self.fu_o.payload.x1[p].eq(xs[1][p])]
 

@@ -70,11 +70,13 @@ def ctl_layout():
     :func:`bn_programs`, emit 3 / 2 beats), ``affine`` (stage 0 is a select whose ``x`` is the
     predicate ``(off + cp*p + ci*i) cmp 0`` from ``imm1``'s fields and ``cmp``; ``op0`` must
     be select, ``y`` the src0 element), ``transpose`` (keep the B beats of stage-0 results,
-    emit the B x B block transposed)."""
+    emit the B x B block transposed), ``find8`` (the ``pre`` beats load the 8 values into the
+    top-8 list, then each stage-0 result latches its element index into every slot whose value
+    it equals bit for bit and that has none yet; the indices leave as MAX8's do)."""
     return data.StructLayout({"op0": 4, "op1": 4, "rev0": 1, "rev1": 1, "sel0": 1, "sel1": 1,
                               "imm0": 32, "imm1": 32, "memset": 1, "iota": 1, "reduce": 1,
                               "scan": 1, "max8": 1, "bn_stats": 1, "bn_aggr": 1,
-                              "affine": 1, "cmp": 4, "transpose": 1})
+                              "affine": 1, "cmp": 4, "transpose": 1, "find8": 1})
 
 
 def u24_to_fp32(m, n, name):
@@ -114,6 +116,13 @@ class VectorFU(wiring.Component):
     IEEE totalOrder (largest first; an equal key goes after the ones already there), one
     element per cycle; after the beat with ``last`` the 8 entries (values, or their element
     indices as FP32 when ``op1`` = 1; unfilled: ``0xFFFFFFFF`` / ``-1.0``) leave as 8 beats.
+
+    Find 8 (``ctl.find8``, the frame's ``pre1``): the 8 ``pre`` beats write ``x1`` (the values)
+    into the top-8 list's value registers in order; then every element's stage-0 result
+    (``op0`` bypass: the widened element) is compared with the 8 values (8 equality comparators
+    per lane), and each slot not yet found that equals it bit for bit takes the element index
+    (the ``pre`` beats are not counted) and is marked found. After the beat with ``last`` the
+    8 indices (``-1.0`` where none was found) leave as MAX8's indices do.
 
     Reduce (``ctl.reduce``): stage 1 folds the stage-0 results into ``K = La + 1`` interleaved
     partials per lane (element i into partial ``i % K``, each starting at the op's identity),
@@ -172,7 +181,7 @@ class VectorFU(wiring.Component):
         idx = Signal(IOTA_BITS, name="iota_idx")
         with m.If(self.start):
             m.d.sync += idx.eq(0)
-        with m.Elif(i.valid):
+        with m.Elif(i.valid & ~i.payload.pre):
             m.d.sync += idx.eq(idx + 1)
 
         # --- stage-1 issue bookkeeping (shared by every lane) -----------------------------------
@@ -220,11 +229,19 @@ class VectorFU(wiring.Component):
             m.d.sync += [slot.eq(0), comb_on.eq(0), comb_issue.eq(0)]
         ident = Mux(ctl.op1 == ALU_MAX, 0xFF800000, Mux(ctl.op1 == ALU_MIN, 0x7F800000,
                                                         0x80000000))
-        # --- top 8: emit 8 beats after the last element was inserted -----------------------------
-        mx = ctl.max8
+        # --- top 8 / find 8: emit 8 beats after the last element was inserted ------------------
+        mx, fi = ctl.max8, ctl.find8
+        top = mx | fi                                   # the 8 slots leave as beats
+        want_idx = ctl.op1[0] | fi                      # their indices, not their values
+        pre0 = delay(m, i.payload.pre, La, name="pre0")  # a find-8 value at stage-0 output
+        vslot = Signal(range(MAX8_K), name="vslot")     # the slot of the next find-8 value
+        with m.If(self.start):
+            m.d.sync += vslot.eq(0)
+        with m.Elif(fi & v0 & pre0):
+            m.d.sync += vslot.eq(vslot + 1)
         emit8 = Signal()
         emit_n = Signal(range(MAX8_K))
-        with m.If(mx & v0 & last0):
+        with m.If(top & v0 & last0):
             m.d.sync += [emit8.eq(1), emit_n.eq(0)]
         with m.Elif(emit8):
             m.d.sync += emit_n.eq(emit_n + 1)
@@ -308,9 +325,9 @@ class VectorFU(wiring.Component):
                         m.d.comb += pred.eq(fn(e))
             return Mux(pred, _ONE, 0)
 
-        m.d.comb += [self.o.valid.eq(Mux(red, emit_red, Mux(mx, emit8,
+        m.d.comb += [self.o.valid.eq(Mux(red, emit_red, Mux(top, emit8,
                                                             Mux(bn | tr, gemit, v1)))),
-                     self.o.payload.last.eq(Mux(red, 1, Mux(mx, emit_n == MAX8_K - 1,
+                     self.o.payload.last.eq(Mux(red, 1, Mux(top, emit_n == MAX8_K - 1,
                                                             Mux(bn | tr, gemit_n == gtotal,
                                                                 last1)))),
                      self.busy.eq(comb_on | comb_issue | emit8 | tail_on | gemit)]
@@ -384,6 +401,15 @@ class VectorFU(wiring.Component):
                         with m.Elif(gt[j]):
                             m.d.sync += [kv[j].eq(kv[j - 1]), ki[j].eq(ki[j - 1]),
                                          kf[j].eq(kf[j - 1])]
+            with m.Elif(fi & v0 & pre0):                 # find 8: the values, in order
+                with m.Switch(vslot):
+                    for j in range(MAX8_K):
+                        with m.Case(j):
+                            m.d.sync += kv[j].eq(x1_d)
+            with m.Elif(fi & v0):                        # find 8: the first equal element
+                for j in range(MAX8_K):
+                    with m.If(~kf[j] & (r0 == kv[j])):
+                        m.d.sync += [ki[j].eq(idx0_f), kf[j].eq(1)]
             sel_v = Array(kv)[emit_n]
             sel_i = Array(ki)[emit_n]
 
@@ -440,7 +466,7 @@ class VectorFU(wiring.Component):
                     for b in range(B):
                         with m.Case(b):
                             m.d.sync += tb[b].eq(r0)
-            outs.append((mx, Mux(ctl.op1[0], sel_i, sel_v), bn_out, r1))
+            outs.append((top, Mux(want_idx, sel_i, sel_v), bn_out, r1))
         for p in range(P):
             mxp, max8_out, bn_out, r1 = outs[p]
             q, j = divmod(p, B)

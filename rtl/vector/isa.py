@@ -17,7 +17,7 @@ __all__ = [
     "ALU_SEL", "REDUCE_OPS", "DTYPE_NAMES", "E_OPCODE", "E_FORMAT", "E_SHAPE", "instr_layout",
     "done_layout", "dtype_table", "OP_BN_STATS", "OP_BN_AGGR", "OP_AFFINE_SELECT",
     "OP_TRANSPOSE", "BN_STATS_N", "BN_AGGR_N", "BN_RCP_MAGIC", "BN_NEWTON_STEPS",
-    "transpose_block",
+    "transpose_block", "OP_FIND_INDEX8",
 ]
 
 #: Opcodes (docs/architecture.md §8.4, vector range 0x20-0x2F; the others are E_OPCODE).
@@ -25,14 +25,16 @@ OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
 OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
 OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
 OP_BN_STATS, OP_BN_AGGR, OP_AFFINE_SELECT, OP_TRANSPOSE = 0x29, 0x2A, 0x2B, 0x2C
+#: FIND_INDEX8: per partition the index of the first src0 element equal to each of 8 src1 values.
+OP_FIND_INDEX8 = 0x2D
 OPCODES = (OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE, OP_TENSOR_COPY, OP_MEMSET,
            OP_SELECT, OP_IOTA, OP_TENSOR_TENSOR_SCAN, OP_MAX8, OP_BN_STATS, OP_BN_AGGR,
-           OP_AFFINE_SELECT, OP_TRANSPOSE)
+           OP_AFFINE_SELECT, OP_TRANSPOSE, OP_FIND_INDEX8)
 #: BN_STATS writes ``[n, S, Q]`` per partition, BN_AGGR ``[mean, var]``.
 BN_STATS_N, BN_AGGR_N = 3, 2
 #: BN_AGGR's reciprocal: seed ``bits(r0) = BN_RCP_MAGIC - bits(n)``, then Newton steps.
 BN_RCP_MAGIC, BN_NEWTON_STEPS = 0x7EF311C3, 3
-#: MAX8: values kept per partition.
+#: MAX8: values kept per partition (FIND_INDEX8: values looked for).
 MAX8_K = 8
 #: Bits of IOTA's element index (taken modulo 2**IOTA_BITS, exact in FP32).
 IOTA_BITS = 24

@@ -11,10 +11,10 @@ import dataclasses
 import numpy as np
 
 import golden.vector as gv
-from golden.ap import PSUM, SBUF
+from golden.ap import PSUM, SBUF, addresses
 from tb.ap.program import fit_ap_in_zone, random_float_memories, random_partitions
 
-__all__ = ["random_memories", "random_instr", "bad_instrs", "zones"]
+__all__ = ["random_memories", "random_instr", "bad_instrs", "zones", "max8_find_pair"]
 
 
 def zones(cfg):
@@ -79,9 +79,11 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
             mem = int(rng.choice([SBUF, PSUM]))
             shape = nums
             fixed = {gv.OP_TENSOR_REDUCE: 1, gv.OP_MAX8: gv.MAX8_K, gv.OP_BN_STATS: gv.BN_STATS_N,
-                     gv.OP_BN_AGGR: gv.BN_AGGR_N}
+                     gv.OP_BN_AGGR: gv.BN_AGGR_N, gv.OP_FIND_INDEX8: gv.MAX8_K}
             if role == "dst" and op in fixed:
                 shape = [fixed[op]]
+            if role == "src1" and op == gv.OP_FIND_INDEX8:
+                shape = [gv.MAX8_K]                   # the 8 values
             if role == "src1" and rng.random() < 0.3:
                 ap = _fit_ap(rng, cfg, mem, role, gv.elem_bytes_of(cfg, dt[role]), shape,
                              start, count)
@@ -93,10 +95,52 @@ def random_instr(rng, cfg, *, max_elems=20, opcodes=None, sr=True):
             aps[role] = ap
         if any(a is None for a in aps.values()):
             continue
+        if op == gv.OP_FIND_INDEX8 and rng.random() < 0.6:
+            aps["src1"] = _values_among(rng, cfg, aps["src0"], gv.elem_bytes_of(cfg, dt["src0"]))
+            kw["src1_dtype"] = dt["src0"]
         ins = gv.VecInstr(dst=aps["dst"], src0=aps["src0"], src1=aps["src1"], **kw)
         if gv.check(cfg, ins) == 0:
             return ins
     raise RuntimeError("random_instr: no legal instruction in 100 draws")
+
+
+def max8_find_pair(rng, cfg):
+    """``[max8, find_index8]``, to run in that order: MAX8 writes the 8 largest of a random
+    source in the source's own format (so the values survive the round trip exactly), and
+    FIND_INDEX8 looks for them in the same source, its destination in the src1 zone (it reads
+    the dst zone). Every value is then found (at or before MAX8's index for it)."""
+    for _ in range(100):
+        top = random_instr(rng, cfg, opcodes=[gv.OP_MAX8])
+        top = dataclasses.replace(top, op0=gv.ALU_BYPASS, op1=0, sel0=0, rev0=0,
+                                  dst_dtype=top.src0_dtype)
+        d = top.dst
+        out = _fit_ap(rng, cfg, int(rng.choice([SBUF, PSUM])), "src1",
+                      gv.elem_bytes_of(cfg, top.dst_dtype), [gv.MAX8_K], d.start_partition,
+                      d.num_partitions)
+        if out is None or d.dims[0][0] == 0 or gv.check(cfg, top) != 0:
+            continue                        # (step 0: the 8 values on one element)
+        fi = gv.VecInstr(opcode=gv.OP_FIND_INDEX8, src0=top.src0, src0_dtype=top.src0_dtype,
+                         src1=d, src1_dtype=top.dst_dtype, dst=out,
+                         dst_dtype=int(rng.choice(gv.vector_formats(cfg))),
+                         sr=int(rng.random() < 0.3))
+        if gv.check(cfg, fi) == 0:
+            return [top, fi]
+    raise RuntimeError("max8_find_pair: no legal pair in 100 draws")
+
+
+def _values_among(rng, cfg, src0, w):
+    """FIND_INDEX8's values AP (8 elements of ``w`` bytes) read from among src0's elements
+    (from a random one of them, step 0, +-1 or src0's innermost step, kept inside src0's span),
+    so that on random memory some values are found, some more than once."""
+    a = addresses(dataclasses.replace(src0, elem_bytes=w))
+    lo, hi = int(a.min()), int(a.max()) + w
+    start = int(rng.choice(a))
+    for d in rng.permutation([1, -1, src0.dims[0][0], 0]):
+        ap = dataclasses.replace(src0, offset=start, elem_bytes=w, dims=((int(d), gv.MAX8_K),))
+        b = addresses(ap)
+        if lo <= b.min() and b.max() + w <= hi:
+            return ap
+    raise AssertionError("step 0 always fits")
 
 
 def _imm(rng):
@@ -117,6 +161,12 @@ def bad_instrs(rng, cfg):
     def ap_with(ap, **kw):
         return rep(ap, **kw)
     P = cfg.partitions
+    z = zones(cfg)
+    fi = rep(base, opcode=gv.OP_FIND_INDEX8, src1_dtype=0,
+             src1=ap_with(base.src1, memory=SBUF, offset=z[SBUF, "src1"][0],
+                          dims=((1, gv.MAX8_K),)),
+             dst=ap_with(base.dst, memory=SBUF, offset=z[SBUF, "dst"][0],
+                         dims=((1, gv.MAX8_K),)))
     out = [
         ("opcode 0x2F", rep(base, opcode=0x2F), gv.E_OPCODE),
         ("opcode 0x10 (tensor)", rep(base, opcode=0x10), gv.E_OPCODE),
@@ -145,6 +195,16 @@ def bad_instrs(rng, cfg):
             base, opcode=gv.OP_TRANSPOSE,
             src0=ap_with(base.src0, dims=((1, gv.transpose_block(cfg) + 1),)),
             dst=ap_with(base.dst, dims=((1, gv.transpose_block(cfg) + 1),))), gv.E_SHAPE),
+        ("find_index8 values not 8", rep(fi, src1=ap_with(fi.src1, dims=((1, 7),))),
+         gv.E_SHAPE),
+        ("find_index8 values 8 x 2", rep(fi, src1=ap_with(fi.src1, dims=((1, 8), (8, 2)))),
+         gv.E_SHAPE),
+        ("find_index8 dst partitions differ", rep(fi, dst=ap_with(
+            fi.dst, num_partitions=fi.dst.num_partitions % P + 1)), gv.E_SHAPE),
+        ("find_index8 values dtype 12", rep(fi, src1_dtype=12), gv.E_FORMAT),
+        ("find_index8 values out of range", rep(fi, src1=ap_with(
+            fi.src1, offset=cfg.sbuf_bytes_per_partition - 4)), 0x04),
+        ("find_index8 data memory 0", rep(fi, src0=ap_with(fi.src0, memory=0)), 0x0F),
         ("src0 memory 0", rep(base, src0=ap_with(base.src0, memory=0)), 0x0F),
         ("src1 memory 3", rep(base, src1=ap_with(base.src1, memory=3)), 0x0F),
         ("dst out of range", rep(base, dst=ap_with(base.dst, memory=SBUF,

@@ -25,7 +25,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 import golden.vector as gv
 from golden.prng import XorWowLanes
 from tb.base import TB
-from tb.vector.program import bad_instrs, random_instr, random_memories
+from tb.vector.program import bad_instrs, max8_find_pair, random_instr, random_memories
 from tb.vector.rig import apply_write, pack_instr
 from rtl.vector.isa import instr_layout
 
@@ -165,6 +165,9 @@ def _program(tb):
     instrs += [random_instr(rng, cfg, max_elems=16) for _ in range(mixed)]
     order = rng.permutation(len(instrs))
     instrs = [instrs[j] for j in order]
+    for _ in range(per):                    # max8's values found again by find_index8
+        k = int(rng.integers(0, len(instrs) + 1))
+        instrs[k:k] = max8_find_pair(rng, cfg)
     for _, ins, _code in bad_instrs(rng, cfg):
         instrs.insert(int(rng.integers(0, len(instrs) + 1)), ins)
     return instrs

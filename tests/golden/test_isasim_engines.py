@@ -80,6 +80,11 @@ def test_vector_ops_against_numpy():
         Instr(op="select", aps={"ap0": ap(960, n), "ap1": ap(1088, n), "ap2": ap(256, n)},
               imm={"imm0": -7.0}),                                   # docs/vector.md 1.2
         Instr(op="max8", aps={"ap0": ap(1024, 8), "ap1": ap(256, n)}),
+        # max8's values found again; memset's -3.5 absent from normal data
+        Instr(op="find_index8", aps={"ap0": ap(1152, 8), "ap1": ap(256, n),
+                                     "ap2": ap(1024, 8)}),
+        Instr(op="find_index8", aps={"ap0": ap(1184, 8, "bf16"), "ap1": ap(256, n),
+                                     "ap2": ap(832, 8)}),
     ]
     assert sim.run({"dve": prog}) is None
     np.testing.assert_array_equal(get(sim, 512, n), x + y)
@@ -93,6 +98,8 @@ def test_vector_ops_against_numpy():
     np.testing.assert_array_equal(get(sim, 1088, n), (x > 0).astype(F32))
     np.testing.assert_array_equal(get(sim, 960, n), np.where(x > 0, y, F32(-7)))
     np.testing.assert_array_equal(get(sim, 1024, 8), -np.sort(-y, axis=1)[:, :8])
+    np.testing.assert_array_equal(get(sim, 1152, 8), np.argsort(-y, axis=1, kind="stable")[:, :8])
+    np.testing.assert_array_equal(get(sim, 1184, 8, bf), np.full((P, 8), -1.0, F32))
 
 
 def test_vector_psum_evacuation_with_cast():
@@ -112,11 +119,13 @@ def _raw_vec(seed):
     name = r.choice(list(gv.OPCODES.values()))
     n = r.randint(1, 8)
     dt = lambda: r.choice(["fp32", "bf16", "fp16", "fp8_e4m3"])  # noqa: E731
-    aps = {"ap0": ap(512, 8 if name == "max8" else 1 if name == "tensor_reduce" else n, dt())}
+    eight = name in ("max8", "find_index8")
+    aps = {"ap0": ap(512, 8 if eight else 1 if name == "tensor_reduce" else n, dt())}
     if name not in ("memset", "iota"):
         aps["ap1"] = ap(0, n, dt())
-    if name in ("tensor_tensor", "tensor_scalar", "select", "tensor_tensor_scan"):
-        aps["ap2"] = ap(256, n, dt())
+    if name in ("tensor_tensor", "tensor_scalar", "select", "tensor_tensor_scan", "find_index8"):
+        aps["ap2"] = ap(256 if name != "find_index8" else 4 * r.randrange(n), 8 if eight else n,
+                        dt())
     imm = {"op0": r.randrange(256), "op1": r.randrange(256), "ctl": r.randrange(256),
            "imm0": float(F32(r.uniform(-4, 4))), "imm1": float(F32(r.uniform(-4, 4)))}
     if name == "tensor_reduce":
@@ -170,6 +179,12 @@ VEC_ERRORS = [
                                   imm={"op1": 2}), E_OPCODE),
     ("max8 op1 = 2", Instr(op="max8", aps={"ap0": ap(512, 8), "ap1": ap(0, 4)},
                            imm={"op1": 2}), E_OPCODE),
+    ("find_index8 values not 8", Instr(op="find_index8", aps={
+        "ap0": ap(512, 8), "ap1": ap(0, 4), "ap2": ap(256, 7)}), E_SHAPE),
+    ("find_index8 without values", Instr(op="find_index8", aps={
+        "ap0": ap(512, 8), "ap1": ap(0, 4)}), E_SHAPE),
+    ("find_index8 values e8m0", Instr(op="find_index8", aps={
+        "ap0": ap(512, 8), "ap1": ap(0, 4), "ap2": ap(256, 8, "e8m0")}), E_FORMAT),
     ("e8m0 dst", Instr(op="tensor_copy", aps={"ap0": ap(512, 4, "e8m0"), "ap1": ap(0, 4)}),
      E_FORMAT),
     ("fp4 src", Instr(op="tensor_copy", aps={"ap0": ap(512, 4), "ap1": ap(0, 4, "fp4_e2m1")}),
@@ -364,12 +379,15 @@ def test_vector_and_scalar_cycle_formulas():
             Instr(op="tensor_tensor", aps={"ap0": ap(512, 16), "ap1": ap(0, 16),
                                            "ap2": ap(256, 16)}, imm={"op1": 1}),
             Instr(op="tensor_tensor", aps={"ap0": ap(2 * bb, 16), "ap1": ap(0, 16),
-                                           "ap2": ap(bb, 16)}, imm={"op1": 1})]
+                                           "ap2": ap(bb, 16)}, imm={"op1": 1}),
+            # the values enter before the data: one data element per cycle on one bank too
+            Instr(op="find_index8", aps={"ap0": ap(512, 8), "ap1": ap(0, 16),
+                                         "ap2": ap(256, 8)})]
     assert sim.run({"dve": prog}) is None
     d = [e.done - e.start for e in sim.timeline]
     L = CFG.mul_stages + CFG.add_stages
     assert d == [20 + 16, 32 + 2 * 16, 20 + 2 * 16, 12 + (2 + 2 * L + 1) * 16, 25 + 2 * 16,
-                 20 + 3 * 16, 20 + 16]
+                 20 + 3 * 16, 20 + 16, 33 + 16]
     # one instruction at a time: each starts when the previous is done
     assert all(b.start == a.done for a, b in zip(sim.timeline, sim.timeline[1:]))
     sim, _, _ = fresh()

@@ -69,10 +69,11 @@ def test_vector_ops_through_the_kernel_api():
     k = Kernel(CFG, dram_bytes=1 << 16)
     (x, y, s), (tx, ty, ts) = _inputs(k)
     n = 16
-    tiles = {nm: k.sbuf_tile(P, 8 if nm == "top" else 1 if nm == "red" else n, dt)
+    eight = ("top", "topv", "fi")
+    tiles = {nm: k.sbuf_tile(P, 8 if nm in eight else 1 if nm == "red" else n, dt)
              for nm, dt in (("tt", "bf16"), ("ts", "fp32"), ("rs", "fp32"), ("red", "fp32"),
                             ("ms", "fp32"), ("io", "fp32"), ("mask", "fp32"), ("sel", "fp32"),
-                            ("top", "fp32"))}
+                            ("top", "fp32"), ("topv", "fp32"), ("fi", "fp32"))}
     k.tensor_tensor(tiles["tt"], tx, ty, "subtract")
     k.tensor_scalar(tiles["ts"], tx, "multiply", ts, "add", 0.5)
     k.tensor_scalar(tiles["rs"], tx, "subtract", 2.0, reverse0=True)       # 2 - x
@@ -82,6 +83,8 @@ def test_vector_ops_through_the_kernel_api():
     k.tensor_scalar(tiles["mask"], tx, "is_ge", ts)                          # x >= s
     k.select(tiles["sel"], tiles["mask"], ty, otherwise=9.0)
     k.max8(tiles["top"], tx, indices=True)
+    k.max8(tiles["topv"], ty)
+    k.find_index8(tiles["fi"], ty, tiles["topv"])                           # waits for max8
     for nm, t in tiles.items():
         _out(k, nm, t)
     r, kp, _ = _run(k, tiles)
@@ -94,6 +97,7 @@ def test_vector_ops_through_the_kernel_api():
     np.testing.assert_array_equal(r["mask"], (x >= s).astype(F32))
     np.testing.assert_array_equal(r["sel"], np.where(x >= s, y, F32(9)))
     np.testing.assert_array_equal(r["top"], np.argsort(-x, axis=1, kind="stable")[:, :8])
+    np.testing.assert_array_equal(r["fi"], np.argsort(-y, axis=1, kind="stable")[:, :8])
     # the dve waits for the loads: its first instruction waits on a DMA queue's semaphore
     first = decode(kp.programs["dve"][:128])
     assert first.wait is not None and first.wait[0] >= 6
@@ -150,6 +154,8 @@ def test_kernel_api_bad_arguments():
         k.activation(a, a, "softmax")
     with pytest.raises(ValueError, match="view"):
         a.view(2, 3)
+    with pytest.raises(ValueError, match="find_index8 vals and dst must have 8"):
+        k.find_index8(k.sbuf_tile(P, 8, "fp32"), a, a)
 
 
 def test_sparse_load_decompresses_in_sbuf():

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 from fractions import Fraction
@@ -373,6 +374,143 @@ def test_max8_values_and_indices(seed):
     assert gv.check(cfg, gv.VecInstr(**{**ins.__dict__, "op1": 2})) == gv.E_OPCODE
     assert gv.check(cfg, gv.VecInstr(**{**ins.__dict__,
                                         "dst": _ap(SBUF, 0, 4, 512, ((1, 7),))})) == gv.E_SHAPE
+
+
+def _find_first(data_bits, v):
+    """The reference of FIND_INDEX8 for one partition and one value: numpy's flatnonzero of
+    the bit-pattern equality (-1 if none)."""
+    hits = np.flatnonzero(np.asarray(data_bits, np.uint32) == np.uint32(v))
+    return int(hits[0]) if hits.size else -1
+
+
+def test_find_index8_against_flatnonzero(seed):
+    """FIND_INDEX8 over a 2-D pattern with negative steps on partitions 2..3 (the others
+    untouched): duplicates (the first in pattern order wins), absent values, NaNs of several
+    patterns, -0 and +0 told apart, repeated values; against a hand-walked pattern and
+    np.flatnonzero. Then a bf16 source (widened: the values compare with the FP32 of the bf16
+    codes, a NaN payload becomes the canonical NaN) into a bf16 destination, a broadcast values
+    AP (step 0), and every shape/format status with nothing written."""
+    rng = np.random.default_rng([seed, 44])
+    cfg = SMALL
+    P = cfg.partitions
+    mem = gv.VecMemory(cfg)
+    specials = np.array([0x80000000, 0, 0x7FC00000, 0xFFC00000, 0x7F800001], np.uint32)
+    n0, n1 = 7, 3                                     # 21 elements: 7 x 3, steps -1 and 8
+    raw = (rng.integers(-3, 4, (P, 24)).astype(np.float32) * np.float32(0.5)).view(np.uint32)
+    raw[:, rng.integers(0, 24, 6)] = rng.choice(specials, (P, 6))
+    mem.sbuf[:, 0:96] = raw.view(np.uint8)
+    # element (i, j) of the pattern at word 6 - i + 8 * j (pattern order: i fastest)
+    order = [6 - i + 8 * j for j in range(n1) for i in range(n0)]
+    vals = np.zeros((P, 8), np.uint32)
+    for p in range(P):
+        pick = raw[p, order][rng.integers(0, len(order), 4)]
+        vals[p] = np.concatenate([pick, [0x80000000, 0x7FC00000, 0x40A00000, pick[0]]])
+    mem.sbuf[:, 256:288] = vals.view(np.uint8)
+    before = mem.sbuf.copy()
+    ins = gv.VecInstr(opcode=gv.OP_FIND_INDEX8, src0=_ap(SBUF, 2, 2, 24, ((-1, n0), (8, n1))),
+                      src1=_ap(SBUF, 2, 2, 256, ((1, 8),)), dst=_ap(SBUF, 2, 2, 512, ((1, 8),)))
+    assert gv.run(cfg, ins, mem) == 0
+    got = mem.sbuf[:, 512:544].copy().view(np.float32)
+    for p in range(P):
+        if p not in (2, 3):
+            assert (mem.sbuf[p] == before[p]).all(), (seed, p)
+            continue
+        want = [_find_first(raw[p, order], v) for v in vals[p]]
+        assert got[p].tolist() == [float(w) for w in want], (seed, p, want)
+        assert want[4] == _find_first(raw[p, order], 0x80000000)     # -0 only as -0
+        if 0 in raw[p, order] and 0x80000000 not in raw[p, order]:
+            assert want[4] == -1
+    # bf16 data, FP32 values, bf16 destination (indices < 256: exact; -1 -> 0xBF80)
+    bf = gv.DTYPE_CODES["bf16"]
+    d = rng.integers(-4, 5, (P, 12)).astype(np.float32)
+    d16 = (d.view(np.uint32) >> 16).astype(np.uint16)
+    d16[:, 5] = 0x7F81                                 # a NaN with a payload
+    d16[:, 9] = 0x8000                                 # -0
+    mem.sbuf[:, 1024:1048] = d16.view(np.uint8)
+    widened = np.where((d16 & 0x7FFF) > 0x7F80, (d16.astype(np.uint32) & 0x8000) << 16
+                       | 0x7FC00000, d16.astype(np.uint32) << 16).astype(np.uint32)
+    v2 = np.zeros((P, 8), np.uint32)
+    v2[:, :4] = widened[:, [11, 3, 5, 9]]
+    v2[:, 4:] = [0x7F810000, 0x3FC00000, 0, 0xC0800000]
+    mem.sbuf[:, 1100:1132] = v2.view(np.uint8)
+    ins2 = gv.VecInstr(opcode=gv.OP_FIND_INDEX8, src0=_ap(SBUF, 0, P, 1024, ((1, 12),)),
+                       src0_dtype=bf, src1=_ap(SBUF, 0, P, 1100, ((1, 8), (32, 1))),
+                       dst=_ap(PSUM, 0, P, 64, ((1, 8),)), dst_dtype=bf)
+    assert gv.run(cfg, ins2, mem) == 0
+    got = mem.psum[:, 64:80].copy().view(np.uint16)
+    for p in range(P):
+        want = [_find_first(widened[p], v) for v in v2[p]]
+        assert want[2] == 5 and want[4] == -1         # canonical NaN found, payload NaN not
+        assert got[p].tolist() == [int(np.float32(w).view(np.uint32)) >> 16 for w in want]
+    # a broadcast values AP: one value 8 times
+    ins3 = dataclasses.replace(ins2, src1=_ap(SBUF, 0, P, 1100, ((0, 8),)))
+    assert gv.run(cfg, ins3, mem) == 0
+    got = mem.psum[:, 64:80].copy().view(np.uint16)
+    for p in range(P):
+        w = _find_first(widened[p], v2[p, 0])
+        assert got[p].tolist() == [int(np.float32(w).view(np.uint32)) >> 16] * 8
+    # statuses: nothing written
+    rep = dataclasses.replace
+    bad = [(rep(ins, src1=_ap(SBUF, 2, 2, 256, ((1, 7),))), gv.E_SHAPE),
+           (rep(ins, src1=_ap(SBUF, 2, 2, 256, ((1, 8), (8, 2)))), gv.E_SHAPE),
+           (rep(ins, src1=_ap(SBUF, 2, 2, 256, ((1, 4), (4, 2)))), gv.E_SHAPE),
+           (rep(ins, src1=_ap(SBUF, 0, 2, 256, ((1, 8),))), gv.E_SHAPE),
+           (rep(ins, src1=_ap(SBUF, 2, 3, 256, ((1, 8),))), gv.E_SHAPE),
+           (rep(ins, dst=_ap(SBUF, 2, 2, 512, ((1, 7),))), gv.E_SHAPE),
+           (rep(ins, dst=_ap(SBUF, 2, 2, 512, ((1, 8), (8, 2)))), gv.E_SHAPE),
+           (rep(ins, src0=_ap(SBUF, 2, 1, 24, ((-1, n0), (8, n1)))), gv.E_SHAPE),
+           (rep(ins, src1_dtype=8), gv.E_FORMAT),
+           (rep(ins, src1_dtype=12, src1=_ap(SBUF, 2, 2, 256, ((1, 7),))), gv.E_FORMAT),
+           (rep(ins, src1=_ap(SBUF, 2, 2, cfg.sbuf_bytes_per_partition - 16, ((1, 8),))),
+            E_AP_RANGE),
+           (rep(ins, src1=_ap(0, 2, 2, 256, ((1, 8),))), E_AP_FORM),
+           (rep(ins, src0=_ap(SBUF, 3, 2, 24, ((-1, n0), (8, n1))),
+                src1=_ap(SBUF, 3, 2, 256, ((1, 8),)), dst=_ap(SBUF, 3, 2, 512, ((1, 8),))),
+            E_AP_PART)]
+    before = (mem.sbuf.copy(), mem.psum.copy())
+    for k, (b, code) in enumerate(bad):
+        assert gv.run(cfg, b, mem) == code, (k, b)
+        assert (mem.sbuf == before[0]).all() and (mem.psum == before[1]).all(), k
+    # op/sel/rev/imm fields are ignored
+    odd = rep(ins, op0=gv.ALU_ADD, op1=7, sel0=1, sel1=1, rev0=1, rev1=1, imm0=bits_of(3.0))
+    assert gv.check(cfg, odd) == 0
+
+
+def test_find_index8_finds_what_max8_returns(seed):
+    """max8 values fed to find_index8 give the max8 indices (first occurrence: ties in element
+    order, NaN and signed zeros included)."""
+    rng = np.random.default_rng([seed, 45])
+    cfg = SMALL
+    P = cfg.partitions
+    mem = gv.VecMemory(cfg)
+    x = (rng.integers(-5, 6, (P, 30)).astype(np.float32) * np.float32(0.25)).view(np.uint32)
+    x[:, rng.integers(0, 30, 5)] = rng.choice(
+        np.array([0x80000000, 0, 0x7FC00000, 0xFFC00000, 0x7F800000], np.uint32), (P, 5))
+    mem.sbuf[:, 0:120] = x.view(np.uint8)
+    src = _ap(SBUF, 0, P, 0, ((1, 30),))
+    top = gv.VecInstr(opcode=gv.OP_MAX8, src0=src, dst=_ap(SBUF, 0, P, 512, ((1, 8),)))
+    assert gv.run(cfg, top, mem) == 0
+    assert gv.run(cfg, dataclasses.replace(top, op1=1, dst=_ap(SBUF, 0, P, 600, ((1, 8),))),
+                  mem) == 0
+    fi = gv.VecInstr(opcode=gv.OP_FIND_INDEX8, src0=src, src1=_ap(SBUF, 0, P, 512, ((1, 8),)),
+                     dst=_ap(SBUF, 0, P, 700, ((1, 8),)))
+    assert gv.run(cfg, fi, mem) == 0
+    idx8 = mem.sbuf[:, 600:632].copy().view(np.float32)
+    found = mem.sbuf[:, 700:732].copy().view(np.float32)
+    vals = mem.sbuf[:, 512:544].copy().view(np.uint32)
+    for p in range(P):
+        for j in range(8):
+            first = _find_first(x[p], vals[p, j])
+            assert found[p, j] == first and first <= idx8[p, j], (seed, p, j)
+            if vals[p, j] not in vals[p, :j]:          # first occurrence of the value
+                assert found[p, j] == idx8[p, j], (seed, p, j)
+
+
+def test_find_index8_lanes_edge_cases():
+    """An empty-free minimum (one element), a value absent everywhere, every slot the same."""
+    x = np.array([[0x3F800000, 0x80000000]], np.uint32)
+    v = np.array([[0x3F800000, 0], [0, 0x80000000]] + [[0x7FC00000, 0x7FC00000]] * 6, np.uint32)
+    assert gv.find_index8_lanes(x, v).tolist() == [[0, -1], [-1, 0]] + [[-1, -1]] * 6
 
 
 # --- bn_stats / bn_aggr, affine_select, transpose -----------------------------------------------
