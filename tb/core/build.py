@@ -29,16 +29,23 @@ def integration_cfg(cfg, *, sparse=False):
     return cfg.replace(**tensor, mx_formats=(), dma_element_ops=False)
 
 
-def core_design(cfg):
+def core_design(cfg, *, hier=False):
     """The core with its PE modules, the vector engine's lane ALU and the scalar engine's
-    function unit converted once each and instantiated by name. Every leaf is a
-    ``no_inline_module``: Verilator compiles one C++ class per leaf, shared by all its
-    instances (the scalar function units alone were half of the core's Verilog when each
-    lane had its own copy)."""
+    function unit converted once each and instantiated by name.
+
+    ``hier=False``: every leaf is a ``no_inline_module``; Verilator keeps one C++ class per
+    leaf, but still writes evaluation code per instance wherever an instance's logic reads its
+    neighbours' (the PE array: 55 MB of C++ for 16 x 16 PEs). ``hier=True``: the PE, the
+    lane ALU and the function unit are ``hier_block``s (``verilator --hierarchical``), each
+    verilated and compiled once as a library; the other leaves stay ``no_inline_module``."""
     modules = {**tensor_engine.leaf_modules(cfg), **scalar_engine.leaf_modules(cfg),
                **vector_fu.leaf_modules(cfg)}
-    return Design(top=NeuronCore(cfg), modules=modules,
-                  pragmas={name: "no_inline_module" for name in modules})
+    pragmas = {name: "no_inline_module" for name in modules}
+    if hier:
+        pragmas.update({tensor_engine.pe_module_name(cfg): "hier_block",
+                        scalar_engine.fu_module_name(cfg): "hier_block",
+                        vector_fu.alu_module_name(cfg): "hier_block"})
+    return Design(top=NeuronCore(cfg), modules=modules, pragmas=pragmas)
 
 
 #: The core's C++ is compiled without optimization for the regression, whose runs are short
@@ -46,13 +53,16 @@ def core_design(cfg):
 CORE_BUILD_ARGS = ("-CFLAGS", "-O0")
 
 
-def core_sim(cfg, *, waves=False, optimize=False) -> SimBuild:
+def core_sim(cfg, *, waves=False, optimize=False, hier=False) -> SimBuild:
     """A (cached) Verilator build of the core; ``optimize`` compiles the C++ at the default
     ``-O3`` of the fast build (a separate build: several times longer to build, faster to run,
     for long benchmarks); ``waves`` builds with VCD tracing, in a directory of its own so the
-    regression's build stays valid. The core's testbenches use only its ports, so only the
-    top module is visible to cocotb (``public_depth=1``: 17 times faster, see
+    regression's build stays valid; ``hier`` builds the many-instance leaves as Verilator
+    hierarchical blocks (:func:`core_design`). The core's testbenches use only its ports, so
+    only the top module is visible to cocotb (``public_depth=1``: 17 times faster, see
     :class:`~tb.runner.SimBuild`)."""
-    unit = ("core_opt" if optimize else "core") + ("_waves" if waves else "")
-    return SimBuild(core_design(cfg), unit=unit, cfg=cfg, waves=waves, public_depth=1,
-                    build_args=() if optimize else CORE_BUILD_ARGS)
+    unit = ("core_opt" if optimize else "core") + ("_hier" if hier else "") \
+        + ("_waves" if waves else "")
+    args = (() if optimize else CORE_BUILD_ARGS) + (("--hierarchical",) if hier else ())
+    return SimBuild(core_design(cfg, hier=hier), unit=unit, cfg=cfg, waves=waves,
+                    public_depth=1, build_args=args)
