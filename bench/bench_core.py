@@ -74,11 +74,11 @@ def golden_estimates(cfg, seed=1):
     return m
 
 
-def _run(cfg, kernels, optimize, dram_bytes, sparse=False):
+def _run(cfg, kernels, optimize, dram_bytes, sparse=False, hier=False):
     from tb.core.build import core_sim, integration_cfg
     from tb.runner import ROOT
     import json
-    sim = core_sim(integration_cfg(cfg, sparse=sparse), optimize=optimize)
+    sim = core_sim(integration_cfg(cfg, sparse=sparse), optimize=optimize, hier=hier)
     out = ROOT / "build" / "bench"
     out.mkdir(parents=True, exist_ok=True)
     metrics = out / f"core_{cfg.name}_{'opt' if optimize else 'o0'}.jsonl"
@@ -102,7 +102,7 @@ def run(cfg, seed=1):
     recs, wall, sim = _run(cfg, [{"name": "gemm", "seed": seed, "K": K, "M": M, "N": N,
                                   "dram_bytes": dram},
                                  {"name": "mlp", "seed": seed, "D": D, "F": F, "T": T,
-                                  "dram_bytes": dram}], True, dram)
+                                  "dram_bytes": dram}], True, dram, hier=True)
     r, rm = recs
     m["mlp_D"], m["mlp_F"], m["mlp_T"] = D, F, T
     m["mlp_cycles"] = rm["cycles"]
