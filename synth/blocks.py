@@ -191,8 +191,12 @@ def _build_ap_writer(cfg, variant):
 
 
 def _build_vector_engine(cfg, variant):
+    # the lane ALU converted once and instantiated per lane: yosys maps it once and the
+    # report multiplies it by its instance count
+    from rtl.emit import Design
     from rtl.vector.engine import VectorEngine
-    return VectorEngine(cfg)
+    from rtl.vector.fu import leaf_modules
+    return Design(top=VectorEngine(cfg, use_instances=True), modules=leaf_modules(cfg))
 
 
 def _build_vector_alu(cfg, variant):
@@ -236,8 +240,10 @@ def _build_act_function(cfg, variant):
 
 
 def _build_scalar_engine(cfg, variant):
-    from rtl.scalar.engine import ScalarEngine
-    return ScalarEngine(cfg)
+    # the function unit converted once (as _build_vector_engine's lane ALU)
+    from rtl.emit import Design
+    from rtl.scalar.engine import ScalarEngine, leaf_modules
+    return Design(top=ScalarEngine(cfg, use_instances=True), modules=leaf_modules(cfg))
 
 
 def _build_rowmux(cfg, variant):
