@@ -254,26 +254,34 @@ class Kernel:
         self._uid += 1
         return self._uid
 
-    def sbuf_tile(self, parts, elems, dtype="bf16", name=None, bank=None):
+    def sbuf_tile(self, parts, elems, dtype="bf16", name=None, bank=None, prefer=()):
         """An SBUF tile of ``parts`` partitions (from 0) x ``elems`` elements, in SBUF bank
-        ``bank`` (first fit inside it) or, by default, in the next bank with room (see
-        :meth:`_fit`)."""
+        ``bank`` (first fit inside it) or, by default, in the first bank of ``prefer`` with
+        room, else in the next bank with room (see :meth:`_fit`)."""
         c = self.cfg
-        if bank is not None and (isinstance(bank, bool) or not isinstance(bank, int)
-                                 or not 0 <= bank < c.sbuf_banks):
+        def bad(b):
+            return isinstance(b, bool) or not isinstance(b, int) or not 0 <= b < c.sbuf_banks
+        if bank is not None and bad(bank):
             raise ValueError(f"sbuf_tile bank must be None or in [0, {c.sbuf_banks - 1}], "
                              f"not {bank!r}")
+        prefer = tuple(prefer)
+        if any(bad(b) for b in prefer):
+            raise ValueError(f"sbuf_tile prefer must hold banks in [0, {c.sbuf_banks - 1}], "
+                             f"not {prefer!r}")
         if not 1 <= parts <= c.partitions:
             raise ValueError(f"sbuf_tile parts must be in [1, {c.partitions}], not {parts}")
         if dtype not in ELEM_BYTES:
             raise ValueError(f"sbuf_tile dtype must be one of {sorted(ELEM_BYTES)}, "
                              f"not {dtype!r}")
         size = self._word(elems * ELEM_BYTES[dtype]) if elems >= 1 else 0
-        if bank is None:
-            off = self._fit(size)
-        else:
-            bb = c.sbuf_bytes_per_partition // c.sbuf_banks
+        bb = c.sbuf_bank_bytes
+        if bank is not None:
             off = self._fit_in(size, bank * bb, (bank + 1) * bb)
+        else:
+            off = next((o for o in (self._fit_in(size, b * bb, (b + 1) * bb) for b in prefer)
+                        if o is not None), None)
+            if off is None:
+                off = self._fit(size)
         if elems < 1 or off is None:
             used = sum(b - a for a, b in self._live.values())
             raise ValueError(f"sbuf_tile of {elems} {dtype} does not fit: {used} of "
@@ -297,6 +305,10 @@ class Kernel:
         if carry:
             self._readers[("tile", uid)] = carry
         return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
+
+    def sbuf_bank(self, tile):
+        """The SBUF bank ``tile`` starts in."""
+        return tile.offset // self.cfg.sbuf_bank_bytes
 
     def _fit(self, size):
         """Word-aligned offset for ``size`` bytes per partition: a tile that fits in one SBUF
@@ -892,24 +904,17 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
     # placement. Default preset, K 256, M 128, N 1024 on the RTL: 169,154 cycles with the
     # round-robin placement; 163,210 with the A tiles in the other two banks (the evacuation
     # tiles then do not all fit there); 155,791 with this one (golden: 144,580).
-    bank_bytes = cfg.sbuf_bytes_per_partition // cfg.sbuf_banks
-    b_banks = [t.offset // bank_bytes for t in sb]
-
-    def placed(parts, elems, dt, name, banks):
-        size = k._word(elems * ELEM_BYTES[dt])
-        for bank in banks:
-            if k._fit_in(size, bank * bank_bytes, (bank + 1) * bank_bytes) is not None:
-                return k.sbuf_tile(parts, elems, dt, name, bank=bank)
-        return k.sbuf_tile(parts, elems, dt, name)
-
+    b_banks = [k.sbuf_bank(t) for t in sb]
     others = [b for b in range(cfg.sbuf_banks) if b not in b_banks]
-    so = [placed(TM, TN, "fp32", f"o{i}", others) for i in range(4)] if evacuate else None
+    so = ([k.sbuf_tile(TM, TN, "fp32", f"o{i}", prefer=others) for i in range(4)] if evacuate
+          else None)
     c = k.dram_tensor("C", (M, N), "fp32") if evacuate else None
     # AT resident: one tile [K tile, M] per K tile (one descriptor), loaded before its first use
-    a_k = ([placed(min(TK, K - k0), M, dtype, f"a{k0}", [b_banks[i % 2]] + others)
+    a_k = ([k.sbuf_tile(min(TK, K - k0), M, dtype, f"a{k0}", prefer=[b_banks[i % 2]] + others)
             for i, k0 in enumerate(kts)] if a_all else None)
     if not a_all:
-        sa = [placed(TK, TM, dtype, f"a{i}", [b_banks[i % 2]] + others) for i in range(2)]
+        sa = [k.sbuf_tile(TK, TM, dtype, f"a{i}", prefer=[b_banks[i % 2]] + others)
+              for i in range(2)]
     # a group's stores are emitted one per K step of the next group, after its loads, so the
     # sync engine's in-order stream does not stall the next B loads behind the evacuation
     pending = []                                        # (SBUF tile uid, emit its store)

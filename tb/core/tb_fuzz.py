@@ -26,7 +26,7 @@ import numpy as np
 
 from golden.isagen import random_program
 from golden.isasim import IsaSim, find_races
-from golden.kernel import Kernel
+from golden.kernel import ELEM_BYTES, Kernel
 from rtl import isa
 from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
 from rtl.core.neuroncore import ENGINES_BUILT
@@ -50,7 +50,7 @@ def scrub_program(cfg, dram_base):
     """A kernel that zeroes the whole SBUF (one FP32 ``memset`` per SBUF bank) and every PSUM
     bank (one ``memset`` each) on the vector engine."""
     k = Kernel(cfg, dram_bytes=1 << 12, dram_base=dram_base)
-    bank_fp32 = cfg.sbuf_bytes_per_partition // cfg.sbuf_banks // 4
+    bank_fp32 = cfg.sbuf_bank_bytes // ELEM_BYTES["fp32"]
     for b in range(cfg.sbuf_banks):
         k.memset(k.sbuf_tile(cfg.partitions, bank_fp32, "fp32", bank=b), 0.0)
     for b in range(cfg.psum_banks):

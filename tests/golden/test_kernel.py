@@ -280,3 +280,18 @@ def test_sbuf_tiles_go_round_robin_over_the_banks():
     assert t.offset // bb == 2
     with pytest.raises(ValueError, match=r"sbuf_tile bank must be None or in \[0, 3\], not 4"):
         k.sbuf_tile(4, 4, bank=CFG.sbuf_banks)
+
+
+def test_sbuf_tile_prefer_takes_the_first_listed_bank_with_room():
+    """``prefer``: the first listed bank with room, else the default round-robin placement;
+    the listed banks are checked."""
+    k = Kernel(CFG, dram_bytes=1 << 12)
+    bb = CFG.sbuf_bank_bytes
+    full = k.sbuf_tile(4, bb // 2, bank=3)            # bank 3 full (bf16: bb bytes)
+    assert k.sbuf_bank(full) == 3
+    t = k.sbuf_tile(4, 16, prefer=[3, 2])
+    assert k.sbuf_bank(t) == 2 and t.offset == 2 * bb
+    u = k.sbuf_tile(4, 16, prefer=[3])                # no listed bank has room: round-robin
+    assert k.sbuf_bank(u) == 0
+    with pytest.raises(ValueError, match=r"sbuf_tile prefer must hold banks in \[0, 3\]"):
+        k.sbuf_tile(4, 4, prefer=[1, CFG.sbuf_banks])
