@@ -1550,16 +1550,32 @@ def _overlap(a, b):
     return not (a[4] < b[3] or b[4] < a[3])
 
 
-def _desc_access(cfg, d, side):
-    """Footprints of one side of a descriptor: the DRAM extent, or one per SBUF partition."""
-    kind = "r" if side == 0 else "w"
-    space = d.src_space if side == 0 else d.dst_space
-    if space == gdma.DRAM:
-        return [(kind, "dram", None, *gdma.extent(d, side))]
-    es = gdma.ELEM_BYTES[gdma.DTYPES[d.src_dtype if side == 0 else d.dst_dtype]]
+_DRAM_RUNS_MAX = 1 << 16      # elements: a larger DRAM side's footprint is its extent
+
+
+def _desc_addrs(d, side):
+    """The first byte of every element of one side of a descriptor (``int64``, walk order)."""
     a = np.array([d.src if side == 0 else d.dst], dtype=np.int64)
     for num, ss, ds in reversed(d.slots):
         a = (a[:, None] + (ss if side == 0 else ds) * np.arange(num, dtype=np.int64)).ravel()
+    return a
+
+
+def _desc_access(cfg, d, side):
+    """Footprints of one side of a descriptor: its DRAM byte runs (the extent beyond
+    ``_DRAM_RUNS_MAX`` elements), or one per SBUF partition."""
+    kind = "r" if side == 0 else "w"
+    space = d.src_space if side == 0 else d.dst_space
+    es = gdma.ELEM_BYTES[gdma.DTYPES[d.src_dtype if side == 0 else d.dst_dtype]]
+    if space == gdma.DRAM:
+        if np.prod([num for num, _, _ in d.slots], dtype=np.int64) > _DRAM_RUNS_MAX:
+            return [(kind, "dram", None, *gdma.extent(d, side))]
+        a = np.unique(_desc_addrs(d, side))
+        # the byte runs: a new run where an element starts past the previous one's end
+        cut = np.flatnonzero(a[1:] > a[:-1] + es) + 1
+        return [(kind, "dram", None, int(a[i]), int(a[j - 1]) + es - 1)
+                for i, j in zip(np.r_[0, cut], np.r_[cut, len(a)])]
+    a = _desc_addrs(d, side)
     part, byte = np.divmod(a, cfg.sbuf_bytes_per_partition)
     lo = np.full(cfg.partitions, cfg.sbuf_bytes_per_partition, dtype=np.int64)
     hi = np.full(cfg.partitions, -1, dtype=np.int64)
@@ -1570,9 +1586,10 @@ def _desc_access(cfg, d, side):
 
 
 def find_races(sim):
-    """Pairs ``(event_a, event_b)`` of a finished run that touch a common byte (closed-form
-    extents, so an interleaved pattern may be over-reported), one writing, from different
-    streams, and not ordered by the semaphores.
+    """Pairs ``(event_a, event_b)`` of a finished run that touch a common byte (a descriptor's
+    DRAM side by its byte runs, SBUF per partition by its first and last byte, so an
+    interleaved SBUF pattern may be over-reported), one writing, from different streams, and
+    not ordered by the semaphores.
 
     Ordering (vector clocks over :attr:`IsaSim.timeline`): program order within a stream (a DMA
     queue's descriptors included), a descriptor after the ``dma_start`` that queued it, and a

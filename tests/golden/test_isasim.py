@@ -743,6 +743,29 @@ def parse_ap_text(text):
     return parse_ap(text)
 
 
+@pytest.mark.parametrize("cols,race", [(16, False), (17, True)])
+def test_race_detector_dram_byte_runs(cols, race):
+    """Two unsynchronized stores (two queues) of column blocks of the same DRAM rows: the
+    blocks interleave (their extents overlap), so only the byte runs tell whether they meet.
+    Columns [0, 16) and [16, 32) of 4 rows do not; [0, 17) and [16, 32) share one bf16 per
+    row."""
+    dram = bytearray(DRAM_BYTES)
+    d0 = gdma.Descriptor(src=0, dst=DATA_BASE, src_space=gdma.SBUF, dst_space=gdma.DRAM,
+                         dims=((cols, 2, 2), (4, SBP, 64)), src_dtype=2, dst_dtype=2,
+                         post=True, sem=3, inc=1)
+    d1 = gdma.Descriptor(src=64, dst=DATA_BASE + 32, src_space=gdma.SBUF, dst_space=gdma.DRAM,
+                         dims=((16, 2, 2), (4, SBP, 64)), src_dtype=2, dst_dtype=2,
+                         post=True, sem=4, inc=1)
+    dram[0:64], dram[64:128] = d0.pack(), d1.pack()
+    sim, err, _ = _run({"sp": "dma_start queue=0 count=1 desc_addr=0\n"
+                              "dma_start queue=1 count=1 desc_addr=64\n"}, dram)
+    assert err is None
+    races = find_races(sim)
+    assert len(races) == (1 if race else 0), races
+    if race:
+        assert {races[0][0].stream, races[0][1].stream} == {"dma0.q0", "dma0.q1"}
+
+
 @pytest.mark.parametrize("order", ["read_then_write", "write_then_read", "synced"])
 def test_race_detector_single_pairs(order):
     """One PE read of SBUF tile 0 and one DMA write of it: a race exactly when unsynchronized,
