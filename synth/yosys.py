@@ -11,6 +11,8 @@ Three views of one design, all with the hierarchy kept (identical modules synthe
 ``sky130``
     Same front end, then ``dfflibmap``/``abc -liberty``/``stat -liberty`` with the area-only
     sky130_fd_sc_hd Liberty of :mod:`synth.liberty`.
+
+Both ABC runs use :data:`ABC_SCRIPT`: yosys' own mapping script without its SAT sweeping.
 ``ecp5``
     ``synth_ecp5 -noflatten`` (LUT4, CCU2C carry, TRELLIS_FF, MULT18X18D, DP16KD, TRELLIS_DPR16X4).
 """
@@ -27,6 +29,17 @@ from pathlib import Path
 __all__ = ["yosys_exe", "run_yosys", "asic_stats", "ecp5_stats", "CMOS_TRANSISTORS"]
 
 GENERIC_GATES = "AND,NAND,OR,NOR,XOR,XNOR,ANDNOT,ORNOT,MUX"
+
+#: ABC script of the generic and sky130 mappings: yosys' default for ``-g``/``-liberty``
+#: (``help abc``) without the SAT sweeping at its start (``&get -n; &fraig -x; &put; scorr``).
+#: On the access-pattern generators' closed-form range check (four 16 x 17-bit span
+#: multipliers) the sweep ran for hours: one AP generator of the small preset (14,680 cells)
+#: was still in ``&fraig`` after 15 CPU-minutes, the vector engine (six of them) after 60. Without
+#: it the AP generator maps in 3 s and the small vector engine in 4.5 minutes. On blocks the full
+#: script finishes, the figures move little (2026-11-27, default preset): tensor_pe 13,256 ->
+#: 13,426 cells, 99,146 -> 99,976 transistors, 80,901 -> 80,799 um2; mac 7,773 -> 7,931 cells,
+#: 56,690 -> 56,968 transistors, 45,227 -> 44,929 um2.
+ABC_SCRIPT = "+strash;dc2;dretime;strash;&get,-n;&dch,-f;&nf,{D};&put"
 
 #: Transistors per generic cell, as in yosys ``kernel/cost.cc`` (``stat -tech cmos``): static
 #: CMOS, e.g. NAND2 = 4, AND2 = NAND2 + inverter = 6, XOR2 = 12, MUX2 = 12, D flip-flop = 16.
@@ -163,10 +176,11 @@ def asic_stats(verilog, top, workdir, liberty):
               + "select t:$mem_v2\nwrite_json -selected generic_mem.json\nselect -clear\n"
               "opt -fast -full\ntechmap\nopt -fast\ndesign -save coarse\n"
               "dfflegalize -cell $_DFF_P_ 01\n"
-              f"abc -g {GENERIC_GATES}\nopt_clean\n"
+              f"abc -script {ABC_SCRIPT} -g {GENERIC_GATES}\nopt_clean\n"
               "tee -q -o generic_stat.json stat -json -tech cmos\n"
               "design -load coarse\n"
-              f"dfflibmap -liberty {liberty}\nabc -liberty {liberty}\nopt_clean\n"
+              f"dfflibmap -liberty {liberty}\nabc -script {ABC_SCRIPT} -liberty {liberty}\n"
+              "opt_clean\n"
               f"tee -q -o sky130_stat.json stat -json -liberty {liberty}\n")
     run_yosys(script, workdir, "asic")
     stat = _load(Path(workdir) / "generic_stat.json")
