@@ -12,8 +12,9 @@ from amaranth.sim import Simulator
 
 from rtl import isa
 from rtl.config import get_preset
-from rtl.core.csr import (CSR, ERR_SRC_SEM, ID_VALUE, Q_BLOCK, Q_REGS, Q_STRIDE, REGS,
-                          SEM_BLOCK, SEM_DEC_BLOCK, SEM_INC_BLOCK)
+from rtl.core.csr import (CSR, ERR_SRC_SEM, ID_VALUE, IRQ_ERROR, IRQ_IDLE, IRQ_NOTIFY,
+                          Q_BLOCK, Q_REGS, Q_STRIDE, REGS, SEM_BLOCK, SEM_DEC_BLOCK,
+                          SEM_INC_BLOCK)
 from rtl.core.semaphores import E_SEM, SemaphoreFile
 
 CFG = get_preset("small")
@@ -242,6 +243,36 @@ def test_idle_interrupt_on_the_falling_busy_edge():
         await ctx.tick().repeat(2)
         assert ctx.get(c.irq)
         assert await read(ctx, b, REGS["STATUS"]) >> 9 & 1
+        assert await read(ctx, b, REGS["IRQ_STATUS"]) == IRQ_IDLE
+        await write(ctx, b, REGS["IRQ_STATUS"], IRQ_ERROR | IRQ_NOTIFY)   # other bits only
+        await ctx.tick()
+        assert await read(ctx, b, REGS["IRQ_STATUS"]) == IRQ_IDLE and ctx.get(c.irq)
+        await write(ctx, b, REGS["IRQ_STATUS"], IRQ_IDLE)     # write 1 to clear
+        await ctx.tick()
+        assert await read(ctx, b, REGS["IRQ_STATUS"]) == 0 and not ctx.get(c.irq)
+    run(job)
+
+
+def test_unmapped_addresses_ignore_writes():
+    """Writes to unmapped words below the semaphores, among them the images of CTRL,
+    WATCHDOG and the queue registers one address bit above the map (0x200, 0x300), change no
+    register and drive nothing."""
+    async def job(ctx, c):
+        b = c.bus
+        await write(ctx, b, REGS["CTRL"], 0b10 << 8)
+        await write(ctx, b, qreg(0, "Q_SIZE"), 7)
+        before = {a: await read(ctx, b, a) for a in list(REGS.values())
+                  + [qreg(e, n) for e in range(len(isa.ENGINES)) for n in Q_REGS]
+                  if a not in (REGS["CYCLES"], REGS["DMA_BUSY"])}     # counters
+        for a in [0x0FC, 0x200 | REGS["CTRL"], 0x200 | REGS["WATCHDOG"],
+                  0x200 | REGS["IRQ_ENABLE"], 0x200 | qreg(0, "Q_SIZE"), 0x3FC]:
+            await write(ctx, b, a, 0xFFFF_FFFE)
+        await ctx.tick().repeat(2)
+        after = {a: await read(ctx, b, a) for a in before}
+        assert after == before, {hex(a): (before[a], after[a]) for a in before
+                                 if after[a] != before[a]}
+        assert ctx.get(c.run) == 0b10 and ctx.get(c.q_size[0]) == 7
+        assert await read(ctx, b, 0x200 | REGS["CTRL"]) == 0
     run(job)
 
 
