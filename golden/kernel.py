@@ -1001,7 +1001,8 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                     while any(u == to.uid for u, _ in pending):
                         flush()                     # its last store first (program order)
                     k.copy(to, ps[m0])
-                    pending.append((to.uid, lambda t=to, m=m0, n=n0, qq=q("s"):
+                    qs_ = q("s")
+                    pending.append((to.uid, lambda t=to, m=m0, n=n0, qq=qs_:
                                     k.store(c, t, m, n, queue=qq)))
                 else:
                     tiles[(m0, n0)] = ps[m0]
