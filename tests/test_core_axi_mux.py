@@ -194,6 +194,20 @@ def run(seed, n_txn=12, p=0.6, flush_at=None):
                 break
         else:
             raise AssertionError(f"seed {seed}: transactions did not finish")
+        if not flushing:
+            # all answered: with the subordinate silent and every manager ready for
+            # responses, busy (the soft reset's "port quiet") must fall and stay low
+            ctx.set(s.rvalid, 0)
+            ctx.set(s.bvalid, 0)
+            for mm in dut.m:
+                for f in ("arvalid", "awvalid", "wvalid"):
+                    ctx.set(getattr(mm, f), 0)
+                ctx.set(mm.rready, 1)
+                ctx.set(mm.bready, 1)
+            await ctx.tick().repeat(2)
+            for _ in range(8):
+                assert not ctx.get(dut.busy), f"seed {seed}: busy with nothing open"
+                await ctx.tick()
         out["mem"] = mem
         out["model"] = model
 
