@@ -43,4 +43,7 @@ EQUIVALENT = {
     # rtl/tensor/pe.py:elaborate:const_inc:`mul.i.payload.b.eq(Mux(forced, 0, x_code)),`#1
     "8d3878a36a": "a forced product has a = -0 (sign bit only, format 0), so b = code 1 (the "
                   "smallest positive finite value of format 0) gives -0 exactly as b = +0 does",
+    # rtl/core/tensor_decode.py:elaborate:drop_eq:`m.d.comb += self.done.payload.info.eq(0)`#1
+    "852b2fa67a": "done.payload.info is assigned nowhere else: an undriven comb output holds "
+                  "its reset value 0 every cycle, so the explicit .eq(0) changes nothing",
 }

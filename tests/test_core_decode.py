@@ -118,6 +118,7 @@ def test_good_instructions_make_the_commands():
 
 
 def test_every_check():
+    NB = CFG.psum_bank_fp32
     p = f"psum.fp32[0:{M}]@0x{BANK:x}{{1x6}}"
     x = f"sbuf.bf16[0:{K}]@0x40{{1x6}}"
     cases = [
@@ -138,6 +139,9 @@ def test_every_check():
          E_SHAPE),
         (f"multiply_moving ap0=psum.fp32[0:{M - 1}]@0x{BANK:x}{{1x6}} ap1={x}", E_SHAPE),
         (f"multiply_moving ap0=sbuf.fp32[0:{M}]@0x{BANK:x}{{1x6}} ap1={x}", E_SHAPE),
+        # more moving columns than a PSUM bank holds (the PSUM AP itself is well formed)
+        (f"multiply_moving ap0=psum.fp32[0:{M}]@0x{BANK:x}{{1x{NB + 1}}} "
+         f"ap1=sbuf.bf16[0:{K}]@0x40{{1x{NB + 1}}}", E_SHAPE),
     ]
     if CFG.ap_dims < 4:
         cases.append((f"load_stationary ap1=sbuf.bf16[0:{K}]@0x0{{1x{M},1x1,1x1,1x1}}",
