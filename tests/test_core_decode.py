@@ -389,3 +389,52 @@ def test_vector_and_scalar_decoders_fill_every_field():
         sim.add_testbench(bench)
         sim.run()
         assert check(res["instr"]), (cls.__name__, res["instr"])
+
+
+def test_a_malformed_ap_completes_in_order_without_reaching_the_engine():
+    """With ``ap_dims`` = 2, a vector instruction whose AP uses a third dimension is E_AP_FORM:
+    it never reaches the engine; with nothing in flight (also after idle cycles) it completes
+    in the cycle it is offered, and behind an instruction still in the engine it waits for
+    that one's status (in order)."""
+    from rtl.core.engine_decode import VectorDecoder
+    cfg = CFG.replace(ap_dims=2)
+    good = _raw("tensor_copy ap0=sbuf.bf16[0:4]@0x40{1x8} ap1=sbuf.bf16[0:4]@0x80{1x8}")
+    bad = _raw("tensor_copy ap0=sbuf.bf16[0:4]@0x40{1x4,4x2} "
+               "ap1=sbuf.bf16[0:4]@0x80{1x4,4x1,1x2}")
+    dut = VectorDecoder(cfg)
+
+    async def bench(ctx):
+        ctx.set(dut.instr.ready, 1)
+        ctx.set(dut.done.ready, 1)
+        await ctx.tick().repeat(5)                      # idle, the engine ready
+        # nothing in flight: completes at once, never offered to the engine
+        ctx.set(dut.issue.payload.raw, bad)
+        ctx.set(dut.issue.valid, 1)
+        assert ctx.get(dut.issue.ready) and not ctx.get(dut.instr.valid)
+        assert ctx.get(dut.done.valid) and ctx.get(dut.done.payload.status) == E_AP_FORM
+        await ctx.tick()
+        # a good one goes to the engine and stays there
+        ctx.set(dut.issue.payload.raw, good)
+        assert ctx.get(dut.instr.valid) and ctx.get(dut.issue.ready)
+        await ctx.tick()
+        # the bad one behind it waits for the good one's status
+        ctx.set(dut.issue.payload.raw, bad)
+        for _ in range(4):
+            assert not ctx.get(dut.done.valid) and not ctx.get(dut.instr.valid)
+            await ctx.tick()
+        ctx.set(dut.eng_done.valid, 1)
+        ctx.set(dut.eng_done.payload.status, 0)
+        assert ctx.get(dut.done.valid) and ctx.get(dut.done.payload.status) == 0
+        await ctx.tick()
+        ctx.set(dut.eng_done.valid, 0)
+        for _ in range(3):
+            if ctx.get(dut.done.valid):
+                break
+            await ctx.tick()
+        assert ctx.get(dut.done.valid) and ctx.get(dut.done.payload.status) == E_AP_FORM
+        assert ctx.get(dut.issue.ready) and not ctx.get(dut.instr.valid)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
