@@ -28,7 +28,10 @@ def run_kernels(cfg, kernels, *, waves=False, tag="sim"):
     :func:`~tb.core.build.integration_cfg` with the 4:16 sparse PE, so the sparse MLP runs on
     the tensor engine's sparse mode); returns ``(records, sim build)``."""
     icfg = integration_cfg(cfg, sparse=True)
-    sim = core_sim(icfg, waves=waves)
+    # beyond an 8 x 8 array the PE, lane ALU and function unit are built once as Verilator
+    # hierarchical blocks: the flat build of the default core (16 x 16 PEs) writes a few
+    # hundred MB of C++ and did not finish at -O3 (docs/core.md §6)
+    sim = core_sim(icfg, waves=waves, hier=icfg.pe_rows * icfg.pe_cols > 64)
     out = ROOT / "build" / "sim"
     out.mkdir(parents=True, exist_ok=True)
     metrics = out / f"core_{cfg.name}_{tag}.jsonl"
