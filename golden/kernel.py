@@ -944,24 +944,15 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
     # a group's stores are emitted one per K step of the next group, after its loads, so the
     # sync engine's in-order stream does not stall the next B loads behind the evacuation
     pending = []                                        # (SBUF tile uid, emit its store)
-    # queues: every load (A and B) on the first DMA engine, every store on the second. A(k)
+    # queues: every load (A and B) on the first DMA engine, every store on the others. A(k)
     # and B(k) share a bank; on one engine they are written one descriptor after the other
     # instead of two engines contending for the bank (and for the shared R channel: an engine
     # that lost the bank holds up the other's read beats). Loads read DRAM, stores write it:
     # the two engines use AXI's two directions. One DMA engine: loads and stores on
-    # alternate queues. Default preset, K 256, M 128, N 1024 on the RTL: 155,791 cycles with
+    # alternate queues (:func:`split_queues`). Default preset, K 256, M 128, N 1024 on the RTL: 155,791 cycles with
     # round-robin queues, 148,483 with these (golden: 143,984; the RTL's first group had
     # lost ~520 cycles per K step to the two engines' writes into one bank).
-    nq, nd = cfg.dma_queues, cfg.dma_engines
-    ql, qs = ([0], [0]) if nq * nd == 1 else (
-        (list(range(nq)), list(range(nq, 2 * nq))) if nd > 1
-        else (list(range(0, nq, 2)), list(range(1, nq, 2))))
-    rr = {"l": 0, "s": 0}
-
-    def q(kind):
-        lst = ql if kind == "l" else qs
-        rr[kind] += 1
-        return lst[(rr[kind] - 1) % len(lst)]
+    q = split_queues(cfg)
 
     def flush(n=1):
         for _ in range(min(n, len(pending))):
@@ -979,11 +970,11 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
             for kk, k0 in enumerate(kts):
                 kn = min(TK, K - k0)
                 if a_all and kk not in a_loaded:
-                    k.load(a_k[kk], at, k0, 0, queue=q("l"))
+                    k.load(a_k[kk], at, k0, 0, queue=q("first"))
                     a_loaded.add(kk)
                 tb = _sub(sb[bstep % 2], kn, nn)
                 bstep += 1
-                k.load(tb, b, k0, n0, queue=q("l"))
+                k.load(tb, b, k0, n0, queue=q("first"))
                 if kk:
                     flush()
                 for m0 in mc:
@@ -992,7 +983,7 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                     else:
                         ta = _sub(sa[astep % 2], kn, min(TM, M - m0))
                         astep += 1
-                        k.load(ta, at, k0, m0, queue=q("l"))
+                        k.load(ta, at, k0, m0, queue=q("first"))
                     k.matmul(ps[m0], ta, tb, accumulate=kk > 0)
             for m0 in mc:
                 if evacuate:
@@ -1001,7 +992,7 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
                     while any(u == to.uid for u, _ in pending):
                         flush()                     # its last store first (program order)
                     k.copy(to, ps[m0])
-                    qs_ = q("s")
+                    qs_ = q("rest")
                     pending.append((to.uid, lambda t=to, m=m0, n=n0, qq=qs_:
                                     k.store(c, t, m, n, queue=qq)))
                 else:
@@ -1009,6 +1000,24 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
     flush(len(pending))
     k.output("C", c if evacuate else tiles)
     return k.build()
+
+
+def split_queues(cfg):
+    """A round-robin queue picker for kernels that keep two DMA streams apart:
+    ``q("first")`` cycles over the first DMA engine's queues, ``q("rest")`` over every other
+    engine's (one engine: its even queues and its odd ones; one queue in all: both 0). Returns
+    global queue indices (``engine * dma_queues + queue``, as :meth:`Kernel.load` takes)."""
+    nq, nd = cfg.dma_queues, cfg.dma_engines
+    lists = dict(zip(("first", "rest"), ([0], [0]) if nq * nd == 1 else (
+        (list(range(nq)), list(range(nq, nq * nd))) if nd > 1
+        else (list(range(0, nq, 2)), list(range(1, nq, 2))))))
+    taken = {"first": 0, "rest": 0}
+
+    def q(side):
+        lst = lists[side]
+        taken[side] += 1
+        return lst[(taken[side] - 1) % len(lst)]
+    return q
 
 
 def _tail_spans(cfg, n0, nn, es, rows, k_steps):

@@ -25,7 +25,7 @@ from golden import vector as gv
 from golden.formats import convert_rne_bits, decode_bits
 from golden.ap import ELEM_BYTES
 from golden.isasim import table_words
-from golden.kernel import DramTensor, Kernel, KernelProgram, _sub
+from golden.kernel import DramTensor, Kernel, KernelProgram, _sub, split_queues
 from rtl.config import CoreConfig, check_config
 
 __all__ = ["KernelCase", "gemm_reference", "mlp", "attention_head", "layer_norm", "sparse_mlp", "KERNELS",
@@ -170,16 +170,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
     # queues: the X stream on the first DMA engine's queues, everything else on the others
     # (with one DMA engine: its queues split in two), so a table, W or store descriptor never
     # waits behind a whole X tile on its engine
-    nq, nd = cfg.dma_queues, cfg.dma_engines
-    qx, qo = ([0], [0]) if nq * nd == 1 else (
-        (list(range(nq)), list(range(nq, nq * nd))) if nd > 1
-        else (list(range(0, nq, 2)), list(range(1, nq, 2))))
-    rr = {"x": 0, "o": 0}
-
-    def q(kind):
-        lst = qx if kind == "x" else qo
-        rr[kind] += 1
-        return lst[(rr[kind] - 1) % len(lst)]
+    q = split_queues(cfg)
 
     # the stores of a group's outputs are emitted one per K step of the next group (after its
     # loads), so the sync engine's in-order stream is not held up waiting for an activation
@@ -198,19 +189,19 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
         while any(u == out.uid for u, _ in pending):
             flush()                         # its last store first (program order)
         k.activation(out, ps, func, scale=1.0, bias_tile=biases[f0 // TM])
-        qq = q("o")
+        qq = q("rest")
         pending.append((out.uid, lambda: k.store(yt, out, f0, t0, queue=qq)))
         acc = _chain(cfg, W[:, f0:f0 + fn], "bf16", XT[:, t0:t0 + tn], "bf16")
         y = ga.activation(acc, func, np.uint32(ONE), b[f0:f0 + fn, None])
         exp[f0:f0 + fn, t0:t0 + tn] = _encode(cfg, y, out_dtype)
 
     def preload():                  # after the first operands: the other W tiles (on one
-        wq = q("o")                 # queue, so they arrive in K order), the biases and the
+        wq = q("rest")              # queue, so they arrive in K order), the biases and the
         for j, kj in enumerate(kts):    # function's table
             if resident and j not in loaded:
                 k.load(wts[j], w, kj, 0, queue=wq)
                 loaded.add(j)
-        bq = q("o")
+        bq = q("rest")
         for f0, bias in zip(fts, biases):
             k.load(bias, bt, f0, 0, queue=bq)
         k.load_table(func, queue=bq)
@@ -226,7 +217,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
         if i < len(order) and i not in xs:
             t0, _c0, kk = order[i]
             xs[i] = _sub(xr[i % len(xr)], min(TK, D - kts[kk]), min(TN, T - t0))
-            k.load(xs[i], xt, kts[kk], t0, queue=q("x"))
+            k.load(xs[i], xt, kts[kk], t0, queue=q("first"))
 
     first, gi = True, 0
     for t0 in tts:
@@ -238,7 +229,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                 kn = min(TK, D - k0)
                 if resident:
                     if kk not in loaded:            # each W tile once, before its first use
-                        k.load(wts[kk], w, k0, 0, queue=q("o"))
+                        k.load(wts[kk], w, k0, 0, queue=q("rest"))
                         loaded.add(kk)
                     wk = wts[kk]
                 else:
@@ -246,7 +237,7 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                     steps["w"] += 1
                     fw = min(F - fc[0], len(fc) * TM)
                     wk = _sub(wk, kn, fw)
-                    k.load(wk, w, k0, fc[0], queue=q("o"))
+                    k.load(wk, w, k0, fc[0], queue=q("rest"))
                 xload(gi)
                 if first:
                     preload()
