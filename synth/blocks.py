@@ -342,7 +342,7 @@ BLOCKS = (
           description="one SBUF bank's arbiter: 2 tensor ports first, the other 7 round-robin, "
                       "yield counter",
           sources=("rtl/mem/arbiter.py",),
-          tests=(_MEM + "sbuf.py", _MEM + "formal.py")),
+          tests=(_MEM + "arbiter.py", _MEM + "sbuf.py", _MEM + "formal.py")),
     Block(name="sbuf", module="rtl.mem.sbuf", build=_build_sbuf, pnr=False, sweep=False,
           default=False,
           description="SBUF: banks (memory bits) + per-bank arbiters of 7 row ports and the DMA "
@@ -377,7 +377,8 @@ BLOCKS = (
           sources=("rtl/core/csr.py",), tests=("tests/test_core_csr.py",)),
     Block(name="axi_mux", module="rtl.core.axi_mux", build=_build_axi_mux, pnr=False, sweep=False,
           description="AXI4 interconnect, 4 managers onto the core's one master",
-          sources=("rtl/core/axi_mux.py",), tests=("tests/test_core_axi_mux.py",)),
+          sources=("rtl/core/axi_mux.py", "rtl/mem/arbiter.py"),
+          tests=(_MEM + "arbiter.py", "tests/test_core_axi_mux.py")),
     Block(name="tensor_decode", module="rtl.core.tensor_decode", build=_build_tensor_decode,
           pnr=False, sweep=False, description="tensor-engine instruction decoder (ISA -> fed commands)",
           sources=("rtl/core/tensor_decode.py",),
@@ -385,7 +386,8 @@ BLOCKS = (
                  "tests/test_core.py")),
     Block(name="rowmux", module="rtl.mem.rowmux", build=_build_rowmux, pnr=False, sweep=False,
           description="three row-port requesters on one PSUM port (the vector engine's)",
-          sources=("rtl/mem/rowmux.py",), tests=("tests/test_mem_rowmux.py",)),
+          sources=("rtl/mem/rowmux.py", "rtl/mem/arbiter.py"),
+          tests=(_MEM + "arbiter.py", "tests/test_mem_rowmux.py")),
     Block(name="vector_decode", module="rtl.core.engine_decode", build=_build_vector_decode,
           pnr=False, sweep=False, description="vector/scalar instruction decoders (ISA -> engine fields)",
           sources=("rtl/core/engine_decode.py",),

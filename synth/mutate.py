@@ -44,6 +44,18 @@ HW_HELPERS = {
     "rtl/fp/convert.py": ("_cases",),
     "rtl/fp/prng.py": ("xorwow_step", "xorwow_reset_state", "_fmix32"),
     "rtl/tensor/hier.py": ("place_leaf",),
+    "rtl/tensor/dot.py": ("_decode",),
+    "rtl/tensor/psum.py": ("_adders",),
+    "rtl/tensor/sparse.py": ("group_bus", "tag_select"),
+    "rtl/mem/arbiter.py": ("first_one", "round_robin", "rr_pick", "build"),
+    "rtl/mem/ap.py": ("_step",),
+    "rtl/mem/apport.py": ("_gen_input", "_row_addr"),
+    "rtl/core/engine_decode.py": ("fill",),
+    "rtl/core/sequencer.py": ("opcode_check",),
+    "rtl/core/tensor_decode.py": ("decode_ap",),
+    "rtl/scalar/engine.py": ("_byte_range",),
+    "rtl/scalar/function.py": ("_to_fp32",),
+    "rtl/vector/fu.py": ("u24_to_fp32",),
 }
 
 #: Binary operator swaps: AST operator class -> (source token, replacement token).

@@ -10,23 +10,12 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
 from rtl.dma.axi import AXI4Signature
+from rtl.mem.arbiter import rr_pick
 
 __all__ = ["AXI4Mux"]
 
 _AR = ("araddr", "arlen", "arsize", "arburst", "arlock", "arcache", "arprot")
 _AW = ("awaddr", "awlen", "awsize", "awburst", "awlock", "awcache", "awprot")
-
-
-def _rr_pick(m, valids, last, n, name):
-    """Round-robin choice after ``last`` among ``valids`` (n bits): ``(found, index)``."""
-    pick = Signal(range(max(2, n)), name=f"{name}_pick")
-    found = Signal(name=f"{name}_found")
-    for k in reversed(range(n)):
-        idx = Signal(range(max(2, n)), name=f"{name}_order{k}")
-        m.d.comb += idx.eq(Mux(last + 1 + k >= n, last + 1 + k - n, last + 1 + k))
-        with m.If(valids.bit_select(idx, 1)):
-            m.d.comb += [pick.eq(idx), found.eq(1)]
-    return found, pick
 
 
 class AXI4Mux(wiring.Component):
@@ -94,7 +83,7 @@ class AXI4Mux(wiring.Component):
             cur = Signal(range(max(2, n)), name=f"{prefix}_cur")
             last = Signal(range(max(2, n)), name=f"{prefix}_last", init=n - 1)
             valids = Cat(getattr(mm, f"{prefix}valid") for mm in self.m)
-            found, pick = _rr_pick(m, valids, last, n, prefix)
+            found, pick = rr_pick(m, valids, last, n, prefix)
             grant = ~held & found & extra_ok & ~self.flush
             with m.If(grant):
                 m.d.sync += [held.eq(1), cur.eq(pick)]

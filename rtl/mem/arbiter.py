@@ -13,7 +13,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["first_one", "round_robin", "BankArbiter", "ArbiterUnit"]
+__all__ = ["first_one", "round_robin", "rr_pick", "BankArbiter", "ArbiterUnit"]
 
 
 def first_one(bits):
@@ -35,6 +35,20 @@ def round_robin(bits, ptr):
     wrap = first_one(bits)
     any_after = Cat(*[b & (ptr < j) for j, b in enumerate(bits)]).any()
     return [Mux(any_after, a, w) for a, w in zip(after, wrap)]
+
+
+def rr_pick(m, valids, last, n, name):
+    """Round-robin choice among the ``n`` bits of ``valids``, starting after index ``last``
+    (cyclically): ``(found, index)``, two combinational signals driven in ``m`` (the row-port
+    mux and the AXI mux; the bank arbiter's :func:`round_robin` is its one-hot form)."""
+    pick = Signal(range(max(2, n)), name=f"{name}_pick")
+    found = Signal(name=f"{name}_found")
+    for k in reversed(range(n)):        # the first valid after ``last`` wins (assigned last)
+        idx = Signal(range(max(2, n)), name=f"{name}_order{k}")
+        m.d.comb += idx.eq(Mux(last + 1 + k >= n, last + 1 + k - n, last + 1 + k))
+        with m.If(valids.bit_select(idx, 1)):
+            m.d.comb += [pick.eq(idx), found.eq(1)]
+    return found, pick
 
 
 class BankArbiter:

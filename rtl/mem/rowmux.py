@@ -4,11 +4,12 @@ sources and its PSUM destination on the tensor engine's one ``psum_vector`` port
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.mem.arbiter import rr_pick
 from rtl.mem.port import RowPort
 
 __all__ = ["RowPortMux"]
@@ -55,14 +56,7 @@ class RowPortMux(wiring.Component):
         m = Module()
         n = self.n
         last = Signal(range(n), init=n - 1)
-        pick = Signal(range(n))
-        found = Signal()
-        valids = Cat(u.req.valid for u in self.up)
-        for k in reversed(range(n)):
-            idx = Signal(range(n), name=f"order{k}")
-            m.d.comb += idx.eq(Mux(last + 1 + k >= n, last + 1 + k - n, last + 1 + k))
-            with m.If(valids.bit_select(idx, 1)):
-                m.d.comb += [pick.eq(idx), found.eq(1)]
+        found, pick = rr_pick(m, Cat(u.req.valid for u in self.up), last, n, "rr")
         q = m.submodules.q = fifo.SyncFIFO(width=max(1, (n - 1).bit_length()), depth=self.depth)
         down = self.down
         for k, u in enumerate(self.up):
