@@ -189,6 +189,30 @@ def test_prefetch_reader_joins_descriptors_without_gaps(rigs):
     assert len(gaps) <= 1 and all(g <= gsig.overhead + 1 for g in gaps), gaps
 
 
+@pytest.mark.parametrize("p_ready", [1.0, 0.5])
+def test_prefetch_reader_bad_descriptor_checked_during_a_walk(rigs, p_ready):
+    """A rejected descriptor whose check ends while the other generator is still walking (its
+    error is remembered until its turn), and one whose check ends on its own turn: each is
+    skipped once, in descriptor order, and every legal descriptor around them reads its data."""
+    b = rigs(SBUF, True)
+    rng = np.random.default_rng([7, int(p_ready * 10)])
+    mem = rng.integers(0, 256, (SMALL.partitions, SMALL.sbuf_bytes_per_partition), np.uint8)
+    bad = AP(offset=SMALL.sbuf_bytes_per_partition, elem_bytes=4, dims=((1, 2),))
+    long_ap = AP(offset=64, elem_bytes=2, dims=((1, 24),), num_partitions=4)
+    short = AP(offset=8, elem_bytes=4, dims=((1, 1),), num_partitions=4)
+    other = AP(offset=200, elem_bytes=1, dims=((-1, 9),), num_partitions=4)
+    # the generators take descriptors alternately: the first ``bad`` and ``other`` go to one,
+    # so its remembered error must make the walks wait their turn (``other`` after ``short``)
+    aps = [long_ap, bad, short, other, long_ap, bad, bad, short, bad, other]
+
+    async def preload(ctx):
+        preload_sbuf(ctx, b.dut.mem, mem)
+    job, out = reader_job(b.dut, aps, rng=rng, p_ready=p_ready)
+    run_jobs(b, preload, job)
+    assert out["errs"] == [E_AP_RANGE] * 4
+    compare_reads(out, expected_reads(SMALL, aps, mem), p_ready)
+
+
 def test_reader_full_rate_and_latency(rigs):
     """Output always ready, no hog: elements of one AP on consecutive cycles, the first
     ``latency`` cycles after the descriptor was taken; one element per cycle overall except

@@ -157,7 +157,7 @@ class APReader(wiring.Component):
             # descriptor order (``turn``): the next descriptor is checked while the current
             # one is walked, so consecutive walks join with no gap.
             g0, g1 = gens
-            nxt, turn, last1 = Signal(), Signal(), Signal()
+            nxt, turn, last1 = Signal(name="nxt"), Signal(name="turn"), Signal(name="last1")
             perr = [Signal(name=f"perr{k}") for k in range(2)]
             m.d.comb += [g0.i.valid.eq(self.i.valid & ~nxt), g1.i.valid.eq(self.i.valid & nxt),
                          self.i.ready.eq(Mux(nxt, g1.i.ready, g0.i.ready))]
