@@ -46,4 +46,9 @@ EQUIVALENT = {
     # rtl/core/tensor_decode.py:elaborate:drop_eq:`m.d.comb += self.done.payload.info.eq(0)`#1
     "852b2fa67a": "done.payload.info is assigned nowhere else: an undriven comb output holds "
                   "its reset value 0 every cycle, so the explicit .eq(0) changes nothing",
+    # rtl/tensor/psum.py:elaborate:drop_eq:`rp.addr.eq(r_addr), rp.en.eq(r_en),`#2
+    "497b1c19bb": "rp.data is used only in the cycle after a read (accumulate stage 1, a row "
+                  "response; nothing stalls them) and each such read drives r_en = 1: an "
+                  "always-enabled port (en's reset value) gives the same data then; the enable "
+                  "only saves read power",
 }
