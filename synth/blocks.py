@@ -336,8 +336,9 @@ BLOCKS = (
           sources=("rtl/dma/descriptor.py",), tests=_DMA),
     Block(name="semaphores", module="rtl.core.semaphores", build=_build_semaphores,
           sweep=False, description="semaphore file (one increment source per DMA engine)",
-          sources=("rtl/core/semaphores.py",),
-          tests=("tests/test_dma_units.py::test_semaphore_file", "tests/test_dma.py::test_dma")),
+          sources=("rtl/core/semaphores.py", "rtl/mem/arbiter.py"),
+          tests=("tests/test_dma_units.py::test_semaphore_file", _MEM + "arbiter.py",
+                 "tests/test_dma.py::test_dma")),
     Block(name="bank_arbiter", module="rtl.mem.arbiter", build=_build_bank_arbiter,
           description="one SBUF bank's arbiter: 2 tensor ports first, the other 7 round-robin, "
                       "yield counter",

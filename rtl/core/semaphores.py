@@ -13,6 +13,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.mem.arbiter import rr_pick
 
 __all__ = ["SemaphoreFile", "E_SEM"]
 
@@ -115,19 +116,12 @@ class SemaphoreFile(wiring.Component):
                          self.wait_data[r].eq(Mux(clearing_q, 0, rp.data))]
 
         # stage A: pick a source (round-robin) and read its semaphore
-        rr = Signal(range(S) if S > 1 else 1)
+        last = Signal(range(max(2, S)), init=S - 1)     # the source served last
         stage_b = Signal()
         b_sem = Signal(8)
         b_inc = Signal(B)
         b_dec = Signal()
-        pick = Signal(range(S) if S > 1 else 1)
-        found = Signal()
-        valids = Cat(i.valid for i in srcs)
-        for k in reversed(range(S)):
-            idx = Signal(range(S) if S > 1 else 1, name=f"rr_order{k}")
-            m.d.comb += idx.eq(Mux(rr + k >= S, (rr + k - S).as_unsigned(), rr + k))
-            with m.If(valids.bit_select(idx, 1)):
-                m.d.comb += [pick.eq(idx), found.eq(1)]
+        found, pick = rr_pick(m, Cat(i.valid for i in srcs), last, S, "rr")
         take = found & ~stage_b & ~clearing
         for k, src in enumerate(srcs):
             with m.If(take & (pick == k)):
@@ -137,7 +131,7 @@ class SemaphoreFile(wiring.Component):
                              b_dec.eq(p.dec if src is self.add else 0)]
         m.d.sync += stage_b.eq(take)
         with m.If(take):
-            m.d.sync += rr.eq(Mux(pick == S - 1, 0, pick + 1))
+            m.d.sync += last.eq(pick)
 
         # stage B: add, check, write; the host's set takes the write port otherwise
         total = Signal(B + 1)       # bit B: the result left [0, 2**B)
