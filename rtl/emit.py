@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Design", "as_design", "port_values", "verilog_text", "rtlil_text", "emit_verilog",
-           "write_if_changed", "write_design"]
+           "emit_rtlil", "write_if_changed", "write_design"]
 
 
 @dataclass
@@ -95,6 +95,24 @@ def emit_verilog(design, top_name):
     parts = [verilog_text(design.top, top_name)]
     for name, comp in sorted(design.modules.items()):
         parts.append(verilog_text(comp, name, pragma=design.pragmas.get(name)))
+    return "\n".join(parts)
+
+
+def emit_rtlil(design, top_name):
+    """RTLIL text of ``design`` (as :func:`emit_verilog`): the netlist Amaranth hands to yosys,
+    before ``write_verilog``. A memory keeps its one write port with per-bit enables here; the
+    Verilog back end splits a byte-enabled port into one write statement per byte lane, which
+    yosys' Verilog front end turns back into that many ports (the default SBUF's 256 lanes per
+    bank took it more than 14 minutes)."""
+    from amaranth.back import rtlil
+    design = as_design(design)
+
+    def one(comp, name):
+        ports = [v for v, _ in port_values(comp)]
+        return rtlil.convert(comp, name=name, ports=ports, emit_src=False)
+    parts = [one(design.top, top_name)]
+    for name, comp in sorted(design.modules.items()):
+        parts.append(one(comp, name))
     return "\n".join(parts)
 
 

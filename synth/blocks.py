@@ -70,6 +70,10 @@ class Block:
     tests : tuple of str
         pytest node ids that cover the block: the tests ``make mutate`` runs on its mutants
         (keep the fastest first: a mutant stops at its first failing test).
+    rtlil : bool
+        Hand yosys the block's RTLIL (``rtl.emit.emit_rtlil``) instead of its Verilog: for
+        memories with byte-lane write enables, which the Verilog round trip splits into one
+        write port per lane (the default SBUF: 256 per bank, a front end that never finished).
     """
 
     name: str
@@ -86,6 +90,7 @@ class Block:
     description: str = ""
     sources: tuple = ()
     tests: tuple = ()
+    rtlil: bool = False
 
 
 def _mac_variants(cfg):
@@ -344,7 +349,7 @@ BLOCKS = (
                       "yield counter",
           sources=("rtl/mem/arbiter.py",),
           tests=(_MEM + "arbiter.py", _MEM + "sbuf.py", _MEM + "formal.py")),
-    Block(name="sbuf", module="rtl.mem.sbuf", build=_build_sbuf, pnr=False, sweep=False,
+    Block(name="sbuf", module="rtl.mem.sbuf", build=_build_sbuf, pnr=False, sweep=False, rtlil=True,
           default=False,
           description="SBUF: banks (memory bits) + per-bank arbiters of 7 row ports and the DMA "
                       "partition ports",

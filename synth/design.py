@@ -7,9 +7,9 @@ serial harness and re-exports the emitter's names the flow uses.
 
 from __future__ import annotations
 
-from rtl.emit import Design, as_design, emit_verilog, port_values
+from rtl.emit import Design, as_design, emit_rtlil, emit_verilog, port_values
 
-__all__ = ["Design", "as_design", "emit_verilog", "emit_harness_verilog", "port_bits"]
+__all__ = ["Design", "as_design", "emit_rtlil", "emit_verilog", "emit_harness_verilog", "port_bits"]
 
 
 def port_bits(component):

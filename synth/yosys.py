@@ -78,8 +78,13 @@ def run_yosys(script, workdir, name):
     return log
 
 
+def _read(path):
+    """The yosys command that reads ``path``: ``read_rtlil`` for ``.il``, else ``read_verilog``."""
+    return f"read_rtlil {path}" if str(path).endswith(".il") else f"read_verilog {path}"
+
+
 def _front(verilog, top):
-    return (f"read_verilog {verilog}\nhierarchy -check -top {top}\n"
+    return (f"{_read(verilog)}\nhierarchy -check -top {top}\n"
             f"synth -top {top} -run :fine\n")
 
 
@@ -239,7 +244,7 @@ def ecp5_stats(verilog, top, workdir, block=None, netlist=None, abc="abc9"):
         mapping = (f"synth_ecp5 -top {top} -noflatten -run :map_luts\n"
                    "techmap -map +/lattice/latches_map.v\nabc -lut 4\nclean\n"
                    f"synth_ecp5 -top {top} -noflatten -run map_cells:\n")
-    script = (f"read_verilog {verilog}\nhierarchy -check -top {top}\n" + mapping
+    script = (f"{_read(verilog)}\nhierarchy -check -top {top}\n" + mapping
               + "tee -q -o ecp5_stat.json stat -json\n")
     if netlist:
         script += f"flatten\nopt_clean\nwrite_json {netlist}\n"

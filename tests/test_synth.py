@@ -99,12 +99,33 @@ class FixtureMem(wiring.Component):
         return m
 
 
+class FixtureMemBE(wiring.Component):
+    """Test fixture: a 16 x 32 memory whose write port has byte-lane enables (``granularity=8``,
+    as the SBUF's), 512 memory bits."""
+    addr: In(4)
+    data: In(32)
+    be: In(4)
+    q: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = memory.Memory(shape=32, depth=16, init=[])
+        wp, rp = mem.write_port(granularity=8), mem.read_port()
+        m.d.comb += [wp.addr.eq(self.addr), wp.data.eq(self.data), wp.en.eq(self.be),
+                     rp.addr.eq(self.addr), self.q.eq(rp.data)]
+        return m
+
+
 def _build_grid(cfg, variant):
     return Design(top=FixtureGrid(cfg.pe_rows), modules={"fixture_pe": FixturePE()})
 
 
 FIX_PE = Block(name="fixture_pe", module="tests.test_synth", build=lambda c, v: FixturePE())
 FIX_MEM = Block(name="fixture_mem", module="tests.test_synth", build=lambda c, v: FixtureMem())
+FIX_BE_V = Block(name="fixture_mem_be", module="tests.test_synth",
+                 build=lambda c, v: FixtureMemBE())
+FIX_BE_IL = Block(name="fixture_mem_be_il", module="tests.test_synth",
+                  build=lambda c, v: FixtureMemBE(), rtlil=True)
 FIX_GRID = Block(name="fixture_grid", module="tests.test_synth", build=_build_grid, array=True,
                  pe_module="fixture_pe")
 
@@ -134,7 +155,8 @@ def test_area_only_liberty_areas_come_from_the_lefs(tmp_path):
 @pytest.fixture(scope="module")
 def fixture_results(small, outdir):
     from synth.cli import array_cfg
-    jobs = [Job(FIX_PE, None, small, fmax=True), Job(FIX_MEM, None, small)]
+    jobs = [Job(FIX_PE, None, small, fmax=True), Job(FIX_MEM, None, small),
+            Job(FIX_BE_V, None, small), Job(FIX_BE_IL, None, small)]
     jobs += [Job(FIX_GRID, None, array_cfg(small, n), extra={"format_cfg": "small", "n": n})
              for n in (2, 4, 8, 16)]
     res = run_jobs(jobs, outdir, processes=2, progress=None)
@@ -163,6 +185,19 @@ def test_memory_bits_stay_out_of_the_gate_count(fixture_results):
     # the 128 bits are not flip-flops: only the address/data logic is left as gates
     assert mem["flip_flops"] < 16 * 8
     assert mem["sram_um2"] > 0
+
+
+def test_rtlil_blocks_are_read_as_rtlil(fixture_results, outdir):
+    """A block with ``rtlil=True`` reaches yosys as Amaranth's RTLIL (``design.il``); the
+    byte-enabled memory is memory bits either way, not flip-flops."""
+    v, il = fixture_results[("fixture_mem_be", None)], fixture_results[("fixture_mem_be_il", None)]
+    assert v["memory_bits"] == il["memory_bits"] == 16 * 32
+    assert il["flip_flops"] < 16 * 32 and v["flip_flops"] < 16 * 32
+    work = outdir / "work" / "small"
+    assert (work / "fixture_mem_be_il" / "design.il").exists()
+    assert not (work / "fixture_mem_be_il" / "design.v").exists()
+    assert "read_rtlil design.il" in (work / "fixture_mem_be_il" / "asic.ys").read_text()
+    assert (work / "fixture_mem_be" / "design.v").exists()
 
 
 def test_grid_hierarchy_counts_pe_once_per_instance(fixture_results):
