@@ -51,4 +51,6 @@ EQUIVALENT = {
                   "response; nothing stalls them) and each such read drives r_en = 1: an "
                   "always-enabled port (en's reset value) gives the same data then; the enable "
                   "only saves read power",
+    # rtl/dma/descriptor.py:elaborate:cmp:`neg = sum(Mux(spans[k][s] < 0, spans[k][s], 0) for k in range(1, DIMS))`#1
+    "55cbf41be1": "at spans[k][s] == 0 both Mux arms are 0, so < 0 and <= 0 select the same value",
 }
