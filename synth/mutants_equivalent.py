@@ -53,4 +53,10 @@ EQUIVALENT = {
                   "only saves read power",
     # rtl/dma/descriptor.py:elaborate:cmp:`neg = sum(Mux(spans[k][s] < 0, spans[k][s], 0) for k in range(1, DIMS))`#1
     "55cbf41be1": "at spans[k][s] == 0 both Mux arms are 0, so < 0 and <= 0 select the same value",
+    # rtl/mem/sbuf.py:elaborate:const_inc:`words = Array([word[p * WB * 8:(p + 1) * WB * 8] for p in range(P)])`#3
+    "ee21ddbe7a": "a wider slice starts at the same bit; rsp.payload (one word, WB * 8 bits) "
+                  "takes its low WB * 8 bits, the same ones",
+    # rtl/mem/sbuf.py:elaborate:const_inc:`ln = Array([pw[j * LANE_BITS:(j + 1) * LANE_BITS] for j in range(lanes)])`#1
+    "adccd19ac3": "a wider slice starts at the same bit; rsp.payload[p] (LANE_BITS wide) takes "
+                  "its low LANE_BITS bits, the same ones",
 }
