@@ -59,4 +59,10 @@ EQUIVALENT = {
     # rtl/mem/sbuf.py:elaborate:const_inc:`ln = Array([pw[j * LANE_BITS:(j + 1) * LANE_BITS] for j in range(lanes)])`#1
     "adccd19ac3": "a wider slice starts at the same bit; rsp.payload[p] (LANE_BITS wide) takes "
                   "its low LANE_BITS bits, the same ones",
+    # rtl/vector/frame.py:elaborate:binop:`with m.If(~self.start & (ok1 | err1)):`#1
+    "e8e086a8fc": "an instruction starts only after the previous one's last element was "
+                  "written, so both source readers are idle, take their descriptors in the same "
+                  "cycle and strobe ok/err in the same cycle; CHECK reads got1/bad1/sc1 the "
+                  "cycle after, when re-latching them every cycle gives the same values, and in "
+                  "DRAIN_SRC a bad1 read as 0 only readies a reader that holds no elements",
 }
