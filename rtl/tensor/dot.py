@@ -161,9 +161,11 @@ class PackedDot(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W = self.signature.sig_width
-        terms, nans, pinf, ninf, zeros, zsigns = [], [], [], [], [], []
+        n = W + 2          # the sum's width: |total| < 2**W, all arithmetic below mod 2**n
+        nans, pinf, ninf, zeros, zsigns = [], [], [], [], []
         # stage A: decode, products, shift amounts, flags (registered when ``split``)
         va = {}
+        negs = []
         for j in range(MAX_SLOTS):
             a = self._decode(m, self.a, self.fmt_a, j, "a")
             b = self._decode(m, self.b, self.fmt_b, j, "b")
@@ -173,39 +175,76 @@ class PackedDot(wiring.Component):
             m.d.comb += prod.eq(a.sig * b.sig)
             sh = Signal(len(a.off) + 1, name=f"shamt{j}")
             m.d.comb += sh.eq(a.off + b.off)
-            va.update({f"on{j}": on, f"sgn{j}": a.sign ^ b.sign, f"prod{j}": prod,
+            sgn = a.sign ^ b.sign
+            negs.append(on & sgn)
+            va.update({f"on{j}": on, f"sgn{j}": sgn, f"prod{j}": prod,
                        f"sh{j}": sh, f"az{j}": a.zero, f"bz{j}": b.zero,
                        f"nan{j}": on & (a.nan | b.nan | (a.zero & b.inf) | (a.inf & b.zero)),
                        f"inf{j}": on & (a.inf | b.inf)})
+        # k = the number of negative active slots (0..4) as three bits of weights 1, 1, 2,
+        # for the three free low bits of the counter rows below: 4 = 1 + 1 + 2
+        k = Signal(range(MAX_SLOTS + 1), name="kneg")
+        m.d.comb += k.eq(sum(negs))
+        kb = Signal(3, name="kbits")
+        m.d.comb += kb.eq(Cat(k[0] | (k == 4), k == 4, k >= 2))
+        va["kb"] = kb
         va["exp"] = Signal(self.signature.exp_shape, name="exp_a")
         m.d.comb += va["exp"].eq(self._base(m, self.fmt_a, "base_a")
                                  + self._base(m, self.fmt_b, "base_b") + self.adj)
         va["adj_nan"] = self.adj_nan
         _, x = stage(m, self.split, Const(1), va, name="dotA")
-        # stage B: shift into the window, signed sum, magnitude
+        # stage B: shift into the window, exact signed sum, magnitude; no negation and one carry
+        # chain deep. A negative slot enters as its ones' complement ~(p << sh) = -(p << sh) - 1,
+        # so the terms add to total - k. Per bit column a counter of its four term bits plus 1
+        # (three bits, 1..5) gives three rows that add to total - k - 1 (a 1 in every column
+        # is 2**n - 1 = -1); k goes into the rows' three free low bits, and one row of full
+        # adders leaves the pair (s, c) with s + c = total - 1. Then total = s + c + 1 and
+        # -total = ~s + ~c + 1 are two plain adds with a carry-in, side by side, and the sign
+        # of total picks the magnitude.
+        terms = []
         for j in range(MAX_SLOTS):
             on, sgn = x[f"on{j}"], x[f"sgn{j}"]
-            shifted = Signal(W, name=f"sh{j}")
+            shifted = Signal(n, name=f"sh{j}")
             m.d.comb += shifted.eq(x[f"prod{j}"] << x[f"sh{j}"])
-            t = Signal(signed(W + 2), name=f"t{j}")
-            m.d.comb += t.eq(Mux(on, Mux(sgn, -shifted, shifted), 0))
+            t = Signal(n, name=f"t{j}")
+            m.d.comb += t.eq(Mux(on, shifted ^ Mux(sgn, (1 << n) - 1, 0), 0))
             terms.append(t)
             nans.append(x[f"nan{j}"])
             pinf.append(x[f"inf{j}"] & ~sgn)
             ninf.append(x[f"inf{j}"] & sgn)
             zeros.append(~on | x[f"az{j}"] | x[f"bz{j}"])
             zsigns.append(~on | sgn)
-        total = Signal(signed(W + 2))
-        m.d.comb += total.eq(sum(terms[1:], terms[0]))
+        rows = [Signal(n, name=f"row{r}") for r in range(3)]
+        for i in range(n):
+            cnt = Signal(3, name=f"cnt{i}")
+            m.d.comb += cnt.eq(sum(t[i] for t in terms) + 1)
+            for r in range(3):
+                if i + r < n:
+                    m.d.comb += rows[r][i + r].eq(cnt[r])
+        kb = x["kb"]
+        m.d.comb += [rows[1][0].eq(kb[0]), rows[2][0].eq(kb[1]), rows[2][1].eq(kb[2])]
+        r0, r1, r2 = rows
+        s, c = Signal(n, name="sum_s"), Signal(n, name="sum_c")
+        m.d.comb += [s.eq(r0 ^ r1 ^ r2),
+                     c.eq(Cat(Const(0, 1), ((r0 & r1) | (r0 & r2) | (r1 & r2))[:n - 1]))]
+        total = Signal(n, name="total")            # s + c + 1
+        m.d.comb += total.eq((Cat(Const(1, 1), s) + Cat(Const(1, 1), c))[1:])
+        mag_n = Signal(W, name="mag_n")            # -total = ~s + ~c + 1 (used when negative)
+        m.d.comb += mag_n.eq((Cat(Const(1, 1), ~s[:W]) + Cat(Const(1, 1), ~c[:W]))[1:])
+        # total == 0 <=> s + c = -1 (mod 2**n) <=> s ^ c is all ones: s + c < 2**(n + 1) - 1,
+        # so s + c = 2**n - 1 = (s | c) + (s & c), where s & c lies inside s | c and inside
+        # its complement, so it is 0. No carry chain.
+        is0 = Signal(name="is0")
+        m.d.comb += is0.eq((s ^ c).all())
         any_p, any_n = Cat(*pinf).any(), Cat(*ninf).any()
         nan = Cat(*nans).any() | (any_p & any_n) | x["adj_nan"]
         inf = ~nan & (any_p | any_n)
-        neg = total < 0
-        zero = ~nan & ~inf & (total == 0)
+        neg = total[n - 1]
+        zero = ~nan & ~inf & is0
         all_zero = Cat(*zeros).all()
         o = self.o
         m.d.comb += [
-            o.sig.eq(Mux(neg, -total, total)),
+            o.sig.eq(Mux(neg, mag_n, total[:W])),
             o.exp.eq(x["exp"]),
             o.is_nan.eq(nan),
             o.is_inf.eq(inf),
