@@ -68,6 +68,8 @@ class VectorEngine(wiring.Component):
     psum_rd0, psum_rd1, psum_wr : Out(RowPort.Signature(cfg, "psum"))
         Sources 0 and 1 and the destination, on whichever memory their AP names.
     busy : Out(1)
+        High from the cycle after an instruction is taken until its ``done`` is taken (so
+        always while ``done.valid`` is high); low when idle.
     """
 
     class Signature(wiring.Signature):

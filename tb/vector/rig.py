@@ -175,6 +175,10 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
                          ctx.get(req.payload.be),
                          [(d >> (32 * p)) & 0xFFFFFFFF for p in range(cfg.partitions)]))
                     out["write_cycles"][k].append(t)
+            # the busy contract: high from the cycle after an instruction is taken until its
+            # done is taken (so always while done is offered)
+            assert not ctx.get(dut.done.valid) or ctx.get(dut.busy), \
+                f"cycle {t}: done offered while busy is low"
             if rdy and ctx.get(dut.done.valid):
                 out["status"].append(ctx.get(dut.done.payload.status))
                 out["dones"].append(t)
@@ -186,6 +190,7 @@ def program_job(rig, instrs, *, sbuf, psum, rng, p_gap=0.0, p_ready=1.0, p_hog=0
         ctx.set(dut.instr.valid, 0)
         for _ in range(3):
             await ctx.tick()
+        assert not ctx.get(dut.busy), "busy stays high after the last done was taken"
         if dump:
             out["sbuf"] = dump_sbuf(ctx, rig.sbuf)
             out["psum"] = await _psum_dump(ctx, rig)
