@@ -65,4 +65,8 @@ EQUIVALENT = {
                   "cycle and strobe ok/err in the same cycle; CHECK reads got1/bad1/sc1 the "
                   "cycle after, when re-latching them every cycle gives the same values, and in "
                   "DRAIN_SRC a bad1 read as 0 only readies a reader that holds no elements",
+    # rtl/vector/fu.py:elaborate:drop_eq:`m.d.sync += [slot.eq(0), comb_on.eq(0), comb_issue.eq(0)]`#2
+    "42253a021c": "comb_on falls at each reduce element's final combine step, which precedes "
+                  "the instruction's last output beat (also when DRAIN_OUT discards it); start "
+                  "comes only after that instruction's done, so comb_on is already 0 there",
 }
