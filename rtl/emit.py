@@ -81,39 +81,37 @@ def verilog_text(component, name, *, pragma=None):
     return text
 
 
-def rtlil_text(elaboratable, name):
-    """RTLIL of ``elaboratable`` as module ``name`` (formal harnesses: a top with no ports,
-    whose ``Assert``/``Assume`` cells yosys keeps)."""
+def rtlil_text(elaboratable, name, *, ports=()):
+    """RTLIL of ``elaboratable`` as module ``name`` with ``ports`` (default none: a formal
+    harness, a top whose ``Assert``/``Assume`` cells yosys keeps)."""
     from amaranth.back import rtlil
-    return rtlil.convert(elaboratable, name=name, ports=[], emit_src=False)
+    return rtlil.convert(elaboratable, name=name, ports=list(ports), emit_src=False)
+
+
+def _emit(design, top_name, text):
+    """``text(component, name, pragma)`` of the top (as ``top_name``) then of every named
+    module of ``design``, joined."""
+    design = as_design(design)
+    parts = [text(design.top, top_name, None)]
+    for name, comp in sorted(design.modules.items()):
+        parts.append(text(comp, name, design.pragmas.get(name)))
+    return "\n".join(parts)
 
 
 def emit_verilog(design, top_name):
     """Verilog text of ``design`` (a :class:`Design` or what :func:`as_design` takes) with its
     top module called ``top_name``, its named modules after it."""
-    design = as_design(design)
-    parts = [verilog_text(design.top, top_name)]
-    for name, comp in sorted(design.modules.items()):
-        parts.append(verilog_text(comp, name, pragma=design.pragmas.get(name)))
-    return "\n".join(parts)
+    return _emit(design, top_name, lambda c, n, pragma: verilog_text(c, n, pragma=pragma))
 
 
 def emit_rtlil(design, top_name):
-    """RTLIL text of ``design`` (as :func:`emit_verilog`): the netlist Amaranth hands to yosys,
-    before ``write_verilog``. A memory keeps its one write port with per-bit enables here; the
-    Verilog back end splits a byte-enabled port into one write statement per byte lane, which
-    yosys' Verilog front end turns back into that many ports (the default SBUF's 256 lanes per
-    bank took it more than 14 minutes)."""
-    from amaranth.back import rtlil
-    design = as_design(design)
-
-    def one(comp, name):
-        ports = [v for v, _ in port_values(comp)]
-        return rtlil.convert(comp, name=name, ports=ports, emit_src=False)
-    parts = [one(design.top, top_name)]
-    for name, comp in sorted(design.modules.items()):
-        parts.append(one(comp, name))
-    return "\n".join(parts)
+    """RTLIL text of ``design`` (as :func:`emit_verilog`, without Verilator pragmas): the
+    netlist Amaranth hands to yosys, before ``write_verilog``. A memory keeps its one write
+    port with per-bit enables here; the Verilog back end splits a byte-enabled port into one
+    write statement per byte lane, which yosys' Verilog front end turns back into that many
+    ports (the default SBUF's 256 lanes per bank took it more than 14 minutes)."""
+    return _emit(design, top_name, lambda c, n, _pragma: rtlil_text(
+        c, n, ports=[v for v, _ in port_values(c)]))
 
 
 def write_if_changed(path, text):

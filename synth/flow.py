@@ -191,11 +191,11 @@ def run_job(job, build_dir, src_hash):
         work.mkdir(parents=True, exist_ok=True)
         design = as_design(job.block.build(job.cfg, job.variant))
         source = "design.il" if job.block.rtlil else "design.v"
-        verilog = (emit_rtlil if job.block.rtlil else emit_verilog)(design, job.row)
-        write_if_changed(work / source, verilog)
+        text = (emit_rtlil if job.block.rtlil else emit_verilog)(design, job.row)
+        write_if_changed(work / source, text)
         liberty = build_dir / "sky130_fd_sc_hd_area_only.lib"
         lib_text = liberty.read_text()
-        key2 = _sha("v", FLOW_VERSION, verilog, lib_text)
+        key2 = _sha("v", FLOW_VERSION, text, lib_text)
         c2 = cache / f"v_{key2}.json"
         res = json.loads(c2.read_text()) if c2.exists() else None
         cached = res is not None
