@@ -84,34 +84,21 @@ class FixtureGrid(wiring.Component):
 
 
 class FixtureMem(wiring.Component):
-    """Test fixture: a 16 x 8 memory with a registered read port (128 memory bits)."""
-    addr: In(4)
-    data: In(8)
-    we: In(1)
-    q: Out(8)
+    """Test fixture: a 16 x ``width`` memory with a registered read port (16 x ``width``
+    memory bits); with ``lanes`` > 1 its write port has that many lane enables
+    (``granularity = width // lanes``, as the SBUF's byte lanes)."""
+
+    def __init__(self, width=8, lanes=1):
+        self.width, self.lanes = width, lanes
+        super().__init__({"addr": In(4), "data": In(width), "we": In(lanes), "q": Out(width)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mem = mem = memory.Memory(shape=8, depth=16, init=[])
-        wp, rp = mem.write_port(), mem.read_port()
+        m.submodules.mem = mem = memory.Memory(shape=self.width, depth=16, init=[])
+        wp = mem.write_port(granularity=self.width // self.lanes) if self.lanes > 1 \
+            else mem.write_port()
+        rp = mem.read_port()
         m.d.comb += [wp.addr.eq(self.addr), wp.data.eq(self.data), wp.en.eq(self.we),
-                     rp.addr.eq(self.addr), self.q.eq(rp.data)]
-        return m
-
-
-class FixtureMemBE(wiring.Component):
-    """Test fixture: a 16 x 32 memory whose write port has byte-lane enables (``granularity=8``,
-    as the SBUF's), 512 memory bits."""
-    addr: In(4)
-    data: In(32)
-    be: In(4)
-    q: Out(32)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.mem = mem = memory.Memory(shape=32, depth=16, init=[])
-        wp, rp = mem.write_port(granularity=8), mem.read_port()
-        m.d.comb += [wp.addr.eq(self.addr), wp.data.eq(self.data), wp.en.eq(self.be),
                      rp.addr.eq(self.addr), self.q.eq(rp.data)]
         return m
 
@@ -123,9 +110,9 @@ def _build_grid(cfg, variant):
 FIX_PE = Block(name="fixture_pe", module="tests.test_synth", build=lambda c, v: FixturePE())
 FIX_MEM = Block(name="fixture_mem", module="tests.test_synth", build=lambda c, v: FixtureMem())
 FIX_BE_V = Block(name="fixture_mem_be", module="tests.test_synth",
-                 build=lambda c, v: FixtureMemBE())
+                 build=lambda c, v: FixtureMem(32, lanes=4))
 FIX_BE_IL = Block(name="fixture_mem_be_il", module="tests.test_synth",
-                  build=lambda c, v: FixtureMemBE(), rtlil=True)
+                  build=lambda c, v: FixtureMem(32, lanes=4), rtlil=True)
 FIX_GRID = Block(name="fixture_grid", module="tests.test_synth", build=_build_grid, array=True,
                  pe_module="fixture_pe")
 
