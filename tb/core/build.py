@@ -10,7 +10,7 @@ from rtl.tensor import engine as tensor_engine
 from rtl.vector import fu as vector_fu
 from tb.runner import SimBuild
 
-__all__ = ["core_design", "core_sim", "integration_cfg"]
+__all__ = ["HIER_ABOVE_PES", "core_design", "core_sim", "integration_cfg"]
 
 
 def integration_cfg(cfg, *, sparse=False):
@@ -47,6 +47,11 @@ def core_design(cfg, *, hier=False):
                         vector_fu.alu_module_name(cfg): "hier_block"})
     return Design(top=NeuronCore(cfg), modules=modules, pragmas=pragmas)
 
+
+#: Above this many PEs the core is built with Verilator hierarchical blocks (``hier``): the
+#: flat build of the default core (16 x 16 PEs) writes a few hundred MB of C++ and did not
+#: finish at -O3 (docs/core.md §6); 8 x 8 and below build flat in minutes.
+HIER_ABOVE_PES = 64
 
 #: The core's C++ is compiled without optimization for the regression, whose runs are short
 #: (docs/core.md, "Simulation speed": about 1.7 min of build and ~1,000 cycles/s at -O0).

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rtl.config import preset_from_env
 from rtl.core.neuroncore import ENGINES_BUILT
-from tb.core.build import core_sim, integration_cfg
+from tb.core.build import HIER_ABOVE_PES, core_sim, integration_cfg
 from tb.runner import ROOT
 
 __all__ = ["run_kernels", "timeline_png", "main"]
@@ -28,10 +28,7 @@ def run_kernels(cfg, kernels, *, waves=False, tag="sim"):
     :func:`~tb.core.build.integration_cfg` with the 4:16 sparse PE, so the sparse MLP runs on
     the tensor engine's sparse mode); returns ``(records, sim build)``."""
     icfg = integration_cfg(cfg, sparse=True)
-    # beyond an 8 x 8 array the PE, lane ALU and function unit are built once as Verilator
-    # hierarchical blocks: the flat build of the default core (16 x 16 PEs) writes a few
-    # hundred MB of C++ and did not finish at -O3 (docs/core.md §6)
-    sim = core_sim(icfg, waves=waves, hier=icfg.pe_rows * icfg.pe_cols > 64)
+    sim = core_sim(icfg, waves=waves, hier=icfg.pe_rows * icfg.pe_cols > HIER_ABOVE_PES)
     out = ROOT / "build" / "sim"
     out.mkdir(parents=True, exist_ok=True)
     metrics = out / f"core_{cfg.name}_{tag}.jsonl"
