@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from pathlib import Path
 
-from rtl.emit import write_design
+from rtl.emit import write_design, write_if_changed
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -65,8 +65,9 @@ def _runner(public_depth):
     every instance visible (and writable) through VPI. A public signal is a variable Verilator
     may neither inline nor optimise away, so on a large design that costs most of the speed and
     much of the build (the whole core: 50 against 860 cycles/s, 7.3 against 1.8 min at
-    ``-O0``). With ``public_depth=n`` only the signals of the top ``n`` levels of the hierarchy
-    are public (``--public-depth n``; 1 = the top module's ports and signals)."""
+    ``-O0``). With ``public_depth=1`` no option makes anything public: the configuration file
+    :class:`SimBuild` writes names the top module's signals (:func:`write_public_config`).
+    With ``public_depth=n > 1``, the signals of the top ``n`` levels (``--public-depth n``)."""
     from cocotb_tools.runner import get_runner
     runner = get_runner("verilator")
     if public_depth is None:
@@ -75,12 +76,12 @@ def _runner(public_depth):
         raise TypeError(f"public_depth must be None or an int, not {public_depth!r}")
     if public_depth < 1:
         raise ValueError(f"public_depth must be at least 1, not {public_depth!r}")
+    depth = ["--public-depth", str(public_depth)] if public_depth > 1 else []
 
     class PublicToDepth(type(runner)):
         def _build_command(self):
             cmds = super()._build_command()
-            cmds[0] = ([a for a in cmds[0] if a != "--public-flat-rw"]
-                       + ["--public-depth", str(public_depth)])
+            cmds[0] = [a for a in cmds[0] if a != "--public-flat-rw"] + depth
             return cmds
 
     return PublicToDepth()
@@ -145,21 +146,40 @@ class SimBuild:
     public_depth : int, optional
         How deep in the hierarchy cocotb can see signals: ``None``, every signal of every
         instance (cocotb's default); ``1``, the top module only (a much faster model, for
-        testbenches that use nothing below the ports); ``n``, the top ``n`` levels.
+        testbenches that use nothing below the ports); ``n``, the top ``n`` levels. With
+        ``verilator --hierarchical``, ``None`` and ``n > 1`` apply inside every hierarchical
+        block too, counted from the block's own top: its signals are public, so Verilator
+        may not optimise them away and must re-evaluate everything that reads them whenever
+        the block is called (the tensor engine's PE: 6 times slower with ``None``; a further
+        factor with ``--public-depth 1``, which ``1`` therefore does not use).
+    public_vars : sequence of (str, str)
+        Signals below ``public_depth`` that cocotb needs too, as ``(module, variable)``
+        wildcard pairs (Verilator's ``public_flat_rw`` configuration: ``("*psum", "bank*")``
+        makes every ``bank<n>`` memory of a module whose name ends in ``psum`` visible).
+        Needs ``public_depth``.
     """
 
     def __init__(self, design, *, unit, cfg, variant=None, name=None, build_args=(),
-                 waves=False, public_depth=None):
+                 waves=False, public_depth=None, public_vars=()):
         setup_verilator_env()
         self.name = name = name or sim_name(unit, cfg, variant)
         self.cfg = cfg
         self.build_dir = build_dir_for(cfg, name)
         self.waves = waves
         self.runner = _runner(public_depth)
+        public_vars = [tuple(pv) for pv in public_vars]
+        if public_vars and public_depth is None:
+            raise ValueError("public_vars needs public_depth: without it every signal is "
+                             "public already")
+        if public_depth == 1:
+            public_vars = [(name, "*")] + public_vars
         with locked(self.build_dir):
             vfile, mods = write_design(design, name, self.build_dir / "src")
             t0 = time.monotonic()
             args = list(FAST_BUILD_ARGS) + list(build_args)
+            if public_vars:
+                args.append(str(write_public_config(self.build_dir / "src" / "public.vlt",
+                                                    public_vars)))
             # what changes the objects: the make overrides and Verilator's options; not the
             # rest of MAKEFLAGS, which an outer make fills with its own command-line variables
             # and jobserver (``make bench BENCH=core`` rebuilt every object of a build made
@@ -202,6 +222,20 @@ class SimBuild:
             raise AssertionError(f"cocotb {test_module}: {'no test ran' if not outcome else 'failed: ' + ', '.join(failed)}\n"
                                  f"log {log}:\n{tail}")
         return outcome
+
+
+def write_public_config(path: Path, public_vars) -> Path:
+    """Write a Verilator configuration file making the ``(module, variable)`` wildcard pairs
+    ``public_flat_rw`` (only if its text changed, so a warm build stays warm)."""
+    lines = ["`verilator_config"]
+    for mod, var in public_vars:
+        for what, v in (("module", mod), ("variable", var)):
+            if not isinstance(v, str) or not v or '"' in v:
+                raise ValueError(f"public_vars {what} must be a non-empty string without "
+                                 f"quotes, not {v!r}")
+        lines.append(f'public_flat_rw -module "{mod}" -var "{var}"')
+    write_if_changed(path, "\n".join(lines) + "\n")
+    return path
 
 
 def parse_results(path: Path):

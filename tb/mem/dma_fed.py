@@ -220,7 +220,8 @@ def dma_fed_sim(cfg, *, cmd_depth=64, desc_depth=32) -> SimBuild:
     variant = dict(top.depths)
     design = Design(top=top, modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
     sim = SimBuild(design, unit="dma_fed", cfg=cfg, variant=variant,
-                   build_args=("--hierarchical",))
+                   build_args=("--hierarchical",), public_depth=1,
+                   public_vars=[("*psum", "bank*"), ("*sbuf", "bank*")])
     sim.depths = variant
     return sim
 
