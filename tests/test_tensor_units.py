@@ -478,15 +478,16 @@ def test_pe_enable_low_freezes_everything(pe_bench, seed):
 @pytest.mark.parametrize("mul_stages,add_stages", [(1, 2), (0, 0), (2, 1), (0, 3), (2, 5),
                                                         (2, 6)])
 def test_pe_latency(seed, mul_stages, add_stages):
-    """``latency = mul_stages + add_stages`` cycles from ``mv_i`` to ``ps_o``, ``mul_latency``
-    from ``mv_i`` to the cycle ``ps_i`` is used, ``row_skew = add_stages`` from ``ps_i`` to
-    ``ps_o``: measured with one beat whose addend is correct only in its documented cycle."""
+    """``latency = 1 + mul_stages + add_stages`` cycles from ``mv_i`` to ``ps_o`` (the PE
+    computes from its registered buses), ``mul_latency = 1 + mul_stages`` from ``mv_i`` to the
+    cycle ``ps_i`` is used, ``row_skew = add_stages`` from ``ps_i`` to ``ps_o``: measured with
+    one beat whose addend is correct only in its documented cycle."""
     from rtl.tensor.pe import PE
     cfg = SMALL.replace(formats=("bf16", "fp32"), mx_formats=(), mul_stages=mul_stages,
                         add_stages=add_stages)
     pe = PE(cfg)
-    assert (pe.latency, pe.mul_latency, pe.row_skew) == (mul_stages + add_stages, mul_stages,
-                                                         add_stages)
+    assert (pe.latency, pe.mul_latency, pe.row_skew) == (1 + mul_stages + add_stages,
+                                                         1 + mul_stages, add_stages)
     bench = Bench(pe)
     tl = TensorLayouts(cfg)
     bf = tl.fmt_index("bf16")
@@ -523,7 +524,7 @@ def test_pe_fp32_four_parts(seed, mul_stages, passes, add_stages):
                         add_stages=add_stages, fp32_passes=passes)
     pe = PE(cfg)
     tl = TensorLayouts(cfg)
-    assert tl.fp32_split == (passes == 4) and pe.mul_latency == mul_stages
+    assert tl.fp32_split == (passes == 4) and pe.mul_latency == 1 + mul_stages
     bench = Bench(pe)
     rng = np.random.default_rng([seed, 6])
     F = cfg.fmt("fp32")
@@ -771,7 +772,8 @@ def test_array_matmul_back_to_back(array_bench, seed):
     outs, t_in, t_out = p.run(array_bench)
     p.check(outs, f"seed={seed}")
     R, C = cfg.pe_rows, cfg.pe_cols
-    assert arr.latency == (R - 1) * cfg.add_stages + cfg.mul_stages + cfg.add_stages + C - 1
+    assert arr.latency == (R - 1) * cfg.add_stages + 1 + cfg.mul_stages + cfg.add_stages \
+        + C
     assert t_out == [t + arr.latency for t in t_in], "result beats not latency after inputs"
 
 
@@ -811,7 +813,7 @@ def test_array_latency_other_depths(seed):
     from rtl.tensor.array import SystolicArray
     cfg = ARRAY2_CFG
     arr = SystolicArray(cfg, use_instances=False)
-    assert arr.latency == (cfg.pe_rows - 1) * 1 + 0 + 1 + cfg.pe_cols - 1
+    assert arr.latency == (cfg.pe_rows - 1) * 1 + 1 + 0 + 1 + cfg.pe_cols
     bench = Bench(arr)
     rng = np.random.default_rng([seed, 22])
     p = ArrayProgram(arr, cfg, rng)

@@ -11,15 +11,18 @@ from rtl.config import CoreConfig, check_config
 from rtl.pipeline import signature_attr
 from rtl.tensor.hier import place_leaf
 from rtl.tensor.pe import PE, FP32_EXP_MASK
-from rtl.tensor.row import PERow, pe_module_name, row_module_name
+from rtl.tensor.row import PEGroup, PERow, group_module_name, pe_module_name, row_module_name
 
-__all__ = ["SystolicArray", "pe_module_name", "row_module_name", "array_leaf_modules"]
+__all__ = ["SystolicArray", "pe_module_name", "group_module_name", "row_module_name",
+           "array_leaf_modules"]
 
 
 def array_leaf_modules(cfg: CoreConfig):
     """``{Verilog module name: component}`` the array instantiates by name, each to be converted
-    once: the PE, and the row of PEs (which instantiates the PE)."""
-    return {pe_module_name(cfg): PE(cfg), row_module_name(cfg): PERow(cfg, use_instances=True)}
+    once: the PE, the group of PEs (which instantiates the PE) and the row (which instantiates
+    the group)."""
+    return {pe_module_name(cfg): PE(cfg), group_module_name(cfg): PEGroup(cfg),
+            row_module_name(cfg): PERow(cfg, use_instances=True)}
 
 
 class SystolicArray(wiring.Component):
@@ -30,8 +33,9 @@ class SystolicArray(wiring.Component):
     column per cycle. The weight-load bus is *not* skewed: all rows see a load beat at once (the
     engine orders loads after the previous swap has reached the last row, see ``engine.py``).
     The partial sum enters row 0 as ``-0`` (FP32 ``0x80000000``). Column ``m``'s bottom output
-    is delayed ``cols - 1 - m`` cycles so that one result beat carries all columns of one
-    moving column ``n``; a transpose flag restores the FP32 exponent field (see :class:`PE`).
+    is delayed ``cols - m`` cycles (at least one: the outputs are registers) so that one result
+    beat carries all columns of one moving column ``n``; a transpose flag restores the FP32
+    exponent field (see :class:`PE`).
 
     Every register stops when ``en`` is low (global stall).
 
@@ -40,10 +44,10 @@ class SystolicArray(wiring.Component):
     cfg : CoreConfig
     use_instances : bool
         True (default): the rows are ``Instance(row_module_name(cfg))`` of the separately
-        converted :class:`~rtl.tensor.row.PERow`, whose PEs are ``Instance(pe_module_name(cfg))``
-        (two Verilog modules for the whole grid, see :func:`array_leaf_modules`; pass their
-        Verilog as extra sources). False: rows and PEs are Amaranth submodules (for the Amaranth
-        simulator, small configs only).
+        converted :class:`~rtl.tensor.row.PERow`, whose groups and PEs are instances too
+        (three Verilog modules for the whole grid, see :func:`array_leaf_modules`; pass their
+        Verilog as extra sources). False: rows, groups and PEs are Amaranth submodules (for the
+        Amaranth simulator, small configs only).
 
     Members
     -------
@@ -54,14 +58,17 @@ class SystolicArray(wiring.Component):
         Weight-load bus of every row.
     out : Out(StructLayout)
         ``valid``, ``value`` (``ArrayLayout(32, pe_cols)``): one result beat, :attr:`latency`
-        enabled cycles after the ``mv_in`` beat of the same ``n``.
+        enabled cycles after the ``mv_in`` beat of the same ``n``. Every output is a register
+        (the engine's stall reads ``valid`` and the PSUM's ``ready`` the beat's address: to
+        Verilator, which sees a hierarchical PE as combinational, a combinational column would
+        close a loop through every PE, settled again each cycle).
     """
 
     class Signature(wiring.Signature):
         """The array's members for ``cfg``, with ``pe`` (the :class:`PE.Signature`), the bus
         layouts, ``row_skew`` and ``latency`` (enabled cycles from a beat on ``mv_in`` to its
         result on ``out``: fill + drain of one column, ``(rows - 1) * row_skew + pe latency +
-        cols - 1``) as attributes."""
+        cols``) as attributes."""
 
         def __init__(self, cfg: CoreConfig):
             check_config(cfg, "SystolicArray")
@@ -72,7 +79,7 @@ class SystolicArray(wiring.Component):
                                                  "value": data.ArrayLayout(32, cfg.pe_cols)})
             self.row_skew = pe.row_skew
             R, C = cfg.pe_rows, cfg.pe_cols
-            self.latency = (R - 1) * pe.row_skew + pe.latency + (C - 1)
+            self.latency = (R - 1) * pe.row_skew + pe.latency + C
             super().__init__({
                 "en": In(1),
                 "mv_in": In(data.ArrayLayout(self.mv_layout, cfg.pe_rows)),
@@ -118,16 +125,17 @@ class SystolicArray(wiring.Component):
             place_leaf(m, f"row_{k}", ports, module_name=row_module_name(cfg),
                        make=lambda: PERow(cfg, use_instances=False),
                        use_instances=self.use_instances)
-        # de-skew: column c waits C - 1 - c cycles; the flag restores the exponent field
-        # (triangular as well: stage s holds every column that still needs delay)
+        # de-skew: column c waits C - c cycles, at least one, so every output is a register;
+        # the flag restores the exponent field (triangular as well: stage s holds every
+        # column that still needs delay)
         res = {}
         for c in range(C):
             b = ps[R][c]
             v = Signal(33, name=f"res_{c}")
             m.d.comb += v.eq(Cat(b.value | (b.flag.replicate(32) & FP32_EXP_MASK), b.valid))
             res[c] = v
-        for s in range(1, C):
-            cols = [c for c in range(C) if C - 1 - c >= s]
+        for s in range(1, C + 1):
+            cols = [c for c in range(C) if C - c >= s]
             vec = Signal(33 * len(cols), name=f"deskew_{s}")
             with m.If(en):
                 m.d.sync += vec.eq(Cat(*[res[c] for c in cols]))

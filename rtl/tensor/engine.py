@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.config import CoreConfig, check_config
 from rtl.emit import Design
 from rtl.pipeline import signature_attr
-from rtl.tensor.array import SystolicArray, array_leaf_modules, pe_module_name, row_module_name
+from rtl.tensor.array import SystolicArray, array_leaf_modules, group_module_name, row_module_name
 from rtl.tensor.layouts import (TensorLayouts, OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ,
                                 ERR_SHAPE, ERR_FORMAT, ERR_PAIR, ERR_SPARSE)
 from rtl.tensor.sparse import group_bus
@@ -537,16 +537,17 @@ class TensorEngine(wiring.Component):
 
 def leaf_modules(cfg: CoreConfig):
     """``{Verilog module name: component}`` of the modules the engine instantiates by name
-    (the PE, the row of PEs and the PSUM lane adder), each to be converted once."""
+    (the PE, the group and the row of PEs, the PSUM lane adder), each to be converted once."""
     return {**array_leaf_modules(cfg), psum_adder_module_name(cfg): FP32Adder(cfg)}
 
 
 def leaf_pragmas(cfg: CoreConfig):
-    """Verilator metacomment of each leaf module: the PE is a ``hier_block`` (with
+    """Verilator metacomment of each leaf module: the PE group is a ``hier_block`` (with
     ``verilator --hierarchical`` it is verilated and compiled once, as a library, however many
-    instances the design has), the others ``no_inline_module`` (all instances share one C++
-    class). Comments only: synthesis ignores them."""
-    return {pe_module_name(cfg): "hier_block", row_module_name(cfg): "no_inline_module",
+    instances the design has; its PEs are inlined in it), the row and the PSUM adder
+    ``no_inline_module`` (all instances share one C++ class). Comments only: synthesis ignores
+    them."""
+    return {group_module_name(cfg): "hier_block", row_module_name(cfg): "no_inline_module",
             psum_adder_module_name(cfg): "no_inline_module"}
 
 

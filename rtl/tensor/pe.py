@@ -53,7 +53,10 @@ class PE(wiring.Component):
     latches it into the shadow. A moving beat with ``first`` set swaps shadow into active as it
     is used (the beat itself already multiplies by the new weight). Moving beats travel right
     along ``mv_i -> mv_o`` (one register); the partial sum travels down, ``ps_i`` (from the PE
-    above) to ``ps_o`` through the fused multiply-add pipeline.
+    above) to ``ps_o`` through the fused multiply-add pipeline. The PE computes from the
+    registered copies ``mv_o`` and ``ld_o``, one enabled cycle after a beat enters: every PE
+    alike, so the array's skews are those of a PE using ``mv_i`` directly, with one more cycle
+    of latency.
 
     Modes, per moving beat:
 
@@ -136,12 +139,14 @@ class PE(wiring.Component):
             self.term_layout = term
             self.fadd = FusedAdd.Signature(cfg, term_layout=term)
             #: Enabled cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder).
-            self.latency = self.mul.latency + self.fadd.latency
+            # + 1: the PE computes from its registered copies of the buses (``mv_o``,
+            # ``ld_o``), one enabled cycle after they enter
+            self.latency = 1 + self.mul.latency + self.fadd.latency
             #: Enabled cycles from ``ps_i`` to ``ps_o`` (the fused adder): the moving skew
             #: between consecutive rows. ``ps_i`` is consumed ``mul_latency`` cycles after
             #: ``mv_i``.
             self.row_skew = self.fadd.latency
-            self.mul_latency = self.mul.latency
+            self.mul_latency = 1 + self.mul.latency
             super().__init__({
                 "en": In(1),
                 "col": In(self.ld_layout["col"].shape),
@@ -182,6 +187,13 @@ class PE(wiring.Component):
         shadow = Signal(wl)
         active = Signal(wl)
         m.d.sync += [self.mv_o.eq(mv), self.ld_o.eq(ld)]
+        # everything below works on the registered buses (the copies passed to the right): a
+        # uniform one-cycle shift for every PE, so the array's skews are unchanged. The same
+        # registers, the same paths (the operands came from the left PE's registers before),
+        # but no logic hangs off the PE's inputs but ``ps_i``: a PE compiled on its own (a
+        # Verilator hierarchical block, evaluated once per input change) evaluates its
+        # products once per clock instead of once per input update.
+        mv, ld = self.mv_o, self.ld_o
         with m.If(ld.valid & (ld.col == self.col)):
             m.d.sync += [shadow.code.eq(ld.code), shadow.fmt.eq(ld.fmt)]
             if self.mx:

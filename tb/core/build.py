@@ -6,6 +6,7 @@ from __future__ import annotations
 from rtl.core.neuroncore import NeuronCore
 from rtl.emit import Design
 from rtl.scalar import engine as scalar_engine
+from rtl.tensor.array import group_module_name, pe_module_name
 from rtl.tensor import engine as tensor_engine
 from rtl.vector import fu as vector_fu
 from tb.runner import SimBuild
@@ -35,14 +36,15 @@ def core_design(cfg, *, hier=False):
 
     ``hier=False``: every leaf is a ``no_inline_module``; Verilator keeps one C++ class per
     leaf, but still writes evaluation code per instance wherever an instance's logic reads its
-    neighbours' (the PE array: 55 MB of C++ for 16 x 16 PEs). ``hier=True``: the PE, the
-    lane ALU and the function unit are ``hier_block``s (``verilator --hierarchical``), each
+    neighbours' (the PE array: 55 MB of C++ for 16 x 16 PEs). ``hier=True``: the PE group,
+    the lane ALU and the function unit are ``hier_block``s (``verilator --hierarchical``), each
     verilated and compiled once as a library; the other leaves stay ``no_inline_module``."""
     modules = {**tensor_engine.leaf_modules(cfg), **scalar_engine.leaf_modules(cfg),
                **vector_fu.leaf_modules(cfg)}
     pragmas = {name: "no_inline_module" for name in modules}
     if hier:
-        pragmas.update({tensor_engine.pe_module_name(cfg): "hier_block",
+        pragmas.pop(pe_module_name(cfg))     # inlined in its group
+        pragmas.update({group_module_name(cfg): "hier_block",
                         scalar_engine.fu_module_name(cfg): "hier_block",
                         vector_fu.alu_module_name(cfg): "hier_block"})
     return Design(top=NeuronCore(cfg), modules=modules, pragmas=pragmas)
