@@ -214,9 +214,10 @@ def _preset_rows():
         ("PE significand width [invented]",
          "widest significand of the enabled formats; 12 with `fp32_passes` = 4 (§6.4)",
          lambda c: str(pe_significand_width(c))),
-        ("PE MAC latency L", "`mul_stages + add_stages`", lambda c: str(c.mul_stages + c.add_stages)),
-        ("moving-skew registers", "L · R(R−1)/2 lanes",
-         lambda c: _group((c.mul_stages + c.add_stages) * c.pe_rows * (c.pe_rows - 1) // 2)),
+        ("PE MAC latency L", "`1 + mul_stages + add_stages` (the PE computes from its registered "
+         "buses)", lambda c: str(1 + c.mul_stages + c.add_stages)),
+        ("moving-skew registers", "`add_stages` · R(R−1)/2 lanes (row skew = adder latency)",
+         lambda c: _group(c.add_stages * c.pe_rows * (c.pe_rows - 1) // 2)),
     ]
 
 
@@ -239,7 +240,7 @@ def _ceil_div(a, b):
 def cycles_table():
     """The §6.8 cycle formulas evaluated for the presets (N = ``psum_bank_fp32``)."""
     cfgs = [PRESETS[n] for n in COLUMNS]
-    lat = {(c.mul_stages + c.add_stages, c.add_stages + 1) for c in cfgs}
+    lat = {(1 + c.mul_stages + c.add_stages, c.add_stages + 1) for c in cfgs}
     if len(lat) != 1:
         raise ValueError("the presets differ in L or A; give the table a column for each")
     L, A = lat.pop()

@@ -257,7 +257,9 @@ def pe_latency(cfg):
     """``TensorEngine.latency`` (docs/tensor-engine.md, cycle formula): cycles from a matmul's
     last moving beat to its last PSUM write."""
     La, Lm, R, C = cfg.add_stages, cfg.mul_stages, cfg.pe_rows, cfg.pe_cols
-    return 1 + (R - 1) * La + (Lm + La) + (C - 1) + (1 + La)
+    # input register, row skew, PE (registered buses + multiplier + adder), de-skew (every
+    # column through at least one register), PSUM read/add/write
+    return 1 + (R - 1) * La + (1 + Lm + La) + C + (1 + La)
 
 
 def split_program(raw):
