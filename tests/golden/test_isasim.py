@@ -480,9 +480,11 @@ def test_back_to_back_tiles_follow_the_tensor_engine_formula(tiles):
     last = max(e.done for e in sim.timeline)
     # docs/tensor-engine.md: cycles = M + 1 + T*N + L
     assert last - t0 == M + 1 + tiles * N + pe_latency(CFG)
-    L = 1 + (CFG.pe_rows - 1) * CFG.add_stages + CFG.mul_stages + CFG.add_stages \
-        + CFG.pe_cols - 1 + 1 + CFG.add_stages
-    assert pe_latency(CFG) == L == 16
+    # input register, row skew, PE (registered buses, multiplier, adder), de-skew (at least one
+    # register per column), PSUM read/add/write
+    L = 1 + (CFG.pe_rows - 1) * CFG.add_stages + 1 + CFG.mul_stages + CFG.add_stages \
+        + CFG.pe_cols + 1 + CFG.add_stages
+    assert pe_latency(CFG) == L == 18
 
 
 def test_dma_cycles_and_semaphore_latency():
