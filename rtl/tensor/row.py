@@ -36,6 +36,12 @@ def pe_module_name(cfg: CoreConfig) -> str:
     return f"nc_pe_{config_tag(cfg)}"
 
 
+def _bus_chain(layout, first, n, last, name):
+    """The ``n + 1`` buses of ``n`` units chained left to right: ``first`` into unit 0, a wire
+    ``<name>_<k>`` from unit ``k - 1`` to unit ``k``, ``last`` out of unit ``n - 1``."""
+    return [first] + [Signal(layout, name=f"{name}_{k}") for k in range(1, n)] + [last]
+
+
 def group_module_name(cfg: CoreConfig) -> str:
     """Verilog module name of the PE group of ``cfg``."""
     return f"nc_pegrp_{config_tag(cfg)}"
@@ -100,10 +106,8 @@ class PEGroup(wiring.Component):
         m = Module()
         cfg, p, n = self.cfg, self.signature.pe, self.signature.cols
         colw = p.ld_layout["col"].shape.width
-        mv = [self.mv_i] + [Signal(p.mv_layout, name=f"mv_{c}") for c in range(1, n)] \
-            + [self.mv_o]
-        ld = [self.ld_i] + [Signal(p.ld_layout, name=f"ld_{c}") for c in range(1, n)] \
-            + [self.ld_o]
+        mv = _bus_chain(p.mv_layout, self.mv_i, n, self.mv_o, "mv")
+        ld = _bus_chain(p.ld_layout, self.ld_i, n, self.ld_o, "ld")
         for c in range(n):
             ports = dict(en=self.en, col=(self.col0 + c)[:colw], mv_i=mv[c], ld_i=ld[c],
                          ps_i=self.ps_i[c], mv_o=mv[c + 1], ld_o=ld[c + 1], ps_o=self.ps_o[c])
@@ -174,8 +178,9 @@ class PERow(wiring.Component):
         G = cfg.pe_cols // n
         colw = p.ld_layout["col"].shape.width
         psw = p.ps_layout.size * n
-        mv = [self.mv_i] + [Signal(p.mv_layout, name=f"mv_{k}") for k in range(1, G + 1)]
-        ld = [self.ld_i] + [Signal(p.ld_layout, name=f"ld_{k}") for k in range(1, G + 1)]
+        # the row has no bus outputs: the last group's leave on unused wires
+        mv = _bus_chain(p.mv_layout, self.mv_i, G, Signal(p.mv_layout, name=f"mv_{G}"), "mv")
+        ld = _bus_chain(p.ld_layout, self.ld_i, G, Signal(p.ld_layout, name=f"ld_{G}"), "ld")
         ps_i, ps_o = self.ps_i.as_value(), self.ps_o.as_value()
         for k in range(G):
             ports = dict(en=self.en, col0=Const(k * n, colw), mv_i=mv[k], ld_i=ld[k],
