@@ -24,6 +24,7 @@ from rtl.mem.sbuf import SBUF, YIELD_AFTER
 from rtl.tensor.engine import leaf_modules, leaf_pragmas
 from rtl.tensor.sbuf_fed import SbufTensorEngine
 from tb.runner import SimBuild
+from tb.tensor.build import HIER_BUILD_ARGS, PSUM_BANKS
 
 __all__ = ["DmaFedHarness", "dma_fed_sim", "run_bench", "DESC_BITS", "IDLE_CYCLES"]
 
@@ -220,8 +221,8 @@ def dma_fed_sim(cfg, *, cmd_depth=64, desc_depth=32) -> SimBuild:
     variant = dict(top.depths)
     design = Design(top=top, modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
     sim = SimBuild(design, unit="dma_fed", cfg=cfg, variant=variant,
-                   build_args=("--hierarchical",), public_depth=1,
-                   public_vars=[("*psum", "bank*"), ("*sbuf", "bank*")])
+                   build_args=HIER_BUILD_ARGS, public_depth=1,
+                   public_vars=[PSUM_BANKS, ("*sbuf", "bank*")])
     sim.depths = variant
     return sim
 

@@ -16,7 +16,7 @@ from rtl.tensor.engine import TensorEngine, leaf_modules, leaf_pragmas
 from tb.runner import SimBuild
 from tb.tensor.harness import TensorHarness
 
-__all__ = ["DEPTHS", "HIER_BUILD_ARGS", "PUBLIC", "tensor_sim", "depths_for", "cycle_formula"]
+__all__ = ["DEPTHS", "HIER_BUILD_ARGS", "PSUM_BANKS", "PUBLIC", "tensor_sim", "depths_for", "cycle_formula"]
 
 #: Default harness memory depths (commands, stationary beats, moving beats, result beats).
 DEPTHS = dict(cmd=128, st=512, mv=1024, res=512)
@@ -24,10 +24,13 @@ DEPTHS = dict(cmd=128, st=512, mv=1024, res=512)
 #: Verilator options of the tensor-engine builds (on top of the runner's fast options).
 HIER_BUILD_ARGS = ("--hierarchical",)
 
+#: The PSUM banks (``rtl.tensor.psum``'s ``bank<n>`` memories), as a ``public_vars`` pair.
+PSUM_BANKS = ("*psum", "bank*")
+
 #: What cocotb sees (:class:`~tb.runner.SimBuild`): the harness top (its memories and
 #: counters) and the PSUM banks the driver clears, nothing else. Every signal of the PE (a
 #: hierarchical block) public made the default preset's model 6 times slower.
-PUBLIC = dict(public_depth=1, public_vars=[("*psum", "bank*")])
+PUBLIC = dict(public_depth=1, public_vars=[PSUM_BANKS])
 
 
 def depths_for(cfg, tiles=8):
