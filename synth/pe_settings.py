@@ -31,7 +31,7 @@ OUT = ROOT / "build" / "synth" / "pe_settings.json"
 
 #: (fp32_passes, mul_stages, add_stages): native and split at the presets' depths, then the
 #: split PE at deeper pipelines (docs/tensor-engine.md, "PE area and Fmax per setting").
-SETTINGS = ((1, 1, 2), (4, 1, 2), (4, 2, 4), (4, 2, 5), (4, 2, 6))
+SETTINGS = ((1, 1, 2), (4, 1, 2), (4, 2, 4), (4, 2, 5), (4, 2, 6), (4, 3, 6), (4, 4, 6))
 
 _KEYS = ("um2_sky130", "transistors", "cells", "flip_flops", "fmax_mhz")
 

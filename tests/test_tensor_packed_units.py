@@ -118,10 +118,11 @@ def test_pe_mx_x4(pe_bench, seed):
     _check(pe_bench, beats, want, seed, "mx x4")
 
 
-@pytest.mark.parametrize("mul_stages,add_stages", [(0, 1), (2, 6)])
+@pytest.mark.parametrize("mul_stages,add_stages", [(0, 1), (2, 6), (3, 6), (4, 6)])
 def test_pe_packed_other_depths(seed, mul_stages, add_stages):
     """The dot term meets the partial sum at every pipeline depth: FP8 x2 and MX x4 beats
-    (the MX ones with NaN scales) with mul_stages 0 and 2, against golden.tensor.packed_step."""
+    (the MX ones with NaN scales) with mul_stages 0, 2, 3 and 4 (the dot unit with 0..3 of
+    its own registers), against golden.tensor.packed_step."""
     from rtl.tensor.pe import PE
     cfg = SMALL.replace(mul_stages=mul_stages, add_stages=add_stages)
     tl = TensorLayouts(cfg)
@@ -206,3 +207,13 @@ def test_packed_modes_off_leaves_the_pe_as_before():
     assert off.term_layout["sig"].width == 48 < on.term_layout["sig"].width
     assert (on.latency, on.row_skew) == (off.latency, off.row_skew)
     assert TensorLayouts(SMALL.replace(packed_modes=False)).k_max == SMALL.pe_rows
+
+
+def test_packed_dot_stages_checked():
+    """``PackedDot(stages=...)`` takes 0..3 registers and says which field is wrong."""
+    from rtl.tensor.dot import PackedDot
+    assert [PackedDot(SMALL, stages=k).latency for k in range(4)] == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match=r"stages must be in \[0, 3\], not 4"):
+        PackedDot(SMALL, stages=4)
+    with pytest.raises(TypeError, match="stages must be an int, not True"):
+        PackedDot(SMALL, stages=True)

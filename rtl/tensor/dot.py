@@ -59,10 +59,13 @@ class PackedDot(wiring.Component):
     Parameters
     ----------
     cfg : CoreConfig
-    split : bool, keyword-only
-        A register between the decoded products / shift amounts and the shift-and-sum (latency
-        1 instead of 0): the PE uses it when ``mul_stages >= 2``, so the dot unit is pipelined
-        like the multiplier instead of only delayed after it.
+    stages : int, keyword-only
+        Pipeline registers inside the unit, 0..3 (:attr:`latency`): 1 puts one after the
+        decoded products and shift amounts (before the shift-and-sum), 2 also one after the
+        carry-save pair (before the two carry chains), 3 also one after the slot decoders
+        (before the products). The PE uses ``min(mul_stages - 1, 3)`` of its multiplier's
+        ``mul_stages`` registers here, so the dot unit is pipelined like the multiplier
+        instead of only delayed after it, and delays the term by the rest.
 
     Members
     -------
@@ -81,7 +84,7 @@ class PackedDot(wiring.Component):
         The exact sum: NaN if a slot is NaN (NaN operand, ``0 x Inf``), Infs of both signs meet
         or ``adj_nan``; else Inf if a slot is Inf; else ``sign``/``sig``/``exp`` of the sum
         (``is_zero`` when it is 0: ``sign`` is 1 only when every active product is a -0, and
-        every slot inactive gives -0). Latency 0, or 1 with ``split``.
+        every slot inactive gives -0). Latency ``stages``.
     """
 
     class Signature(wiring.Signature):
@@ -116,10 +119,19 @@ class PackedDot(wiring.Component):
                 "o": Out(self.layout),
             })
 
-    def __init__(self, cfg: CoreConfig, *, split=False):
+    #: Cut points of the pipeline registers for ``stages`` = 0..3.
+    CUTS = {0: (), 1: ("A",), 2: ("A", "S"), 3: ("D", "A", "S")}
+
+    def __init__(self, cfg: CoreConfig, *, stages=0):
         super().__init__(self.Signature(cfg))
+        if not isinstance(stages, int) or isinstance(stages, bool):
+            raise TypeError(f"PackedDot stages must be an int, not {stages!r}")
+        if stages not in self.CUTS:
+            raise ValueError(f"PackedDot stages must be in [0, 3], not {stages!r}")
         self.cfg = cfg
-        self.split = bool(split)
+        self.stages = stages
+        #: Enabled cycles from the inputs to ``o``.
+        self.latency = stages
 
     def _decode(self, m, code, fmt, j, name):
         """Slot ``j`` of ``code`` decoded under the format index ``fmt``."""
@@ -163,14 +175,25 @@ class PackedDot(wiring.Component):
         W = self.signature.sig_width
         n = W + 2          # the sum's width: |total| < 2**W, all arithmetic below mod 2**n
         nans, pinf, ninf, zeros, zsigns = [], [], [], [], []
-        # stage A: decode, products, shift amounts, flags (registered when ``split``)
-        va = {}
-        negs = []
+        cuts = self.CUTS[self.stages]
+        # stage D: the slot decoders (registered with 3 stages)
+        vd = {}
         for j in range(MAX_SLOTS):
-            a = self._decode(m, self.a, self.fmt_a, j, "a")
-            b = self._decode(m, self.b, self.fmt_b, j, "b")
+            vd[f"a{j}"] = self._decode(m, self.a, self.fmt_a, j, "a")
+            vd[f"b{j}"] = self._decode(m, self.b, self.fmt_b, j, "b")
             on = Signal(name=f"on{j}")
             m.d.comb += on.eq(self.nel >= j) if j else on.eq(1)
+            vd[f"on{j}"] = on
+        vd["exp"] = Signal(self.signature.exp_shape, name="exp_a")
+        m.d.comb += vd["exp"].eq(self._base(m, self.fmt_a, "base_a")
+                                 + self._base(m, self.fmt_b, "base_b") + self.adj)
+        vd["adj_nan"] = self.adj_nan
+        _, d = stage(m, "D" in cuts, Const(1), vd, name="dotD")
+        # stage A: products, shift amounts, flags (registered with 1 or more stages)
+        va = {"exp": d["exp"], "adj_nan": d["adj_nan"]}
+        negs = []
+        for j in range(MAX_SLOTS):
+            a, b, on = d[f"a{j}"], d[f"b{j}"], d[f"on{j}"]
             prod = Signal(2 * len(a.sig), name=f"prod{j}")
             # the partial products added in LUTs: faster than an ECP5 DSP for 5 x 5 bits
             m.d.comb += prod.eq(sum(Mux(b.sig[i], a.sig << i, 0) for i in range(len(b.sig))))
@@ -189,11 +212,7 @@ class PackedDot(wiring.Component):
         kb = Signal(3, name="kbits")
         m.d.comb += kb.eq(Cat(k[0] | (k == 4), k == 4, k >= 2))
         va["kb"] = kb
-        va["exp"] = Signal(self.signature.exp_shape, name="exp_a")
-        m.d.comb += va["exp"].eq(self._base(m, self.fmt_a, "base_a")
-                                 + self._base(m, self.fmt_b, "base_b") + self.adj)
-        va["adj_nan"] = self.adj_nan
-        _, x = stage(m, self.split, Const(1), va, name="dotA")
+        _, x = stage(m, "A" in cuts, Const(1), va, name="dotA")
         # stage B: shift into the window, exact signed sum, magnitude; no negation and one carry
         # chain deep. A negative slot enters as its ones' complement ~(p << sh) = -(p << sh) - 1,
         # so the terms add to total - k. Per bit column a counter of its four term bits plus 1
@@ -228,6 +247,14 @@ class PackedDot(wiring.Component):
         s, c = Signal(n, name="sum_s"), Signal(n, name="sum_c")
         m.d.comb += [s.eq(r0 ^ r1 ^ r2),
                      c.eq(Cat(Const(0, 1), ((r0 & r1) | (r0 & r2) | (r1 & r2))[:n - 1]))]
+        any_p, any_n = Cat(*pinf).any(), Cat(*ninf).any()
+        vs = {"s": s, "c": c, "exp": x["exp"], "any_n": any_n,
+              "nan": Cat(*nans).any() | (any_p & any_n) | x["adj_nan"],
+              "inf_any": any_p | any_n,
+              "zsign": Cat(*zeros).all() & Cat(*zsigns).all()}
+        # stage S: the carry-save pair, the flags (registered with 2 or more stages)
+        _, y = stage(m, "S" in cuts, Const(1), vs, name="dotS")
+        s, c = y["s"], y["c"]
         total = Signal(n, name="total")            # s + c + 1
         m.d.comb += total.eq((Cat(Const(1, 1), s) + Cat(Const(1, 1), c))[1:])
         mag_n = Signal(W, name="mag_n")            # -total = ~s + ~c + 1 (used when negative)
@@ -237,19 +264,17 @@ class PackedDot(wiring.Component):
         # its complement, so it is 0. No carry chain.
         is0 = Signal(name="is0")
         m.d.comb += is0.eq((s ^ c).all())
-        any_p, any_n = Cat(*pinf).any(), Cat(*ninf).any()
-        nan = Cat(*nans).any() | (any_p & any_n) | x["adj_nan"]
-        inf = ~nan & (any_p | any_n)
+        nan = y["nan"]
+        inf = ~nan & y["inf_any"]
         neg = total[n - 1]
         zero = ~nan & ~inf & is0
-        all_zero = Cat(*zeros).all()
         o = self.o
         m.d.comb += [
             o.sig.eq(Mux(neg, mag_n, total[:W])),
-            o.exp.eq(x["exp"]),
+            o.exp.eq(y["exp"]),
             o.is_nan.eq(nan),
             o.is_inf.eq(inf),
             o.is_zero.eq(zero),
-            o.sign.eq(Mux(inf, any_n, Mux(zero, all_zero & Cat(*zsigns).all(), neg))),
+            o.sign.eq(Mux(inf, y["any_n"], Mux(zero, y["zsign"], neg))),
         ]
         return m

@@ -261,9 +261,9 @@ class PE(wiring.Component):
         if tl.packed:
             # packed step (double-rate FP8 / x4 MX): the exact sum of up to four products,
             # formed from the undelayed operands and delayed to meet the multiplier's output
-            # mul_stages >= 2: one of the registers sits inside the dot unit (pipelined)
-            split = mul.latency >= 2
-            m.submodules.dot = dot = PackedDot(self.cfg, split=split)
+            # mul_stages >= 2: mul_stages - 1 of the registers (at most 3) sit inside the dot
+            # unit (pipelined); the rest delay its term
+            m.submodules.dot = dot = PackedDot(self.cfg, stages=min(max(mul.latency - 1, 0), 3))
             use_dot = mv.dot & ~forced
             m.d.comb += [dot.a.eq(w.code), dot.b.eq(x_code), dot.fmt_a.eq(w.fmt),
                          dot.fmt_b.eq(mv.fmt), dot.nel.eq(mv.nel)]
@@ -275,8 +275,8 @@ class PE(wiring.Component):
                 ]
             dt = Signal(dot.o.shape())
             m.d.comb += dt.eq(dot.o)
-            use_d = delay(m, use_dot, int(split), name="dot_use")
-            dd = delay(m, Cat(dt.as_value(), use_d), mul.latency - int(split), name="dot")
+            use_d = delay(m, use_dot, dot.latency, name="dot_use")
+            dd = delay(m, Cat(dt.as_value(), use_d), mul.latency - dot.latency, name="dot")
             dterm = data.View(dot.o.shape(), dd[:-1])
             wide = Signal(self.term_layout)
             for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
