@@ -209,6 +209,7 @@ def test_packed_modes_off_leaves_the_pe_as_before():
     assert TensorLayouts(SMALL.replace(packed_modes=False)).k_max == SMALL.pe_rows
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_packed_dot_stages_checked():
     """``PackedDot(stages=...)`` takes 0..3 registers and says which field is wrong."""
     from rtl.tensor.dot import PackedDot
