@@ -234,16 +234,20 @@ class PackedDot(wiring.Component):
             ninf.append(x[f"inf{j}"] & sgn)
             zeros.append(~on | x[f"az{j}"] | x[f"bz{j}"])
             zsigns.append(~on | sgn)
-        rows = [Signal(n, name=f"row{r}") for r in range(3)]
-        for i in range(n):
-            cnt = Signal(3, name=f"cnt{i}")
-            m.d.comb += cnt.eq(sum(t[i] for t in terms) + 1)
-            for r in range(3):
-                if i + r < n:
-                    m.d.comb += rows[r][i + r].eq(cnt[r])
+        # the counters of all columns at once, as bitwise functions of the four term words
+        # (per column: bit 0 of count + 1 is the inverted parity, bit 2 is "three or four
+        # ones", bit 1 "at least one, at most two"): the same four-input function per bit as
+        # a 3-bit adder per column, as plain gates, and a few word operations instead of n
+        # small adders in simulation
+        ta, tb, tc, td = terms
+        c0, c1, c2 = (Signal(n, name=f"cnt_b{r}") for r in range(3))
+        ge3 = (ta & tb & (tc | td)) | (tc & td & (ta | tb))
+        m.d.comb += [c0.eq(~(ta ^ tb ^ tc ^ td)), c1.eq((ta | tb | tc | td) & ~ge3),
+                     c2.eq(ge3)]
         kb = x["kb"]
-        m.d.comb += [rows[1][0].eq(kb[0]), rows[2][0].eq(kb[1]), rows[2][1].eq(kb[2])]
-        r0, r1, r2 = rows
+        r0, r1, r2 = (Signal(n, name=f"row{r}") for r in range(3))
+        m.d.comb += [r0.eq(c0), r1.eq(Cat(kb[0], c1[:n - 1])),
+                     r2.eq(Cat(kb[1], kb[2], c2[:n - 2]))]
         s, c = Signal(n, name="sum_s"), Signal(n, name="sum_c")
         m.d.comb += [s.eq(r0 ^ r1 ^ r2),
                      c.eq(Cat(Const(0, 1), ((r0 & r1) | (r0 & r2) | (r1 & r2))[:n - 1]))]
