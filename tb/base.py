@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 
-import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, First, ReadOnly, RisingEdge, Timer
@@ -57,8 +56,11 @@ class TB:
         ``idle`` set to their values, release it and wait one more cycle."""
         dut = self.dut
         if not self._clock:
-            cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
-            self._clock = True
+            # the clock toggles in the simulator's GPI layer (C++), not in a Python coroutine
+            # woken twice a cycle: cocotb's default without COCOTB_TRUST_INERTIAL_WRITES is the
+            # Python one, which cost the default tensor bench most of its wall time
+            self._clock = Clock(dut.clk, CLOCK_NS, unit="ns", impl="gpi")
+            self._clock.start()
         dut.rst.value = 1
         for name, value in idle.items():
             getattr(dut, name).value = value
