@@ -8,7 +8,10 @@ the same for FP8 / FP32 / MX when the config has them. Every result is also chec
 ``rate_vs_bf16_{fp8,fp32,mx}``: MACs per cycle of those scenarios over BF16's (FP32 is 0.25 with
 ``fp32_passes = 4``; FP8 and MX run their packed modes, 2 and 4 elements per PE step, when the
 config has them, and ``*_unpacked`` the same formats one element per step). PE area and Fmax per setting come from ``python -m synth.pe_settings``
-when it was run for the preset (``pe_area``).
+when it was run for the preset (``pe_area``). ``sim_cycles_per_second`` is the best
+scenario's simulated cycles over its wall seconds (the figure as first reported);
+``sim_cycles_per_second_all_scenarios`` every scenario's cycles over their wall seconds,
+``sim_cycles_per_second_slowest_scenario`` the slowest one.
 """
 
 from __future__ import annotations
