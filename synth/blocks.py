@@ -74,6 +74,9 @@ class Block:
         Hand yosys the block's RTLIL (``rtl.emit.emit_rtlil``) instead of its Verilog: for
         memories with byte-lane write enables, which the Verilog round trip splits into one
         write port per lane (the default SBUF: 256 per bank, a front end that never finished).
+    slow : bool
+        A long single job (minutes of synthesis or place and route at the default preset):
+        started before the short ones so that the two workers finish together.
     """
 
     name: str
@@ -91,6 +94,7 @@ class Block:
     sources: tuple = ()
     tests: tuple = ()
     rtlil: bool = False
+    slow: bool = False
 
 
 def _mac_variants(cfg):
@@ -306,7 +310,7 @@ BLOCKS = (
           description="tensor-engine PE: weight-stationary FMA of every enabled format (+MX)",
           sources=("rtl/tensor/pe.py", "rtl/tensor/sparse.py", "rtl/tensor/splitmul.py",
                    "rtl/tensor/dot.py"),
-          tests=_PACKED + _SPARSE + _TENSOR),
+          tests=_PACKED + _SPARSE + _TENSOR, slow=True),
     # The array's Fmax is its PE's (every path is PE-local or a single skew register); the
     # array itself is too big for the ECP5 parts at 16 x 16 and is not placed and routed.
     Block(name="tensor_array", module="rtl.tensor.array", build=_build_array, array=True,

@@ -100,8 +100,9 @@ def plan(cfg, blocks, *, fmax, sweep):
                 if targets:
                     est.append({"block": b, "variant": v, "fc": fc, "sizes": direct,
                                 "targets": targets, "in_preset": in_preset})
-    # biggest first, so the two workers finish together
-    jobs.sort(key=lambda j: -(j.extra.get("n", 0) ** 2))
+    # biggest first (arrays by size, then the blocks marked slow), so the two workers finish
+    # together
+    jobs.sort(key=lambda j: (-(j.extra.get("n", 0) ** 2), not (j.block.slow and j.fmax)))
     return jobs, est, skipped
 
 
