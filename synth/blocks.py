@@ -74,6 +74,10 @@ class Block:
         Hand yosys the block's RTLIL (``rtl.emit.emit_rtlil``) instead of its Verilog: for
         memories with byte-lane write enables, which the Verilog round trip splits into one
         write port per lane (the default SBUF: 256 per bank, a front end that never finished).
+    default_pnr : bool
+        Whether the default ``make synth`` (no ``--blocks``) places and routes the block (False:
+        its Fmax comes from ``--blocks <name>`` or the sweep, so that the default run stays
+        within its 10-minute budget on 2 cores).
     slow : bool
         A long single job (minutes of synthesis or place and route at the default preset):
         started before the short ones so that the two workers finish together.
@@ -94,6 +98,7 @@ class Block:
     sources: tuple = ()
     tests: tuple = ()
     rtlil: bool = False
+    default_pnr: bool = True
     slow: bool = False
 
 
@@ -288,7 +293,7 @@ _VECTOR = ("tests/test_vector_units.py",)
 #: THE registry. Add one entry per block; keep the order of the report.
 BLOCKS = (
     Block(name="mac", module="rtl.fp.fma", build=_build_mac, variants=_mac_variants,
-          default_variants=lambda cfg: ("all",),
+          default_variants=lambda cfg: ("all",), default_pnr=False,
           description="fused multiply-add: exact multiplier of one input format + FP32 adder",
           sources=("rtl/fp/fma.py", "rtl/fp/multiplier.py", "rtl/fp/unpack.py"),
           tests=(_ARITH + "test_multiplier_few_formats", _ARITH + "test_fma_pipeline_depths",
@@ -378,6 +383,7 @@ BLOCKS = (
           sources=("rtl/tensor/sbuf_fed.py",),
           tests=(_MEM + "tensor_fed.py", _MEM + "tensor_fed_sparse.py")),
     Block(name="sequencer", module="rtl.core.sequencer", build=_build_sequencer, sweep=False,
+          default_pnr=False,
           description="one engine's sequencer: queue fetch (AXI4 reads), E_OPCODE check, "
                       "semaphore wait + watchdog, in-order issue/retire, posts",
           sources=("rtl/core/sequencer.py", "rtl/isa.py"),

@@ -48,9 +48,11 @@ def format_configs():
     return cfgs
 
 
-def plan(cfg, blocks, *, fmax, sweep):
+def plan(cfg, blocks, *, fmax, sweep, default_run=False):
     """``(jobs, estimates, skipped)``: jobs to run, array estimates to derive from their results,
-    and notes on blocks too large to synthesize directly (``Block.holds_array``)."""
+    and notes on blocks too large to synthesize directly (``Block.holds_array``).
+    ``default_run``: the default ``make synth`` (blocks with ``default_pnr = False`` are not
+    placed and routed)."""
     jobs, est, skipped = [], [], []
     seen = set()
 
@@ -79,7 +81,8 @@ def plan(cfg, blocks, *, fmax, sweep):
                 if not b.array:
                     # default run: P&R of single blocks and the "all" variant only (keeps
                     # `make synth` within minutes); the sweep places and routes every variant
-                    pnr_here = sweep or v in (None, "all")
+                    pnr_here = sweep or (v in (None, "all")
+                                         and (b.default_pnr or not default_run))
                     add(Job(b, v, fc, fmax=fmax and b.pnr and pnr_here,
                             extra={"format_cfg": fc.name, "in_preset": in_preset}))
                     continue
@@ -174,7 +177,8 @@ def main(argv=None):
     print(f"synth: preset {cfg.name}, {'sweep' if a.sweep else 'default run'}, "
           f"fmax {'on' if a.fmax else 'off'}; blocks: {', '.join(b.name for b in avail) or 'none'}"
           + (f"; not available yet: {', '.join(b.name for b in missing)}" if missing else ""))
-    jobs, est, skipped = plan(cfg, avail, fmax=a.fmax, sweep=a.sweep)
+    jobs, est, skipped = plan(cfg, avail, fmax=a.fmax, sweep=a.sweep,
+                              default_run=not a.blocks and not a.sweep)
     for note in skipped:
         print("synth: " + note.replace("`", ""))
     results = run_jobs(jobs, out, processes=a.jobs)

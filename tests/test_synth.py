@@ -258,6 +258,21 @@ def test_whole_engine_beyond_direct_limit_is_named_not_synthesized():
     assert est and 128 in est[0]["targets"]
 
 
+def test_default_run_schedule_and_place_and_route():
+    """The default ``make synth``: the array and then the PE's place and route start first
+    (the longest jobs), and the blocks with ``default_pnr = False`` are synthesized but not
+    placed and routed, unless named with ``--blocks``."""
+    from rtl.config import get_preset
+    cfg = get_preset("default")
+    blocks = [b for b in registry.BLOCKS if b.default]
+    jobs, _, _ = plan(cfg, blocks, fmax=True, sweep=False, default_run=True)
+    assert [j.row for j in jobs[:2]] == ["tensor_array", "tensor_pe"] and jobs[1].fmax
+    off = {b.name for b in blocks if not b.default_pnr}
+    assert off and not [j for j in jobs if j.block.name in off and j.fmax]
+    named, _, _ = plan(cfg, [registry.get_block(n) for n in sorted(off)], fmax=True, sweep=False)
+    assert all(j.fmax for j in named)
+
+
 @pytest.mark.full
 def test_every_registered_block_reports_nonzero_cells(small, outdir):
     avail, missing = registry.available_blocks()
