@@ -63,9 +63,9 @@ class PackedDot(wiring.Component):
         Pipeline registers inside the unit, 0..3 (:attr:`latency`): 1 puts one after the
         decoded products and shift amounts (before the shift-and-sum), 2 also one after the
         carry-save pair (before the two carry chains), 3 also one after the slot decoders
-        (before the products). The PE uses ``min(mul_stages - 1, 3)`` of its multiplier's
-        ``mul_stages`` registers here, so the dot unit is pipelined like the multiplier
-        instead of only delayed after it, and delays the term by the rest.
+        (before the products). The PE uses ``min(mul_stages - 1, MAX_STAGES)`` of its
+        multiplier's ``mul_stages`` registers here, so the dot unit is pipelined like the
+        multiplier instead of only delayed after it, and delays the term by the rest.
 
     Members
     -------
@@ -119,15 +119,18 @@ class PackedDot(wiring.Component):
                 "o": Out(self.layout),
             })
 
-    #: Cut points of the pipeline registers for ``stages`` = 0..3.
+    #: Cut points of the pipeline registers for ``stages`` = 0..:attr:`MAX_STAGES`.
     CUTS = {0: (), 1: ("A",), 2: ("A", "S"), 3: ("D", "A", "S")}
+    #: Most registers the unit can hold.
+    MAX_STAGES = max(CUTS)
 
     def __init__(self, cfg: CoreConfig, *, stages=0):
-        super().__init__(self.Signature(cfg))
         if not isinstance(stages, int) or isinstance(stages, bool):
             raise TypeError(f"PackedDot stages must be an int, not {stages!r}")
         if stages not in self.CUTS:
-            raise ValueError(f"PackedDot stages must be in [0, 3], not {stages!r}")
+            raise ValueError(f"PackedDot stages must be in [0, {self.MAX_STAGES}], "
+                             f"not {stages!r}")
+        super().__init__(self.Signature(cfg))
         self.cfg = cfg
         self.stages = stages
         #: Enabled cycles from the inputs to ``o``.

@@ -261,9 +261,10 @@ class PE(wiring.Component):
         if tl.packed:
             # packed step (double-rate FP8 / x4 MX): the exact sum of up to four products,
             # formed from the undelayed operands and delayed to meet the multiplier's output
-            # mul_stages >= 2: mul_stages - 1 of the registers (at most 3) sit inside the dot
-            # unit (pipelined); the rest delay its term
-            m.submodules.dot = dot = PackedDot(self.cfg, stages=min(max(mul.latency - 1, 0), 3))
+            # mul_stages >= 2: mul_stages - 1 of the registers (at most PackedDot.MAX_STAGES)
+            # sit inside the dot unit (pipelined); the rest delay its term
+            inner = min(max(mul.latency - 1, 0), PackedDot.MAX_STAGES)
+            m.submodules.dot = dot = PackedDot(self.cfg, stages=inner)
             use_dot = mv.dot & ~forced
             m.d.comb += [dot.a.eq(w.code), dot.b.eq(x_code), dot.fmt_a.eq(w.fmt),
                          dot.fmt_b.eq(mv.fmt), dot.nel.eq(mv.nel)]
