@@ -216,3 +216,47 @@ def test_bad_cfg_and_layout(cfg):
     with pytest.raises(ValueError, match="'sig' width must be in"):
         FusedAdd(cfg, term_layout=exact_layout(81, range(-300, 300)))
     gc.collect()
+
+
+# --- helpers of the fused adder -----------------------------------------------------------------
+
+@pytest.mark.parametrize("n,keep,cases", [(9, 3, None), (10, 1, None), (119, 25, 3000),
+                                          (101, 25, 1000)])
+def test_shl_top(seed, n, keep, cases):
+    """``shl_top`` (the fused adder's normalizing shift) against Python integers: the top
+    ``keep`` bits of ``(v << s) mod 2**n`` and the OR of the others. Exhaustive over every value
+    and shift at small widths, random (spread bit lengths, shifts up to the amount's range) at
+    the fused adder's window widths."""
+    import numpy as np
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+    from rtl.fp.fused_add import shl_top
+    m = Module()
+    v, s = Signal(n), Signal(range(n + 1))
+    top, st = shl_top(m, v, s, keep)
+    if cases is None:
+        pairs = [(x, k) for x in range(1 << n) for k in range(1 << len(s))]
+    else:
+        rng = np.random.default_rng([seed, n, keep])
+        pairs = []
+        for _ in range(cases):
+            bits = int(rng.integers(1, n + 1))
+            x = int.from_bytes(rng.bytes((n + 7) // 8), "little") & ((1 << bits) - 1)
+            pairs.append((x, int(rng.integers(0, 1 << len(s)))))
+    bad = []
+
+    async def bench(ctx):
+        for x, k in pairs:
+            ctx.set(v, x)
+            ctx.set(s, k)
+            y = (x << k) & ((1 << n) - 1)
+            want = (y >> (n - keep), int(y & ((1 << (n - keep)) - 1) != 0))
+            got = (ctx.get(top), ctx.get(st))
+            if got != want:
+                bad.append((x, k, got, want))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not bad, f"seed={seed} n={n} keep={keep}: {len(bad)}/{len(pairs)} wrong, " \
+                    f"first (value, shift, got, want): {bad[0]}"

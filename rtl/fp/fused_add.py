@@ -9,7 +9,7 @@ from rtl.fp.pipe import stage
 from rtl.fp.unpack import Unpack
 from rtl.pipeline import Pipeline, PipelineSignature
 
-__all__ = ["FusedAdd", "lzc"]
+__all__ = ["FusedAdd", "lzc", "shl_top"]
 
 FP32_QNAN = 0x7FC00000
 FP32_INF = 0x7F800000
@@ -37,6 +37,33 @@ def lzc(m, value, *, name="lzc"):
     out = Signal(range(len(value) + 1), name=name)
     m.d.comb += out.eq(cnt)
     return out
+
+
+def shl_top(m, value, amount, keep, *, name="shl"):
+    """``(value << amount)`` truncated to ``len(value)`` bits, of which only the top ``keep``
+    bits are formed; the rest are ORed into a sticky bit. Returns ``(top, sticky)``.
+
+    A left shifter from the largest step down: after the step of ``2**k`` the remaining shift is
+    below ``2**k``, so only the top ``keep + 2**k - 1`` bits can still reach the kept ones and
+    the others are ORed into the sticky bit there. About a third of the multiplexers of a full
+    ``len(value)``-bit shifter when ``keep`` is small."""
+    n = len(value)
+    if not 1 <= keep <= n:
+        raise ValueError(f"keep must be in [1, {n}], not {keep!r}")
+    cur = value
+    sticky = Const(0, 1)
+    for k in reversed(range(len(amount))):
+        step = 1 << k
+        lvl = Signal(len(cur), name=f"{name}_s{k}")
+        m.d.comb += lvl.eq(Mux(amount[k], cur << step, cur))
+        w = min(len(cur), keep + step - 1)
+        drop = len(cur) - w
+        if drop:
+            sticky = sticky | lvl[:drop].any()
+        cur = lvl[drop:]
+    top, st = Signal(keep, name=f"{name}_top"), Signal(name=f"{name}_sticky")
+    m.d.comb += [top.eq(cur), st.eq(sticky)]
+    return top, st
 
 
 class FusedAdd(Pipeline):
@@ -156,16 +183,24 @@ class FusedAdd(Pipeline):
                          name="align")
 
         # --- sign-magnitude add ------------------------------------------------------------
+        # One compound adder: y0 = p + c' and y1 = p + c' + 1 over the same operands, c' = c
+        # (same signs) or its T+1-bit ones' complement (opposite signs). Same signs: |sum| =
+        # y0 (< 2**T, bit T clear). Opposite signs: y0 = p - c - 1 (mod 2**(T+1)), whose bit T
+        # is set iff p <= c; then |p - c| = c - p = ~y0, else p - c = y1. Two carry chains side
+        # by side instead of an add, a subtract and a negation after it (one chain behind the
+        # other), and the operands' XORs are shared.
         mag = Signal(T)
         sign = Signal()
-        diff = Signal(signed(T + 1))
-        m.d.comb += diff.eq(x["p_al"] - x["c_al"])
-        with m.If(x["c_sign"] == x["p_sign"]):
-            m.d.comb += [mag.eq(x["p_al"] + x["c_al"]), sign.eq(x["p_sign"])]
-        with m.Elif(diff < 0):
-            m.d.comb += [mag.eq(-diff), sign.eq(x["c_sign"])]
-        with m.Else():
-            m.d.comb += [mag.eq(diff), sign.eq(x["p_sign"])]
+        sub = Signal()
+        m.d.comb += sub.eq(x["c_sign"] != x["p_sign"])
+        cc = Signal(T + 1)
+        m.d.comb += cc.eq(x["c_al"] ^ Mux(sub, (1 << (T + 1)) - 1, 0))
+        y0, y1 = Signal(T + 1), Signal(T + 1)
+        m.d.comb += [y0.eq(x["p_al"] + cc),
+                     y1.eq((Cat(Const(1, 1), x["p_al"]) + Cat(Const(1, 1), cc))[1:])]
+        le = sub & y0[T]
+        m.d.comb += [mag.eq(Mux(le, ~y0[:T], Mux(sub, y1[:T], y0[:T]))),
+                     sign.eq(Mux(le, x["c_sign"], x["p_sign"]))]
 
         valid, x = stage(m, "add" in cuts, valid,
                          {"mag": mag, "sign": sign, "base": x["base"],
@@ -191,20 +226,20 @@ class FusedAdd(Pipeline):
                          {"mag": mag, "s": s, "eb": eb, "sign": x["sign"], "zero": mag == 0,
                           "special": x["special"], "is_special": x["is_special"]},
                          name="lzc")
-        nrm = Signal(T)
-        m.d.comb += nrm.eq(x["mag"] << x["s"])
+        # the rounding reads the top 25 bits of the shifted sum (significand and guard) and
+        # the OR of the rest: the shifter forms only those
+        top, st = shl_top(m, x["mag"], x["s"], 25, name="nrm")
 
         valid, x = stage(m, "norm" in cuts, valid,
-                         {"nrm": nrm, "eb": x["eb"], "sign": x["sign"],
+                         {"top": top, "st": st, "eb": x["eb"], "sign": x["sign"],
                           "zero": x["zero"], "special": x["special"],
                           "is_special": x["is_special"]},
                          name="norm")
 
         # --- round -------------------------------------------------------------------------
-        nrm = x["nrm"]
-        sig = nrm[T - 24:]
-        guard = nrm[T - 25]
-        sticky = nrm[:T - 25].any()
+        sig = x["top"][1:]
+        guard = x["top"][0]
+        sticky = x["st"]
         up = guard & (sticky | sig[0])
         packed = Signal(signed(ew + 25))
         m.d.comb += packed.eq(((x["eb"] - 1) << 23) + sig + up)
