@@ -198,12 +198,15 @@ class PackedDot(wiring.Component):
         for j in range(MAX_SLOTS):
             a, b, on = d[f"a{j}"], d[f"b{j}"], d[f"on{j}"]
             prod = Signal(2 * len(a.sig), name=f"prod{j}")
-            # the partial products added in LUTs: faster than an ECP5 DSP for 5 x 5 bits
-            m.d.comb += prod.eq(sum(Mux(b.sig[i], a.sig << i, 0) for i in range(len(b.sig))))
+            # the partial products added in LUTs: faster than an ECP5 DSP for 5 x 5 bits; an
+            # inactive slot's product is 0 here (10 bits), not its shifted term (the window)
+            m.d.comb += prod.eq(Mux(on, sum(Mux(b.sig[i], a.sig << i, 0)
+                                            for i in range(len(b.sig))), 0))
             sh = Signal(len(a.off) + 1, name=f"shamt{j}")
             m.d.comb += sh.eq(a.off + b.off)
-            sgn = a.sign ^ b.sign
-            negs.append(on & sgn)
+            sgn = Signal(name=f"sgn{j}")
+            m.d.comb += sgn.eq(on & (a.sign ^ b.sign))
+            negs.append(sgn)
             va.update({f"on{j}": on, f"sgn{j}": sgn, f"prod{j}": prod,
                        f"sh{j}": sh, f"az{j}": a.zero, f"bz{j}": b.zero,
                        f"nan{j}": on & (a.nan | b.nan | (a.zero & b.inf) | (a.inf & b.zero)),
@@ -230,7 +233,7 @@ class PackedDot(wiring.Component):
             shifted = Signal(n, name=f"sh{j}")
             m.d.comb += shifted.eq(x[f"prod{j}"] << x[f"sh{j}"])
             t = Signal(n, name=f"t{j}")
-            m.d.comb += t.eq(Mux(on, shifted ^ Mux(sgn, (1 << n) - 1, 0), 0))
+            m.d.comb += t.eq(shifted ^ Mux(sgn, (1 << n) - 1, 0))     # 0 when inactive
             terms.append(t)
             nans.append(x[f"nan{j}"])
             pinf.append(x[f"inf{j}"] & ~sgn)
@@ -262,10 +265,14 @@ class PackedDot(wiring.Component):
         # stage S: the carry-save pair, the flags (registered with 2 or more stages)
         _, y = stage(m, "S" in cuts, Const(1), vs, name="dotS")
         s, c = y["s"], y["c"]
+        # one compound adder: y0 = s + c and total = s + c + 1 over the same operands; then
+        # -total = ~(s + c) = ~y0 (used when negative)
+        y0 = Signal(n, name="sum_y0")
+        m.d.comb += y0.eq(s + c)
         total = Signal(n, name="total")            # s + c + 1
         m.d.comb += total.eq((Cat(Const(1, 1), s) + Cat(Const(1, 1), c))[1:])
-        mag_n = Signal(W, name="mag_n")            # -total = ~s + ~c + 1 (used when negative)
-        m.d.comb += mag_n.eq((Cat(Const(1, 1), ~s[:W]) + Cat(Const(1, 1), ~c[:W]))[1:])
+        mag_n = Signal(W, name="mag_n")
+        m.d.comb += mag_n.eq(~y0[:W])
         # total == 0 <=> s + c = -1 (mod 2**n) <=> s ^ c is all ones: s + c < 2**(n + 1) - 1,
         # so s + c = 2**n - 1 = (s | c) + (s & c), where s & c lies inside s | c and inside
         # its complement, so it is 0. No carry chain.
