@@ -142,18 +142,17 @@ class FusedAdd(Pipeline):
         # --- specials and alignment --------------------------------------------------------
         nan = c.is_nan | p.is_nan | (c.is_inf & p.is_inf & (c.sign != p.sign))
         inf_sign = Mux(c.is_inf, c.sign, p.sign)
-        special = Signal(32)
-        with m.If(nan):
-            m.d.comb += special.eq(FP32_QNAN)
-        with m.Elif(c.is_inf | p.is_inf):
-            m.d.comb += special.eq(Cat(Const(FP32_INF, 31), inf_sign))
-        with m.Elif(p.is_zero):
-            m.d.comb += special.eq(Mux(c.is_zero, Cat(Const(0, 31), c.sign & p.sign),
-                                       self.i.payload.c))
-        is_special = nan | c.is_inf | p.is_inf | p.is_zero
+        # the special results travel as 3 bits (NaN; else Inf or zero, and a sign), not as 32:
+        # a zero term with a nonzero c goes through the datapath, which returns c exactly
+        # (c is aligned at its highest place, below; ``sig`` of a zero term is 0)
+        inf = c.is_inf | p.is_inf
+        special = Signal(data.StructLayout({"nan": 1, "inf": 1, "sign": 1}))
+        m.d.comb += [special.nan.eq(nan), special.inf.eq(inf),
+                     special.sign.eq(Mux(inf, inf_sign, c.sign & p.sign))]
+        is_special = nan | inf | (p.is_zero & c.is_zero)
 
         d = Signal(signed(ew))      # right shift of c from its highest place P_MAX
-        m.d.comb += d.eq(W + 2 + p.exp - c.exp)
+        m.d.comb += d.eq(Mux(p.is_zero, -1, W + 2 + p.exp - c.exp))
         dc = Signal(range(P_MAX + 25))
         with m.If(d < 0):
             m.d.comb += dc.eq(0)
@@ -244,8 +243,10 @@ class FusedAdd(Pipeline):
         packed = Signal(signed(ew + 25))
         m.d.comb += packed.eq(((x["eb"] - 1) << 23) + sig + up)
         result = Signal(32)
+        sp = x["special"]
         with m.If(x["is_special"]):
-            m.d.comb += result.eq(x["special"])
+            m.d.comb += result.eq(Mux(sp.nan, FP32_QNAN,
+                                      Cat(Mux(sp.inf, Const(FP32_INF, 31), 0), sp.sign)))
         with m.Elif(x["zero"]):
             m.d.comb += result.eq(0)
         with m.Elif(packed >= FP32_INF):
