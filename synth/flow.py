@@ -27,7 +27,7 @@ __all__ = ["FLOW_VERSION", "SRAM_UM2_PER_BIT", "NAND2_TRANSISTORS", "Job", "run_
            "source_hash", "row_name"]
 
 #: Bump when the scripts or the result format change (invalidates the cache).
-FLOW_VERSION = 5
+FLOW_VERSION = 6
 #: Transistors of one 2-input static CMOS NAND: NAND2 equivalents = transistors / 4.
 NAND2_TRANSISTORS = 4
 #: sky130 SRAM area per bit (um^2), from the OpenRAM macro sky130_sram_2kbyte_1rw1r_32x512_8

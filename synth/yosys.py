@@ -84,7 +84,10 @@ def _read(path):
 
 
 def _front(verilog, top):
-    return (f"{_read(verilog)}\nhierarchy -check -top {top}\n"
+    # ``proc -norom``: a ``Switch`` of constants stays logic. yosys' ``proc_rom`` would turn it
+    # into a ``$mem_v2`` ROM, which this flow counts as memory bits (SRAM), not as cells: a
+    # decoder made of such tables read 0 cells.
+    return (f"{_read(verilog)}\nhierarchy -check -top {top}\nproc -norom\n"
             f"synth -top {top} -run :fine\n")
 
 
