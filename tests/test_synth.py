@@ -331,3 +331,19 @@ def test_update_readme_replaces_only_the_marked_table(tmp_path):
     text = p.read_text()
     assert text.startswith("intro\n") and text.endswith(f"{README_END}\noutro\n")
     assert "old table" not in text and "| mac_bf16 | small | 10 | 2 | 80 | 20 |" in text
+
+
+def test_pe_mode_set_configs():
+    """``python -m synth.pe_settings --mode-sets`` synthesizes four distinct PEs of the preset:
+    packed modes and sparsity each on and off, at the preset's own depths."""
+    from rtl.config import get_preset
+    from rtl.tensor.layouts import TensorLayouts
+    from synth.pe_settings import MODE_SETS, mode_set_configs
+    cfg = get_preset("default")
+    cfgs = mode_set_configs(cfg)
+    assert len({c.name for c in cfgs}) == len(cfgs) == len(MODE_SETS)
+    for (_, packed, sparse), c in zip(MODE_SETS, cfgs):
+        tl = TensorLayouts(c)
+        assert (bool(tl.packed), bool(tl.sparse)) == (packed, sparse), c.name
+        assert (c.mul_stages, c.add_stages, c.fp32_passes) == (cfg.mul_stages, cfg.add_stages,
+                                                               cfg.fp32_passes)
