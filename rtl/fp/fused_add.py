@@ -22,8 +22,29 @@ _CUTS = {0: (), 1: ("out",), 2: ("add", "out"), 3: ("align", "add", "out"),
          6: ("diff", "align", "add", "lzc", "norm", "out")}
 
 
-def lzc(m, value, *, name="lzc"):
-    """Leading-zero count of ``value`` (a tree of muxes); ``len(value)`` when it is zero."""
+def lzc(m, value, *, name="lzc", nonzero=False):
+    """Leading-zero count of ``value`` (a tree of muxes); ``len(value)`` when it is zero.
+
+    With ``nonzero=True`` the count is only defined for a nonzero ``value`` (any number when
+    it is zero) and the tree has no adders: ``value`` is padded at its LSB end to a power of
+    two, so each level's count is its upper or lower half's with one bit on top."""
+    if nonzero:
+        n = len(value)
+        p2 = 1 << max(1, (n - 1).bit_length())
+        v = Cat(Const(0, p2 - n), value)
+
+        def rec2(v):
+            if len(v) == 2:
+                return ~v[1], ~v[1] & ~v[0]          # (count, all zero)
+            h = len(v) // 2
+            hi_cnt, hi_zero = rec2(v[h:])
+            lo_cnt, lo_zero = rec2(v[:h])
+            return Cat(Mux(hi_zero, lo_cnt, hi_cnt), hi_zero), hi_zero & lo_zero
+        cnt, _ = rec2(v)
+        out = Signal(range(p2), name=name)
+        m.d.comb += out.eq(cnt)
+        return out
+
     def rec(v):
         n = len(v)
         if n == 1:
@@ -160,8 +181,10 @@ class FusedAdd(Pipeline):
             m.d.comb += dc.eq(P_MAX + 24)
         with m.Else():
             m.d.comb += dc.eq(d)
-        base = Signal(signed(ew))   # exponent of window position 0
-        m.d.comb += base.eq(Mux(d < 0, c.exp - P_MAX, p.exp - G))
+        # base + T + 126, base = the exponent of window position 0: the normalization below
+        # needs it in that form only (no adder after the leading-zero count)
+        base = Signal(signed(ew))
+        m.d.comb += base.eq(Mux(d < 0, c.exp + (T + 126 - P_MAX), p.exp + (T + 126 - G)))
 
         valid, y = stage(m, "diff" in cuts, self.i.valid,
                          {"c_sig": c.sig, "dc": dc, "p_sig": p.sig, "c_sign": c.sign,
@@ -208,18 +231,21 @@ class FusedAdd(Pipeline):
 
         # --- normalize ---------------------------------------------------------------------
         mag = x["mag"]
-        lz = lzc(m, mag)
-        e_msb = Signal(signed(ew))
-        m.d.comb += e_msb.eq(x["base"] + (T - 1) - lz)
-        normal = e_msb >= -126
+        # (a zero sum gives some count: the result is then 0 through ``zero``)
+        lz = lzc(m, mag, nonzero=True)
+        b1 = x["base"]                  # base + T + 126 (see above)
+        # The MSB's exponent is e_msb = base + T - 1 - lz; the result is normal iff
+        # e_msb >= -126, i.e. lz < b1, and its biased exponent is then e_msb + 127 = b1 - lz.
+        normal = lz < b1
         # Left shift that puts the rounding point at position T-24: ``lz`` for a normal result,
-        # less for a subnormal one. It is never negative: c's LSB exponent is >= -149, so when
-        # the term is below c's range the window is anchored on c (d < 0) and base >=
-        # -149 - P_MAX; otherwise base >= -149 - (W + 2) - G; both give s >= T - 24 - P_MAX = 1.
+        # less for a subnormal one, base + T - 24 + 149 = b1 - 1. It is never negative: c's LSB
+        # exponent is >= -149, so when the term is below c's range the window is anchored on c
+        # (d < 0) and base >= -149 - P_MAX; otherwise base >= -149 - (W + 2) - G; both give
+        # s >= T - 24 - P_MAX = 1.
         s = Signal(range(T + 1))
-        m.d.comb += s.eq(Mux(normal, lz, x["base"] + (T - 24 + 149)))
+        m.d.comb += s.eq(Mux(normal, lz, b1 - 1))
         eb = Signal(signed(ew))
-        m.d.comb += eb.eq(Mux(normal, e_msb + 127, 1))
+        m.d.comb += eb.eq(Mux(normal, b1 - lz, 1))
 
         valid, x = stage(m, "lzc" in cuts, valid,
                          {"mag": mag, "s": s, "eb": eb, "sign": x["sign"], "zero": mag == 0,
