@@ -10,8 +10,23 @@ are left out of the kill fraction.
 
 EQUIVALENT = {
     # rtl/fp/fused_add.py:elaborate:const_dec:`ew = max(len(p.exp), len(c.exp)) + T.bit_length() + 3    # internal exponent width`#1
-    "fb151adab2": "ew - 1 bits still hold every internal exponent: |d|, |base|, |e_msb|, |eb| "
-                  "< 2**11 for W <= 48 and LSB exponents in [-298, 254], ew - 1 >= 18 bits",
+    "fb151adab2": "ew - 1 bits still hold every internal exponent: |d|, |base + T + 126|, |eb| "
+                  "< 2**11 for W <= 80 and LSB exponents in [-298, 254], ew - 1 >= 18 bits",
+    # rtl/fp/fused_add.py:lzc:const_inc:`p2 = 1 << max(1, (n - 1).bit_length())`#1
+    "fa8f762554": "lzc(nonzero=True) padded to twice the power of two: more zeros below the LSB "
+                  "leave the leading-zero count of every nonzero value unchanged",
+    # rtl/fp/fused_add.py:lzc:const_inc:`p2 = 1 << max(1, (n - 1).bit_length())`#2
+    "8c4b7e8347": "p2 >= 4 instead of >= 2 only pads 1- and 2-bit values further below their "
+                  "LSB: the count of a nonzero value is unchanged",
+    # rtl/fp/fused_add.py:lzc:binop:`p2 = 1 << max(1, (n - 1).bit_length())`#2
+    "1b0f1727a1": "(n + 1).bit_length() gives a power of two >= n as well (at most twice as "
+                  "large): only more LSB padding, same count for a nonzero value",
+    # rtl/fp/fused_add.py:lzc:const_dec:`p2 = 1 << max(1, (n - 1).bit_length())`#3
+    "49fa9b998b": "n.bit_length() gives a power of two > n: only more LSB padding, same count "
+                  "for a nonzero value",
+    # rtl/fp/fused_add.py:lzc:const_inc:`out = Signal(range(len(value) + 1), name=name)`#1
+    "8d1ea087d5": "the count (0..len(value)) fits range(len(value) + 1); a wider output signal "
+                  "holds the same value and every use reads it as a number",
     # rtl/fp/fused_add.py:elaborate:const_dec:`packed = Signal(signed(ew + 25))`#1
     "62369acbbb": "packed = ((eb - 1) << 23) + sig + up < 2**35 in magnitude (|eb| < 2**11), "
                   "so signed(ew + 24) (>= 42 bits) holds it as well as signed(ew + 25)",

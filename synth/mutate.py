@@ -38,7 +38,7 @@ OUT = ROOT / "build" / "mutate"
 #: Module-level (or method) functions, besides every ``elaborate``, that build hardware at
 #: elaboration time, per RTL file. Constructors, layouts and latency code are not mutated.
 HW_HELPERS = {
-    "rtl/fp/fused_add.py": ("lzc",),
+    "rtl/fp/fused_add.py": ("lzc", "shl_top"),
     "rtl/fp/pipe.py": ("stage", "delay"),
     "rtl/fp/unpack.py": ("_decode",),
     "rtl/fp/convert.py": ("_cases",),

@@ -295,3 +295,20 @@ def test_lzc(seed, n, cases):
     sim.run()
     assert not bad, f"seed={seed} n={n}: {len(bad)}/{len(values)} wrong, first (value, " \
                     f"(lzc, lzc nonzero), want): {bad[0]}"
+
+
+@NOT_ELABORATED
+def test_shl_top_keep_checked():
+    """``shl_top`` keeps 1..len(value) bits (all of them: a plain shift) and names ``keep``
+    otherwise."""
+    from amaranth.hdl import Module, Signal
+    from rtl.fp.fused_add import shl_top
+    m = Module()
+    v, s = Signal(6), Signal(3)
+    top, _ = shl_top(m, v, s, 6)
+    assert len(top) == 6
+    for keep in (0, 7):
+        with pytest.raises(ValueError, match=r"keep must be in \[1, 6\], not " + str(keep)):
+            shl_top(m, v, s, keep)
+    del m, top
+    gc.collect()
