@@ -83,10 +83,12 @@ ARRAY2_CFG = SMALL.replace(partitions=2, pe_rows=2, pe_cols=2, formats=FEW, mx_f
 FP32_CORNERS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00000001,
                 0x80000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000,
                 0xBF800000, 0x33800000]
-#: FP32 codes whose exponent field is all ones (Inf/NaN shapes) and their neighbours.
+#: FP32 codes whose exponent field is all ones (Inf/NaN shapes) and their neighbours (among
+#: them exponent fields one bit short of all ones at either end: 0x7F, 0xFE).
 FP32_NAN_SHAPES = [0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0x7FFFFFFF,
                    0xFFC00000, 0xFF800001, 0x7FBFFFFF, 0x7F7FFFFF, 0x00800000, 0xFF7FFFFF,
-                   0x80000000, 0x00000000, 0x807FFFFF, 0x80800000]
+                   0x80000000, 0x00000000, 0x807FFFFF, 0x80800000, 0x3F800000, 0xBFFFFFFF,
+                   0x7F000000]
 
 
 def special_codes(fmt):
