@@ -46,17 +46,25 @@ MODE_SETS = (("all", True, True), ("packed, no sparsity", True, False),
              ("sparsity, no packed", False, True), ("neither", False, False))
 
 
-def measure(cfg, settings=SETTINGS, fmax=True, progress=print):
-    """One dict of figures per ``(fp32_passes, mul_stages, add_stages)`` of ``settings``."""
+def _synthesize(cfgs, fmax, progress):
+    """The PE of each config of ``cfgs``, one job at a time (cached); the result dicts, or
+    ``RuntimeError`` naming the first config whose synthesis failed."""
     pe = get_block("tensor_pe")
-    cfgs = [cfg.replace(name=f"{cfg.name}_p{p}m{m}a{a}", fp32_passes=p, mul_stages=m,
-                        add_stages=a) for p, m, a in settings]
     res = run_jobs([Job(pe, None, c, fmax=fmax) for c in cfgs], ROOT / "build" / "synth",
                    processes=1, progress=progress)
-    out = []
-    for (p, m, a), c, r in zip(settings, cfgs, res):
+    for c, r in zip(cfgs, res):
         if r.get("error"):
             raise RuntimeError(f"synthesis of {r['row']} ({c.name}) failed: {r['error']}")
+    return res
+
+
+def measure(cfg, settings=SETTINGS, fmax=True, progress=print):
+    """One dict of figures per ``(fp32_passes, mul_stages, add_stages)`` of ``settings``."""
+    cfgs = [cfg.replace(name=f"{cfg.name}_p{p}m{m}a{a}", fp32_passes=p, mul_stages=m,
+                        add_stages=a) for p, m, a in settings]
+    res = _synthesize(cfgs, fmax, progress)
+    out = []
+    for (p, m, a), c, r in zip(settings, cfgs, res):
         sig = PE.Signature(c)
         out.append({"fp32_passes": p, "mul_stages": m, "add_stages": a,
                     "latency": sig.latency, "row_skew": sig.row_skew,
@@ -76,14 +84,10 @@ def mode_set_configs(cfg):
 
 def measure_mode_sets(cfg, progress=print):
     """Area figures of ``cfg``'s PE for each entry of :data:`MODE_SETS` (no place and route)."""
-    pe = get_block("tensor_pe")
     cfgs = mode_set_configs(cfg)
-    res = run_jobs([Job(pe, None, c, fmax=False) for c in cfgs], ROOT / "build" / "synth",
-                   processes=1, progress=progress)
+    res = _synthesize(cfgs, False, progress)
     out = []
     for (name, packed, sparse), c, r in zip(MODE_SETS, cfgs, res):
-        if r.get("error"):
-            raise RuntimeError(f"synthesis of {r['row']} ({c.name}) failed: {r['error']}")
         out.append({"mode_set": name, "packed_modes": packed, "sparse": sparse,
                     "fp8_macs_per_cycle": c.fp8_pack or 1, "mx_macs_per_cycle": c.mx_pack or 1,
                     **{k: r.get(k) for k in _KEYS if k != "fmax_mhz"}})
