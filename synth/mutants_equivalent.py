@@ -13,8 +13,8 @@ EQUIVALENT = {
     "fb151adab2": "ew - 1 bits still hold every internal exponent: |d|, |base + T + 126|, |eb| "
                   "< 2**11 for W <= 80 and LSB exponents in [-298, 254], ew - 1 >= 18 bits",
     # rtl/fp/fused_add.py:lzc:const_inc:`p2 = 1 << max(1, (n - 1).bit_length())`#1
-    "fa8f762554": "lzc(nonzero=True) padded to twice the power of two: more zeros below the LSB "
-                  "leave the leading-zero count of every nonzero value unchanged",
+    "fa8f762554": "lzc padded to twice the power of two: more zeros below the LSB "
+                  "leave the count of every nonzero value (and the zero flag) unchanged",
     # rtl/fp/fused_add.py:lzc:const_inc:`p2 = 1 << max(1, (n - 1).bit_length())`#2
     "8c4b7e8347": "p2 >= 4 instead of >= 2 only pads 1- and 2-bit values further below their "
                   "LSB: the count of a nonzero value is unchanged",

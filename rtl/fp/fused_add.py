@@ -25,38 +25,24 @@ _CUTS = {0: (), 1: ("out",), 2: ("add", "out"), 3: ("align", "add", "out"),
 def lzc(m, value, *, name="lzc", nonzero=False):
     """Leading-zero count of ``value`` (a tree of muxes); ``len(value)`` when it is zero.
 
-    With ``nonzero=True`` the count is only defined for a nonzero ``value`` (any number when
-    it is zero) and the tree has no adders: ``value`` is padded at its LSB end to a power of
-    two, so each level's count is its upper or lower half's with one bit on top."""
-    if nonzero:
-        n = len(value)
-        p2 = 1 << max(1, (n - 1).bit_length())
-        v = Cat(Const(0, p2 - n), value)
-
-        def rec2(v):
-            if len(v) == 2:
-                return ~v[1], ~v[1] & ~v[0]          # (count, all zero)
-            h = len(v) // 2
-            hi_cnt, hi_zero = rec2(v[h:])
-            lo_cnt, lo_zero = rec2(v[:h])
-            return Cat(Mux(hi_zero, lo_cnt, hi_cnt), hi_zero), hi_zero & lo_zero
-        cnt, _ = rec2(v)
-        out = Signal(range(p2), name=name)
-        m.d.comb += out.eq(cnt)
-        return out
+    The tree has no adders: ``value`` is padded at its LSB end to a power of two, so each
+    level's count is its upper or lower half's with one bit on top, and a zero ``value`` is
+    the tree's all-zero flag selecting ``len(value)``. With ``nonzero=True`` that last mux is
+    left out: the count is only defined for a nonzero ``value`` (any number when it is zero)."""
+    n = len(value)
+    p2 = 1 << max(1, (n - 1).bit_length())
+    v = Cat(Const(0, p2 - n), value)
 
     def rec(v):
-        n = len(v)
-        if n == 1:
-            return ~v[0], ~v[0]          # (count, all zero)
-        h = 1 << ((n - 1).bit_length() - 1)   # low half = h bits (power of two), high = rest
+        if len(v) == 2:
+            return ~v[1], ~v[1] & ~v[0]          # (count, all zero)
+        h = len(v) // 2
         hi_cnt, hi_zero = rec(v[h:])
         lo_cnt, lo_zero = rec(v[:h])
-        cnt = Mux(hi_zero, (n - h) + lo_cnt, hi_cnt)
-        return cnt, hi_zero & lo_zero
-    cnt, _ = rec(value)
+        return Cat(Mux(hi_zero, lo_cnt, hi_cnt), hi_zero), hi_zero & lo_zero
+    cnt, zero = rec(v)
     out = Signal(range(len(value) + 1), name=name)
-    m.d.comb += out.eq(cnt)
+    m.d.comb += out.eq(cnt if nonzero else Mux(zero, n, cnt))
     return out
 
 
