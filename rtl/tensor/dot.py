@@ -137,31 +137,44 @@ class PackedDot(wiring.Component):
         self.latency = stages
 
     def _decode(self, m, code, fmt, j, name):
-        """Slot ``j`` of ``code`` decoded under the format index ``fmt``."""
-        sig_w = max(f.man_bits + 1 for f in self.signature.formats.values())
-        off_w = max(1, (self.signature.shift_max // 2).bit_length())
+        """Slot ``j`` of ``code`` decoded under the format index ``fmt``.
+
+        The format only selects raw fields (a multiplexer per bit): the exponent field, the
+        mantissa with its hidden bit (right-aligned) and two per-format flags; zero, Inf and NaN
+        are then formed once from the selected fields. ``off`` is ``max(field, 1)``, one more
+        than the subnormal-aligned offset, so no decrementer: the shift uses ``off_a + off_b``
+        and the window drops its two low bits (always zero)."""
+        fs = self.signature.formats
+        sig_w = max(f.man_bits + 1 for f in fs.values())
+        off_w = max(1, (self.signature.shift_max // 2 + 1).bit_length())
         lay = data.StructLayout({"sign": 1, "off": off_w, "sig": sig_w, "zero": 1, "inf": 1,
                                  "nan": 1})
         d = Signal(lay, name=f"{name}{j}")
+        e = Signal(off_w, name=f"{name}{j}_e")
+        top = Signal(name=f"{name}{j}_top")      # the field is the format's all-ones
+        spc = Signal(2, name=f"{name}{j}_spc")  # 1: IEEE Inf/NaN, 2: fn NaN (mantissa all ones)
+        sig = Signal(sig_w, name=f"{name}{j}_sig")
+        man0 = Signal(name=f"{name}{j}_man0")
         with m.Switch(fmt):
-            for i, f in self.signature.formats.items():
+            for i, f in fs.items():
                 with m.Case(i):
                     M, EB, w = f.man_bits, f.exp_bits, f.width
                     c = code[j * w:(j + 1) * w] if (j + 1) * w <= len(code) else Const(0, w)
-                    e, man = c[M:M + EB], c[:M]
-                    sub = e == 0
-                    top = (1 << EB) - 1
-                    m.d.comb += [
-                        d.sign.eq(c[w - 1]),
-                        d.off.eq(Mux(sub, 0, e - 1)),
-                        d.sig.eq(Mux(sub, man, man | (1 << M))),
-                        d.zero.eq(sub & (man == 0)),
-                    ]
+                    ef, man = c[M:M + EB], c[:M]
+                    m.d.comb += [d.sign.eq(c[w - 1]), e.eq(ef), sig.eq(Cat(man, ef.any())),
+                                 top.eq(ef.all()), man0.eq(man == 0)]
                     if f.specials == "ieee":
-                        m.d.comb += [d.inf.eq((e == top) & (man == 0)),
-                                     d.nan.eq((e == top) & (man != 0))]
+                        m.d.comb += spc.eq(1)
                     elif f.specials == "fn":
-                        m.d.comb += d.nan.eq((e == top) & (man == (1 << M) - 1))
+                        m.d.comb += spc.eq(Cat(0, man.all()))
+        sub = e == 0
+        m.d.comb += [
+            d.off.eq(Cat(e[0] | sub, e[1:])),
+            d.sig.eq(sig),
+            d.zero.eq(sub & man0),
+            d.inf.eq(spc[0] & top & man0),
+            d.nan.eq(top & ((spc[0] & ~man0) | spc[1])),
+        ]
         return d
 
     def _base(self, m, fmt, name):
@@ -231,7 +244,9 @@ class PackedDot(wiring.Component):
         for j in range(MAX_SLOTS):
             on, sgn = x[f"on{j}"], x[f"sgn{j}"]
             shifted = Signal(n, name=f"sh{j}")
-            m.d.comb += shifted.eq(x[f"prod{j}"] << x[f"sh{j}"])
+            # off_a + off_b is the subnormal-aligned shift plus 2: drop the window's two
+            # low bits (always zero)
+            m.d.comb += shifted.eq((x[f"prod{j}"] << x[f"sh{j}"])[2:])
             t = Signal(n, name=f"t{j}")
             m.d.comb += t.eq(shifted ^ Mux(sgn, (1 << n) - 1, 0))     # 0 when inactive
             terms.append(t)
