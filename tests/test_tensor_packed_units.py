@@ -223,3 +223,34 @@ def test_packed_dot_stages_checked():
     # the half-built units of the errors live in reference cycles of their tracebacks: free
     # them here, where their unused-elaboratable warnings are ignored, not in a later test
     gc.collect()
+
+
+def test_split_multiplier_alt_term_signature():
+    """The split multiplier carries the dot unit's term through its own registers (``alt``):
+    its output is wide enough for both terms, and a bad ``alt_layout`` or ``alt_at`` is
+    rejected by name and range."""
+    from rtl.fp.unpack import exact_layout
+    from rtl.tensor.dot import PackedDot
+    from rtl.tensor.pe import PE
+    from rtl.tensor.splitmul import SplitMultiplier
+    from amaranth.hdl import signed
+    tl = TensorLayouts(SMALL)
+    dot = PackedDot.Signature(SMALL)
+    kw = dict(formats_a=tl.pe_formats, formats_b=tl.pe_formats, scaled=True)
+    plain = SplitMultiplier.Signature(SMALL, **kw)
+    sig = SplitMultiplier.Signature(SMALL, alt_layout=dot.layout, alt_at=0, **kw)
+    assert sig.out_layout["sig"].width == max(plain.out_layout["sig"].width, dot.sig_width)
+    assert sig.out_layout["exp"].width == max(plain.out_layout["exp"].width,
+                                              dot.exp_shape.width)
+    assert sig.prod_layout == plain.out_layout and "alt" in sig.members
+    assert "alt" not in plain.members
+    assert PE.Signature(SMALL).term_layout == sig.out_layout
+    for cfg, at, lo in ((SMALL, -1, 0), (SMALL, SMALL.mul_stages + 1, 0),
+                        (SMALL.replace(mul_stages=3), 0, 1)):
+        with pytest.raises(ValueError, match=rf"alt_at must be in \[{lo}, {cfg.mul_stages}\]"):
+            SplitMultiplier.Signature(cfg, alt_layout=dot.layout, alt_at=at, **kw)
+    with pytest.raises(TypeError, match="alt_layout must be an rtl.fp.unpack.exact_layout"):
+        SplitMultiplier.Signature(SMALL, alt_layout=signed(8), **kw)
+    with pytest.raises(ValueError, match="alt_at must be in"):
+        SplitMultiplier.Signature(SMALL, alt_layout=exact_layout(8, signed(10)), alt_at=True,
+                                  **kw)

@@ -118,10 +118,20 @@ class PE(wiring.Component):
             check_config(cfg, "PE")
             tl = TensorLayouts(cfg)
             self.mv_layout, self.ld_layout, self.ps_layout = pe_layouts(cfg)
+            #: The packed dot unit's signature and registers (``None`` without packed modes).
+            self.dot, self.dot_stages = None, 0
+            if tl.packed:
+                # mul_stages >= 2: mul_stages - 1 of the multiplier's registers (at most
+                # PackedDot.MAX_STAGES) sit inside the dot unit (pipelined like the multiplier)
+                self.dot = PackedDot.Signature(cfg)
+                self.dot_stages = min(max(cfg.mul_stages - 1, 0), PackedDot.MAX_STAGES)
             if tl.fp32_split:
-                self.mul = SplitMultiplier.Signature(cfg, formats_a=tl.pe_formats,
-                                                     formats_b=tl.pe_formats,
-                                                     scaled=bool(cfg.mx_formats))
+                # packed modes: the dot unit's exact sum goes through the split multiplier's
+                # registers after it (alt_at), which are then wide enough for it
+                self.mul = SplitMultiplier.Signature(
+                    cfg, formats_a=tl.pe_formats, formats_b=tl.pe_formats,
+                    scaled=bool(cfg.mx_formats),
+                    alt_layout=self.dot.layout if tl.packed else None, alt_at=self.dot_stages)
             else:
                 self.mul = ExactMultiplier.Signature(cfg, formats_a=tl.pe_formats,
                                                      formats_b=tl.pe_formats)
@@ -131,9 +141,8 @@ class PE(wiring.Component):
                 ew = max(ew, 11)
                 term = exact_layout(term["sig"].width, signed(ew))
             self.mul_term_layout = term
-            if tl.packed:
-                # packed modes: the dot unit's exact sum shares the fused adder's term input
-                self.dot = PackedDot.Signature(cfg)
+            if tl.packed and not tl.fp32_split:
+                # the dot unit's exact sum, delayed, shares the fused adder's term input
                 ew = max(term["exp"].shape.width, self.dot.exp_shape.width)
                 term = exact_layout(max(term["sig"].width, self.dot.sig_width), signed(ew))
             self.term_layout = term
@@ -173,9 +182,11 @@ class PE(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         tl = self.tl
+        sig = self.signature
         if tl.fp32_split:
-            m.submodules.mul = mul = SplitMultiplier(self.cfg, formats_a=tl.pe_formats,
-                                                     formats_b=tl.pe_formats, scaled=self.mx)
+            m.submodules.mul = mul = SplitMultiplier(
+                self.cfg, formats_a=tl.pe_formats, formats_b=tl.pe_formats, scaled=self.mx,
+                alt_layout=sig.dot.layout if tl.packed else None, alt_at=sig.dot_stages)
         else:
             m.submodules.mul = mul = ExactMultiplier(self.cfg, formats_a=tl.pe_formats,
                                                      formats_b=tl.pe_formats)
@@ -260,11 +271,9 @@ class PE(wiring.Component):
             m.d.comb += term.eq(mul.o.payload)
         if tl.packed:
             # packed step (double-rate FP8 / x4 MX): the exact sum of up to four products,
-            # formed from the undelayed operands and delayed to meet the multiplier's output
-            # mul_stages >= 2: mul_stages - 1 of the registers (at most PackedDot.MAX_STAGES)
-            # sit inside the dot unit (pipelined); the rest delay its term
-            inner = min(max(mul.latency - 1, 0), PackedDot.MAX_STAGES)
-            m.submodules.dot = dot = PackedDot(self.cfg, stages=inner)
+            # formed from the undelayed operands in sig.dot_stages registers, then through the
+            # split multiplier's remaining registers (or delayed to meet the multiplier)
+            m.submodules.dot = dot = PackedDot(self.cfg, stages=sig.dot_stages)
             use_dot = mv.dot & ~forced
             m.d.comb += [dot.a.eq(w.code), dot.b.eq(x_code), dot.fmt_a.eq(w.fmt),
                          dot.fmt_b.eq(mv.fmt), dot.nel.eq(mv.nel)]
@@ -274,15 +283,18 @@ class PE(wiring.Component):
                                    0)),
                     dot.adj_nan.eq(mv.mx & ((w.scale == 0xFF) | (mv.scale == 0xFF))),
                 ]
-            dt = Signal(dot.o.shape())
-            m.d.comb += dt.eq(dot.o)
             use_d = delay(m, use_dot, dot.latency, name="dot_use")
-            dd = delay(m, Cat(dt.as_value(), use_d), mul.latency - dot.latency, name="dot")
-            dterm = data.View(dot.o.shape(), dd[:-1])
-            wide = Signal(self.term_layout)
-            for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
-                m.d.comb += wide[f].eq(Mux(dd[-1], dterm[f], term[f]))
-            term = wide
+            if tl.fp32_split:
+                m.d.comb += [mul.alt.eq(dot.o), mul.alt_sel.eq(use_d)]
+            else:
+                dt = Signal(dot.o.shape())
+                m.d.comb += dt.eq(dot.o)
+                dd = delay(m, Cat(dt.as_value(), use_d), mul.latency - dot.latency, name="dot")
+                dterm = data.View(dot.o.shape(), dd[:-1])
+                wide = Signal(self.term_layout)
+                for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
+                    m.d.comb += wide[f].eq(Mux(dd[-1], dterm[f], term[f]))
+                term = wide
         # the sum from above arrives when the product leaves the multiplier (rows are skewed
         # by the adder latency only); the transpose replacement is delayed to meet it
         hd = delay(m, Cat(enc, raw_flag, hit), mul.latency, name="hit")

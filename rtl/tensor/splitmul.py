@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Signal, Mux, Const, signed
 from amaranth.lib import data
+from amaranth.lib.wiring import In
 
 from rtl.config import check_config
 from rtl.fp.multiplier import ExactMultiplier
@@ -44,6 +45,15 @@ class SplitMultiplier(Pipeline):
         Add the inputs ``adj`` (signed 10 bits, the MX scale exponent ``ws + xs - 254``) to the
         product's exponent and make it NaN when ``adj_nan`` (a 0xFF scale), inside the first
         pipeline stage; the output exponent is 2 bits wider (at least 11).
+    alt_layout : StructLayout or None, keyword-only
+        An :func:`~rtl.fp.unpack.exact_layout` of an *alternate term* (the PE's packed dot
+        unit) that a beat can deliver instead of its product, through the multiplier's own
+        registers: the output layout is then wide enough for both (``sig`` and ``exp`` the
+        wider of the two), and the members ``alt`` and ``alt_sel`` are added.
+    alt_at : int, keyword-only
+        Cycles after a beat's input at which its ``alt`` and ``alt_sel`` arrive; in
+        ``[1 if latency >= 2 else 0, latency]`` (they replace the product at the input of the
+        register of that time, or at ``o`` when it is ``latency``).
 
     Members
     -------
@@ -53,6 +63,11 @@ class SplitMultiplier(Pipeline):
         are allowed: the running sum loads only on valid beats).
     o : Out(stream.Signature(out_layout, always_ready=True))
         The ``ExactMultiplier`` output layout; valid for ``last`` beats only.
+    alt : In(alt_layout)
+        With ``alt_layout``: the alternate term, ``alt_at`` cycles after its beat's input.
+    alt_sel : In(1)
+        With ``alt_layout``: the beat delivers ``alt`` (it must have ``part = 0`` and
+        ``last = 1``), at the same time as ``alt``.
 
     Latency ``cfg.mul_stages``: with 0 the sum is combinational (a separate register holds the
     running sum); with 1 or more the first register after the multiply holds it; with 2 or more
@@ -62,7 +77,8 @@ class SplitMultiplier(Pipeline):
     class Signature(PipelineSignature):
         """Layouts and latency of a :class:`SplitMultiplier`."""
 
-        def __init__(self, cfg, *, formats_a=None, formats_b=None, scaled=False):
+        def __init__(self, cfg, *, formats_a=None, formats_b=None, scaled=False,
+                     alt_layout=None, alt_at=0):
             check_config(cfg, "SplitMultiplier")
             ex = ExactMultiplier.Signature(cfg, formats_a=formats_a, formats_b=formats_b)
             self.formats_a, self.formats_b = ex.formats_a, ex.formats_b
@@ -78,11 +94,31 @@ class SplitMultiplier(Pipeline):
                 fields.update({"adj": signed(10), "adj_nan": 1})
                 ew = max(ex.out_layout["exp"].shape.width + 2, 11)
                 out_layout = exact_layout(ex.sig_width, signed(ew))
-            super().__init__(data.StructLayout(fields), out_layout, latency=cfg.mul_stages)
+            #: The product's layout (``out_layout`` without an alternate term).
+            self.prod_layout = out_layout
+            self.alt_layout, self.alt_at = alt_layout, alt_at
+            members = {}
+            if alt_layout is not None:
+                if not isinstance(alt_layout, data.StructLayout) or \
+                        {n for n, _ in alt_layout} != {n for n, _ in out_layout}:
+                    raise TypeError(f"alt_layout must be an rtl.fp.unpack.exact_layout, "
+                                    f"not {alt_layout!r}")
+                n = cfg.mul_stages
+                lo = 1 if n >= 2 else 0
+                if isinstance(alt_at, bool) or not isinstance(alt_at, int) or \
+                        not lo <= alt_at <= n:
+                    raise ValueError(f"alt_at must be in [{lo}, {n}], not {alt_at!r}")
+                ew = max(out_layout["exp"].width, alt_layout["exp"].width)
+                out_layout = exact_layout(max(ex.sig_width, alt_layout["sig"].width),
+                                          signed(ew))
+                members = {"alt": In(alt_layout), "alt_sel": In(1)}
+            super().__init__(data.StructLayout(fields), out_layout, latency=cfg.mul_stages,
+                             members=members)
 
-    def __init__(self, cfg, *, formats_a=None, formats_b=None, scaled=False):
+    def __init__(self, cfg, *, formats_a=None, formats_b=None, scaled=False, alt_layout=None,
+                 alt_at=0):
         super().__init__(self.Signature(cfg, formats_a=formats_a, formats_b=formats_b,
-                                        scaled=scaled))
+                                        scaled=scaled, alt_layout=alt_layout, alt_at=alt_at))
         self.scaled = self.signature.scaled
         self.cfg = cfg
         self.formats_a, self.formats_b = self.signature.formats_a, self.signature.formats_b
@@ -115,7 +151,7 @@ class SplitMultiplier(Pipeline):
         W = self.sig_width
         shifted = Signal(W)
         m.d.comb += shifted.eq(Mux(part == 0, pp, Mux(part == 3, pp << (2 * H), pp << H)))
-        p = Signal(self.out_layout)
+        p = Signal(self.signature.prod_layout)
         total = Signal(W)
         nan = a.is_nan | b.is_nan | (a.is_zero & b.is_inf) | (a.is_inf & b.is_zero)
         exp = a.exp + b.exp
@@ -135,24 +171,41 @@ class SplitMultiplier(Pipeline):
         ]
         rest = n - 1 if n >= 2 else n
         out_valid = valid & x["last"]
+        # the alternate term replaces the product at the time ``alt_at`` (the product is
+        # formed at t0): at the input of the register of that time, or at ``o``
+        t0 = 1 if n >= 2 else 0
+
+        def merge(p, t):
+            if self.signature.alt_layout is None or t != self.signature.alt_at:
+                return p
+            w = Signal(self.out_layout, name="alt_term")
+            for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
+                m.d.comb += w[f].eq(Mux(self.alt_sel, self.alt[f], p[f]))
+            return w
+
         # the running sum loads on valid beats only: idle cycles between the parts of a
         # product (a source that drops valid) leave it alone
         if rest == 0:
             acc = Signal(W, name="acc", reset_less=True)
             with m.If(valid):
                 m.d.sync += acc.eq(total)
+            p = merge(p, t0)
         else:
-            # the first register after the multiply is the running sum
-            r = Signal(self.out_layout, name="mul0_p", reset_less=True)
+            # the first register after the multiply is the running sum (with the alternate
+            # term merged at its input, the wider register holds that term too)
+            p = merge(p, t0)
+            r = Signal(p.shape(), name="mul0_p", reset_less=True)
             v = Signal(name="mul0_valid")
             with m.If(valid):
                 m.d.sync += r.eq(p)
             m.d.sync += v.eq(out_valid)
-            acc = r.sig
+            acc = r.sig[:W]
             out_valid, p = v, r
             for k in range(1, rest):
+                p = merge(p, t0 + k)
                 out_valid, y = stage(m, True, out_valid, {"p": p}, name=f"mul{k}")
                 p = y["p"]
+            p = merge(p, n)
         m.d.comb += total.eq(Mux(part == 0, Const(0, W), acc) + shifted)
         m.d.comb += [self.o.valid.eq(out_valid), self.o.payload.eq(p)]
         return m
