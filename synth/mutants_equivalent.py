@@ -9,6 +9,9 @@ are left out of the kill fraction.
 """
 
 EQUIVALENT = {
+    # rtl/core/sync_engine.py:elaborate:drop_eq:`axi.arid.eq(0), axi.bready.eq(1)]`#1
+    "cba65b0e7c": "arid is a combinational output with init 0: without the explicit .eq(0) "
+                  "it is still the constant 0",
     # rtl/fp/fused_add.py:elaborate:const_dec:`ew = max(len(p.exp), len(c.exp)) + T.bit_length() + 3    # internal exponent width`#1
     "fb151adab2": "ew - 1 bits still hold every internal exponent: |d|, |base + T + 126|, |eb| "
                   "< 2**11 for W <= 80 and LSB exponents in [-298, 254], ew - 1 >= 18 bits",

@@ -333,6 +333,11 @@ def test_sync_engine_errors():
              (f"dma_start engine={CFG.dma_engines} queue=0 count=1 desc_addr=0x3000", E_DESC, 0),
              (f"dma_start engine=0 queue={CFG.dma_queues} count=1 desc_addr=0x3000", E_DESC, 0),
              ("dma_start engine=0 queue=0 count=2 desc_addr=0x3000", E_AXI, 0)]
+    # the window's edges: a list starting at dram_base or ending at dram_limit is inside it,
+    # one starting a descriptor below dram_base is not
+    cases += [("dma_start engine=0 queue=0 count=1 desc_addr=0x1000", 0, 1),
+              ("dma_start engine=0 queue=0 count=1 desc_addr=0x3000", 0, 1),
+              ("dma_start engine=0 queue=0 count=2 desc_addr=0xFC0", E_AXI, 0)]
     for text, code, n in cases:
         got = run_sync(text, ok, window=(0x1000, 0x3040))
         assert (got["status"], len(got["queued"])) == (code, n), text
