@@ -34,8 +34,11 @@ PUBLIC = dict(public_depth=1, public_vars=[PSUM_BANKS])
 
 
 def depths_for(cfg, tiles=8):
-    """Harness depths for ``tiles`` back-to-back full tiles (the benchmark's programs)."""
-    return dict(cmd=64, st=tiles * cfg.pe_cols, mv=tiles * cfg.psum_bank_fp32,
+    """Harness depths for ``tiles`` back-to-back full tiles (the benchmark's programs), with
+    stationary room for ``4 * tiles`` full loads: the engine testbench's programs on this
+    build (``test_tensor_engine_default_preset``) load up to 9 tiles of weights (8 matmuls and
+    an MX load in ``fp32_passes_mixed``)."""
+    return dict(cmd=64, st=4 * tiles * cfg.pe_cols, mv=tiles * cfg.psum_bank_fp32,
                 res=cfg.psum_bank_fp32)
 
 
