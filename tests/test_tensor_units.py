@@ -133,10 +133,9 @@ def hexs(a):
 # ==================================================================================================
 
 class PEDriver:
-    """Cycle-by-cycle stimulus of one PE: ``steps`` is a list of dicts with optional ``en``
-    (default 1), ``mv``, ``ld``, ``ps`` (dicts of the PE's layouts; absent = idle). Returns the
-    trace: per cycle ``(en, ps_o valid, value, flag, mv_o bits, ld_o bits)``, sampled before the
-    clock edge."""
+    """Cycle-by-cycle stimulus of one PE: ``steps`` is a list of dicts with optional ``mv``,
+    ``ld``, ``ps`` (dicts of the PE's layouts; absent = idle). Returns the trace: per cycle
+    ``(ps_o valid, value, flag, mv_o bits, ld_o bits)``, sampled before the clock edge."""
 
     def __init__(self, pe, col=0):
         self.pe, self.col = pe, col
@@ -151,7 +150,6 @@ class PEDriver:
             from amaranth.hdl import Value
             ctx.set(pe.col, self.col)
             for st in steps:
-                ctx.set(pe.en, st.get("en", 1))
                 ctx.set(Value.cast(pe.mv_i), const_int(pe.mv_layout,
                                                        mv_beat(pe.mv_layout, st["mv"]))
                         if "mv" in st
@@ -160,7 +158,7 @@ class PEDriver:
                         else st.get("ld_bits", idle_ld))
                 ctx.set(Value.cast(pe.ps_i), const_int(pe.ps_layout, st["ps"]) if "ps" in st
                         else st.get("ps_bits", idle_ps))
-                out.append((st.get("en", 1), ctx.get(pe.ps_o.valid), ctx.get(pe.ps_o.value),
+                out.append((ctx.get(pe.ps_o.valid), ctx.get(pe.ps_o.value),
                             ctx.get(pe.ps_o.flag), ctx.get(Value.cast(pe.mv_o)),
                             ctx.get(Value.cast(pe.ld_o))))
                 await ctx.tick()
@@ -215,7 +213,7 @@ def schedule(pe, beats, tail=None):
 
 def results(trace):
     """``(value, flag)`` of every valid ``ps_o`` in an enabled cycle, in order."""
-    return [(v, f) for en, ok, v, f, _, _ in trace if en and ok]
+    return [(v, f) for ok, v, f, _, _ in trace if ok]
 
 
 # (weight format, moving format): the engine's pair rule is the engine's; the PE multiplies any
@@ -387,9 +385,9 @@ def test_pe_load_latched_only_by_matching_col(pe_bench):
     assert got == [int(want[0])], f"got {hexs(got)}, want {hexs(want)} (weight 0x4000)"
     # the buses are registered: ld_o / mv_o of cycle t + 1 are ld_i / mv_i of cycle t
     for t in range(len(lds)):
-        assert trace[t + 1][5] == const_int(pe.ld_layout, lds[t]), f"ld_o at cycle {t + 1}"
+        assert trace[t + 1][4] == const_int(pe.ld_layout, lds[t]), f"ld_o at cycle {t + 1}"
     mv_t = len(lds)
-    assert trace[mv_t + 1][4] == const_int(pe.mv_layout, mv_beat(pe.mv_layout, mv)), \
+    assert trace[mv_t + 1][3] == const_int(pe.mv_layout, mv_beat(pe.mv_layout, mv)), \
         "mv_o is mv_i one cycle later"
 
 
@@ -439,44 +437,6 @@ def test_pe_transpose_hit_and_pass_through(pe_bench, seed):
                                            f"{val:#x}/{flag} became {v:#x}/{f}")
 
 
-def test_pe_enable_low_freezes_everything(pe_bench, seed):
-    """With ``en`` low nothing moves: a run with random stall cycles (garbage on every input
-    while stalled, including matching weight loads and ``first`` beats) gives, on its enabled
-    cycles, the trace of the run without stalls; ``mv_o`` / ``ld_o`` hold while stalled."""
-    pe = pe_bench.dut
-    tl = TensorLayouts(SMALL)
-    rng = np.random.default_rng([seed, 5])
-    bf, f8 = tl.fmt_index("bf16"), tl.fmt_index("fp8_e4m3")
-    n = 40
-    w = rand_codes(rng, SMALL.fmt("bf16"), (n,), 0.1)
-    x = rand_codes(rng, SMALL.fmt("fp8_e4m3"), (n,), 0.1)
-    c = rand_fp32(rng, n)
-    beats = []
-    for i in range(n):
-        b = {"mv": {"valid": int(rng.random() < 0.8), "active": 1,
-                    "first": int(rng.random() < 0.5), "fmt": f8, "code": int(x[i])},
-             "c": c[i]}
-        if rng.random() < 0.6:
-            b["ld"] = {"valid": 1, "col": 0, "fmt": bf, "code": int(w[i])}
-        beats.append(b)
-    base = schedule(pe, beats)
-    ref = run_pe(pe_bench, base)
-    stalled = []
-    for st in base:
-        while rng.random() < 0.4:
-            stalled.append({"en": 0, "mv_bits": garbage(rng, pe.mv_layout.size) | 1,
-                            "ld": {"valid": 1, "col": 0, "fmt": bf,
-                                   "code": int(rng.integers(0, 1 << 16))},
-                            "ps_bits": garbage(rng, pe.ps_layout.size)})
-        stalled.append(st)
-    got = run_pe(pe_bench, stalled)
-    on = [t for t in got if t[0]]
-    assert [t[1:] for t in on] == [t[1:] for t in ref], f"seed={seed}: stalls changed the trace"
-    for t in range(1, len(got)):
-        if not got[t - 1][0]:
-            assert got[t][4:] == got[t - 1][4:], f"seed={seed}: a bus moved while en was low"
-
-
 @pytest.mark.parametrize("mul_stages,add_stages", [(1, 2), (0, 0), (2, 1), (0, 3), (2, 5),
                                                         (2, 6)])
 def test_pe_latency(seed, mul_stages, add_stages):
@@ -505,9 +465,9 @@ def test_pe_latency(seed, mul_stages, add_stages):
     steps[t0 + pe.mul_latency]["ps"] = {"valid": 1, "value": c}
     out = []
     bench.run(PEDriver(pe).job(steps, out))
-    hits = [t for t, o in enumerate(out) if o[1]]
+    hits = [t for t, o in enumerate(out) if o[0]]
     assert hits == [t0 + pe.latency], f"ps_o valid at {hits}, want {[t0 + pe.latency]}"
-    assert out[t0 + pe.latency][2] == want, (f"value {out[t0 + pe.latency][2]:#x} != {want:#x}: "
+    assert out[t0 + pe.latency][1] == want, (f"value {out[t0 + pe.latency][1]:#x} != {want:#x}: "
                                              f"ps_i not used {pe.mul_latency} cycles after mv_i")
 
 
@@ -553,9 +513,9 @@ def test_pe_fp32_four_parts(seed, mul_stages, passes, add_stages):
     last = [t for t, st in enumerate(steps)
             if st.get("mv", {}).get("valid") and st["mv"].get("last", 1)]
     trace = run_pe(bench, steps)
-    hits = [t for t, o in enumerate(trace) if o[1]]
+    hits = [t for t, o in enumerate(trace) if o[0]]
     assert hits == [t + pe.latency for t in last], f"ps_o valid at {hits}"
-    got = [trace[t][2] for t in hits]
+    got = [trace[t][1] for t in hits]
     assert got == want, f"seed={seed}: got {hexs(got)} want {hexs(want)}"
 
 
@@ -605,7 +565,6 @@ def test_row_buses_and_columns(row_bench, seed):
     seen = {c: [] for c in range(C)}
 
     async def job(ctx):
-        ctx.set(row.en, 1)
         for t in range(T):
             ctx.set(Value.cast(row.ld_i), ld[t])
             ctx.set(Value.cast(row.mv_i), mv[t])
@@ -694,9 +653,8 @@ class ArrayProgram:
         self.expect += [(M, [int(v) for v in want[:, n]]) for n in range(K)]
         return t + K
 
-    def run(self, bench, stall_p=0.0, tail=None):
-        """Run (``en`` low with garbage inputs on a fraction ``stall_p`` of the cycles); return
-        ``(out beats, mv beat enabled-cycle indices, out beat enabled-cycle indices)``."""
+    def run(self, bench, tail=None):
+        """Run; return ``(out beats, mv beat cycle indices, out beat cycle indices)``."""
         from amaranth.hdl import Value
         arr = self.arr
         R = self.cfg.pe_rows
@@ -705,27 +663,22 @@ class ArrayProgram:
         tail = arr.latency + 4 if tail is None else tail
         plan = []
         for st in self.steps + [{}] * tail:
-            while self.rng.random() < stall_p:
-                plan.append((0, garbage(self.rng, mvl.size), garbage(self.rng, ldl.size),
-                             False))
-            plan.append((1, const_int(mvl, st["mv"]) if "mv" in st else idle_mv,
+            plan.append((const_int(mvl, st["mv"]) if "mv" in st else idle_mv,
                          const_int(ldl, st["ld"]) if "ld" in st else idle_ld,
                          st.get("col", False)))
         outs, t_in, t_out = [], [], []
 
         async def job(ctx):
             k = 0
-            for en, mv, ld, col in plan:
-                ctx.set(arr.en, en)
+            for mv, ld, col in plan:
                 ctx.set(Value.cast(arr.mv_in), mv)
                 ctx.set(Value.cast(arr.ld_in), ld)
-                if en:
-                    if ctx.get(arr.out.valid):
-                        t_out.append(k)
-                        outs.append([ctx.get(arr.out.value[c]) for c in range(self.cfg.pe_cols)])
-                    if col:          # the last (or only) beat of a moving column
-                        t_in.append(k)
-                    k += 1
+                if ctx.get(arr.out.valid):
+                    t_out.append(k)
+                    outs.append([ctx.get(arr.out.value[c]) for c in range(self.cfg.pe_cols)])
+                if col:          # the last (or only) beat of a moving column
+                    t_in.append(k)
+                k += 1
                 await ctx.tick()
 
         bench.run(job)
@@ -779,18 +732,13 @@ def test_array_matmul_back_to_back(array_bench, seed):
     assert t_out == [t + arr.latency for t in t_in], "result beats not latency after inputs"
 
 
-def test_array_stalls_and_transpose(array_bench, seed):
-    """The same program with ``en`` low on random cycles (garbage on the inputs while stalled)
-    gives the same results; transposes of fp32 codes with an all-ones exponent field (and
-    tf32/bf16 codes with theirs) come out as ``golden.tensor.transpose`` bits (the array's
-    bottom restores the exponent field), for K = R and K < R."""
+def test_array_transpose(array_bench, seed):
+    """Transposes of fp32 codes with an all-ones exponent field (and tf32/bf16 codes with
+    theirs) come out as ``golden.tensor.transpose`` bits (the array's bottom restores the
+    exponent field), for K = R and K < R."""
     cfg = ARRAY_CFG
     arr = array_bench.dut
     rng = np.random.default_rng([seed, 21])
-    p = _two_matmuls(array_bench, cfg, rng)
-    outs, t_in, t_out = p.run(array_bench, stall_p=0.3)
-    p.check(outs, f"seed={seed} with stalls")
-    assert t_out == [t + arr.latency for t in t_in], "latency in enabled cycles changed"
     R, C = cfg.pe_rows, cfg.pe_cols
     p = ArrayProgram(arr, cfg, rng)
     tiles = [("fp32", np.array(FP32_NAN_SHAPES, np.uint32)[:R * C].reshape(R, C)),
@@ -805,7 +753,7 @@ def test_array_stalls_and_transpose(array_bench, seed):
         t = p.load(t, codes, fmt)
         t = p.transpose(t, codes.shape[0])
         t += R * arr.row_skew      # the next load waits for the swap to pass the last row
-    outs, _, _ = p.run(array_bench, stall_p=0.2)
+    outs, _, _ = p.run(array_bench)
     p.check(outs, f"seed={seed} transpose")
 
 

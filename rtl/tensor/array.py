@@ -28,7 +28,7 @@ def array_leaf_modules(cfg: CoreConfig):
 class SystolicArray(wiring.Component):
     """Weight-stationary grid of ``pe_rows x pe_cols`` PEs, skewed in, de-skewed out.
 
-    Row ``k``'s moving bus is delayed ``k * row_skew`` enabled cycles before PE(k, 0) (the
+    Row ``k``'s moving bus is delayed ``k * row_skew`` cycles before PE(k, 0) (the
     partial sum spends ``row_skew`` = adder latency cycles in each row); a beat then moves one
     column per cycle. The weight-load bus is *not* skewed: all rows see a load beat at once (the
     engine orders loads after the previous swap has reached the last row, see ``engine.py``).
@@ -37,7 +37,8 @@ class SystolicArray(wiring.Component):
     beat carries all columns of one moving column ``n``; a transpose flag restores the FP32
     exponent field (see :class:`PE`).
 
-    Every register stops when ``en`` is low (global stall).
+    The array never stops: nothing stalls it (the engine holds a beat at issue instead when
+    PSUM could not take its result, see ``engine.py``), so its registers have no enable.
 
     Parameters
     ----------
@@ -51,22 +52,20 @@ class SystolicArray(wiring.Component):
 
     Members
     -------
-    en : In(1)
     mv_in : In(ArrayLayout(mv layout, pe_rows))
         Moving bus of every row, unskewed (lane k = row k).
     ld_in : In(ArrayLayout(ld layout, pe_rows))
         Weight-load bus of every row.
     out : Out(StructLayout)
         ``valid``, ``value`` (``ArrayLayout(32, pe_cols)``): one result beat, :attr:`latency`
-        enabled cycles after the ``mv_in`` beat of the same ``n``. Every output is a register
-        (the engine's stall reads ``valid`` and the PSUM's ``ready`` the beat's address: to
-        Verilator, which sees a hierarchical PE as combinational, a combinational column would
-        close a loop through every PE, settled again each cycle).
+        cycles after the ``mv_in`` beat of the same ``n``. Every output is a register (to
+        Verilator, which sees a hierarchical PE as combinational, a combinational column
+        feeding the engine's logic would be settled again each cycle).
     """
 
     class Signature(wiring.Signature):
         """The array's members for ``cfg``, with ``pe`` (the :class:`PE.Signature`), the bus
-        layouts, ``row_skew`` and ``latency`` (enabled cycles from a beat on ``mv_in`` to its
+        layouts, ``row_skew`` and ``latency`` (cycles from a beat on ``mv_in`` to its
         result on ``out``: fill + drain of one column, ``(rows - 1) * row_skew + pe latency +
         cols``) as attributes."""
 
@@ -81,7 +80,6 @@ class SystolicArray(wiring.Component):
             R, C = cfg.pe_rows, cfg.pe_cols
             self.latency = (R - 1) * pe.row_skew + pe.latency + C
             super().__init__({
-                "en": In(1),
                 "mv_in": In(data.ArrayLayout(self.mv_layout, cfg.pe_rows)),
                 "ld_in": In(data.ArrayLayout(self.ld_layout, cfg.pe_rows)),
                 "out": Out(self.out_layout),
@@ -96,15 +94,14 @@ class SystolicArray(wiring.Component):
             sig.mv_layout, sig.ld_layout, sig.ps_layout
         self.out_layout = sig.out_layout
 
-    row_skew = signature_attr("row_skew", "Enabled cycles between consecutive rows.")
-    latency = signature_attr("latency", "Enabled cycles from a beat on ``mv_in`` to its result "
+    row_skew = signature_attr("row_skew", "Cycles between consecutive rows.")
+    latency = signature_attr("latency", "Cycles from a beat on ``mv_in`` to its result "
                                         "on ``out``.")
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
         R, C, D = cfg.pe_rows, cfg.pe_cols, self.row_skew
-        en = self.en
         ps = [Signal(data.ArrayLayout(self.ps_layout, C), name=f"ps_{k}") for k in range(R + 1)]
         # input skew, triangular: stage s is one register holding every row that still
         # needs delay (row k taps stage k * D), so the skew costs (R - 1) * D registers
@@ -113,15 +110,14 @@ class SystolicArray(wiring.Component):
         for s in range(1, (R - 1) * D + 1):
             rows = [k for k in range(R) if k * D >= s]
             vec = Signal(len(rows) * mvw, name=f"skew_{s}")
-            with m.If(en):
-                m.d.sync += vec.eq(Cat(*[cur[k] for k in rows]))
+            m.d.sync += vec.eq(Cat(*[cur[k] for k in rows]))
             for i, k in enumerate(rows):
                 cur[k] = vec[i * mvw:(i + 1) * mvw]
         for c in range(C):
             m.d.comb += [ps[0][c].value.eq(0x80000000), ps[0][c].flag.eq(0),
                          ps[0][c].valid.eq(0)]
         for k in range(R):
-            ports = dict(en=en, mv_i=cur[k], ld_i=self.ld_in[k], ps_i=ps[k], ps_o=ps[k + 1])
+            ports = dict(mv_i=cur[k], ld_i=self.ld_in[k], ps_i=ps[k], ps_o=ps[k + 1])
             place_leaf(m, f"row_{k}", ports, module_name=row_module_name(cfg),
                        make=lambda: PERow(cfg, use_instances=False),
                        use_instances=self.use_instances)
@@ -137,8 +133,7 @@ class SystolicArray(wiring.Component):
         for s in range(1, C + 1):
             cols = [c for c in range(C) if C - c >= s]
             vec = Signal(33 * len(cols), name=f"deskew_{s}")
-            with m.If(en):
-                m.d.sync += vec.eq(Cat(*[res[c] for c in cols]))
+            m.d.sync += vec.eq(Cat(*[res[c] for c in cols]))
             for i, c in enumerate(cols):
                 res[c] = vec[33 * i:33 * (i + 1)]
         for c in range(C):

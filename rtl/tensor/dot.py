@@ -133,7 +133,7 @@ class PackedDot(wiring.Component):
         super().__init__(self.Signature(cfg))
         self.cfg = cfg
         self.stages = stages
-        #: Enabled cycles from the inputs to ``o``.
+        #: Cycles from the inputs to ``o``.
         self.latency = stages
 
     def _decode(self, m, code, fmt, j, name):

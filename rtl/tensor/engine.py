@@ -64,9 +64,11 @@ class TensorEngine(wiring.Component):
     engine keeps running, ``err`` rises and ``err_code`` keeps the first error. A rejected
     command consumes no data beats (the program must not send beats for it).
 
-    Every stream has valid/ready back-pressure. The array, its skew registers and the result
-    path are stopped by one global enable when a result cannot enter PSUM, so a stall never loses
-    or duplicates a beat.
+    Every stream has valid/ready back-pressure. The array never stops (its registers have no
+    enable): a result reaches PSUM a fixed number of cycles after its beat entered the array,
+    so the engine predicts PSUM's read-after-write hazard at issue and holds a column whose
+    accumulating result would meet an earlier one for the same entry still in PSUM's pipeline
+    (``PsumUnit.Signature.hazard_window``); PSUM then always takes every result.
 
     Parameters
     ----------
@@ -108,7 +110,7 @@ class TensorEngine(wiring.Component):
         """The engine's members for ``cfg``, with ``tl`` (its :class:`TensorLayouts`),
         ``array`` and ``psum`` (the signatures of its parts), ``latency`` (cycles from a moving
         beat's acceptance to its PSUM write with no stalls: input register, array, PSUM
-        pipeline) and ``swap_guard`` (enabled cycles after a weight swap starts before the next
+        pipeline) and ``swap_guard`` (cycles after a weight swap starts before the next
         load may enter the array: the swap must reach the last row first) as attributes."""
 
         def __init__(self, cfg: CoreConfig):
@@ -136,7 +138,7 @@ class TensorEngine(wiring.Component):
 
     latency = signature_attr("latency", "Cycles from a moving beat's acceptance to its PSUM "
                                         "write (no stalls).")
-    swap_guard = signature_attr("swap_guard", "Enabled cycles after a weight swap starts before "
+    swap_guard = signature_attr("swap_guard", "Cycles after a weight swap starts before "
                                               "the next load may enter the array.")
 
     def elaborate(self, platform):
@@ -152,9 +154,6 @@ class TensorEngine(wiring.Component):
                                   "n": range(B + 1)})
         m.submodules.ops = ops = fifo.SyncFIFO(width=desc.size, depth=OPS_IN_FLIGHT)
 
-        en = Signal()
-        m.d.comb += [arr.en.eq(en)]
-
         def addr(bank, n):
             if B == 1:
                 return bank
@@ -169,7 +168,6 @@ class TensorEngine(wiring.Component):
             psu.i.payload.acc.eq(head.acc),
             psu.i.payload.mask.eq(head.mask),
             psu.i.payload.value.eq(arr.out.value),
-            en.eq(~(arr.out.valid & ~psu.i.ready)),
             self.psum_we.eq(psu.we),
         ]
         with m.If(arr.out.valid & psu.i.ready):
@@ -220,6 +218,7 @@ class TensorEngine(wiring.Component):
         mv_multi = Signal()                 # FP32 four-pass matmul: each column is 4 parts
         mv_part = Signal(2)
         mv_pk = Signal()                    # packed matmul (double-rate FP8 / x4 MX)
+        mv_acc = Signal()                   # the matmul accumulates into PSUM
 
         rd_busy = Signal()
         rd_left = Signal(range(B + 1))
@@ -233,10 +232,25 @@ class TensorEngine(wiring.Component):
         issue = Signal()        # a beat (one part of a four-pass column) enters the array
         col_done = Signal()     # ... and it is the column's last part
         last_part = ~mv_multi | (mv_part == 3)
+        # PSUM's read-after-write hazard, predicted at issue: a result reaches PSUM a fixed
+        # number of cycles after its beat entered the array, in issue order, so PSUM would
+        # refuse an accumulating result iff a result for its address was issued in one of the
+        # last hazard_window cycles. Such a column's last part waits here instead, and the
+        # array never has to stop for PSUM.
+        cur_addr = addr(mv_bank, mv_n)
+        recent = []
+        prev_v, prev_a = col_done, cur_addr
+        for d in range(self.signature.psum.hazard_window):
+            rv, ra = Signal(name=f"recent{d}_valid"), Signal(len(cur_addr), name=f"recent{d}")
+            m.d.sync += [rv.eq(prev_v), ra.eq(prev_a)]
+            recent.append(rv & (ra == cur_addr))
+            prev_v, prev_a = rv, ra
+        hold = Signal()
+        m.d.comb += hold.eq(last_part & mv_acc & Cat(*recent).any())
         m.d.comb += [
-            issue.eq(en & mv_busy & src_valid),
+            issue.eq(mv_busy & src_valid & ~hold),
             col_done.eq(issue & last_part),
-            self.mv.ready.eq(en & mv_busy & ~mv_tp & last_part),
+            self.mv.ready.eq(mv_busy & ~mv_tp & last_part & ~hold),
             self.mv_fire.eq(issue),
         ]
         mv_reg = Signal(arr.mv_in.shape())
@@ -244,42 +258,41 @@ class TensorEngine(wiring.Component):
         m.d.comb += [arr.mv_in.eq(mv_reg), arr.ld_in.eq(ld_reg)]
         mvp = self.mv.payload
         lanes = [mvp.codes[k] for k in range(R)]
-        with m.If(en):
-            for k in range(R):
-                lane = mv_reg[k]
-                code = lanes[k]
-                if tl.sparse:
-                    code = Mux(mv_sp, group_bus(tl, lanes, k, mv_pat, mv_wsel), code)
-                    m.d.sync += [lane.sp.eq(mv_sp), lane.wsel.eq(mv_wsel)]
-                if tl.fp32_split:
-                    m.d.sync += [lane.part.eq(mv_part), lane.last.eq(last_part)]
-                m.d.sync += [
-                    lane.valid.eq(issue),
-                    lane.first.eq(mv_swap & (mv_n == 0) & (mv_part == 0)),
-                    lane.tp.eq(mv_tp),
-                    lane.active.eq(k < mv_k),
-                    lane.hit.eq(mv_n == k),
-                    lane.fmt.eq(mv_fmt),
-                    lane.code.eq(Mux(mv_tp, 0, code)),
-                ]
-                if tl.packed:
-                    # packed: row k holds elements P*k .. P*k + P - 1 (those below K)
-                    nel = Signal(2, name=f"nel_{k}")
-                    act = Signal(name=f"act_{k}")
-                    m.d.comb += [nel.eq(0), act.eq(k < mv_k)]
-                    for P, sel in ((tl.fp8_pack, ~mv_mx), (tl.mx_pack, mv_mx)):
-                        if P:
-                            with m.If(mv_pk & sel):
-                                m.d.comb += [act.eq(P * k < mv_k),
-                                             nel.eq(Mux(mv_k >= P * k + P, P - 1,
-                                                        mv_k - P * k - 1))]
-                    m.d.sync += [lane.dot.eq(mv_pk & ~mv_tp), lane.nel.eq(nel),
-                                 lane.active.eq(act)]
-                if tl.mx:
-                    sc = mvp.scales[k // cfg.mx_block]
-                    if tl.mx_pack:
-                        sc = Mux(mv_pk, mvp.scales[tl.mx_pack * k // cfg.mx_block], sc)
-                    m.d.sync += [lane.mx.eq(mv_mx), lane.scale.eq(sc)]
+        for k in range(R):
+            lane = mv_reg[k]
+            code = lanes[k]
+            if tl.sparse:
+                code = Mux(mv_sp, group_bus(tl, lanes, k, mv_pat, mv_wsel), code)
+                m.d.sync += [lane.sp.eq(mv_sp), lane.wsel.eq(mv_wsel)]
+            if tl.fp32_split:
+                m.d.sync += [lane.part.eq(mv_part), lane.last.eq(last_part)]
+            m.d.sync += [
+                lane.valid.eq(issue),
+                lane.first.eq(mv_swap & (mv_n == 0) & (mv_part == 0)),
+                lane.tp.eq(mv_tp),
+                lane.active.eq(k < mv_k),
+                lane.hit.eq(mv_n == k),
+                lane.fmt.eq(mv_fmt),
+                lane.code.eq(Mux(mv_tp, 0, code)),
+            ]
+            if tl.packed:
+                # packed: row k holds elements P*k .. P*k + P - 1 (those below K)
+                nel = Signal(2, name=f"nel_{k}")
+                act = Signal(name=f"act_{k}")
+                m.d.comb += [nel.eq(0), act.eq(k < mv_k)]
+                for P, sel in ((tl.fp8_pack, ~mv_mx), (tl.mx_pack, mv_mx)):
+                    if P:
+                        with m.If(mv_pk & sel):
+                            m.d.comb += [act.eq(P * k < mv_k),
+                                         nel.eq(Mux(mv_k >= P * k + P, P - 1,
+                                                    mv_k - P * k - 1))]
+                m.d.sync += [lane.dot.eq(mv_pk & ~mv_tp), lane.nel.eq(nel),
+                             lane.active.eq(act)]
+            if tl.mx:
+                sc = mvp.scales[k // cfg.mx_block]
+                if tl.mx_pack:
+                    sc = Mux(mv_pk, mvp.scales[tl.mx_pack * k // cfg.mx_block], sc)
+                m.d.sync += [lane.mx.eq(mv_mx), lane.scale.eq(sc)]
         with m.If(issue & mv_multi):
             m.d.sync += mv_part.eq(mv_part + 1)
         with m.If(col_done):
@@ -289,26 +302,25 @@ class TensorEngine(wiring.Component):
         swap_pending = mv_busy & mv_swap & (mv_n == 0) & (mv_part == 0)
         with m.If(issue & mv_swap & (mv_n == 0) & (mv_part == 0)):
             m.d.sync += cd.eq(self.swap_guard)
-        with m.Elif(en & (cd != 0)):
+        with m.Elif(cd != 0):
             m.d.sync += cd.eq(cd - 1)
 
         # ---------------------------------------------------------- stationary issue
         ld_fire = Signal()
-        m.d.comb += [ld_fire.eq(en & ld_busy & self.st.valid),
-                     self.st.ready.eq(en & ld_busy)]
+        m.d.comb += [ld_fire.eq(ld_busy & self.st.valid),
+                     self.st.ready.eq(ld_busy)]
         stp = self.st.payload
-        with m.If(en):
-            for k in range(R):
-                lane = ld_reg[k]
-                m.d.sync += [lane.valid.eq(ld_fire), lane.fmt.eq(ld_fmt), lane.col.eq(ld_col),
-                             lane.code.eq(stp.codes[k])]
-                if tl.mx:
-                    sc = stp.scales[k // cfg.mx_block]
-                    if tl.mx_pack:
-                        sc = Mux(ld_pk, stp.scales[tl.mx_pack * k // cfg.mx_block], sc)
-                    m.d.sync += lane.scale.eq(sc)
-                if tl.sparse:
-                    m.d.sync += lane.tag.eq(stp.tags[k])
+        for k in range(R):
+            lane = ld_reg[k]
+            m.d.sync += [lane.valid.eq(ld_fire), lane.fmt.eq(ld_fmt), lane.col.eq(ld_col),
+                         lane.code.eq(stp.codes[k])]
+            if tl.mx:
+                sc = stp.scales[k // cfg.mx_block]
+                if tl.mx_pack:
+                    sc = Mux(ld_pk, stp.scales[tl.mx_pack * k // cfg.mx_block], sc)
+                m.d.sync += lane.scale.eq(sc)
+            if tl.sparse:
+                m.d.sync += lane.tag.eq(stp.tags[k])
         # sparse tag check of a stationary beat: rows k < ld_k, every tag < m, the n tags of a
         # group distinct (ld_k is a multiple of n: whole groups only)
         beat_bad = Signal()
@@ -515,7 +527,8 @@ class TensorEngine(wiring.Component):
                     m.d.sync += [mv_busy.eq(1), mv_left.eq(Mux(is_tp, c.k, c.n)), mv_n.eq(0),
                                  mv_k.eq(c.k), mv_fmt.eq(c.fmt), mv_tp.eq(is_tp),
                                  mv_mx.eq(c.mx & ~is_tp), mv_swap.eq(shadow_new),
-                                 mv_bank.eq(c.bank), shadow_new.eq(0),
+                                 mv_bank.eq(c.bank), mv_acc.eq(c.acc & ~is_tp),
+                                 shadow_new.eq(0),
                                  cur_m.eq(s_m), cur_fmt.eq(s_fmt), mv_part.eq(0)]
                     if tl.packed:
                         m.d.sync += [mv_pk.eq(c_pk & ~is_tp), cur_pk.eq(s_pk)]

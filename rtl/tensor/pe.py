@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Mux, Cat, Const, EnableInserter, signed, unsigned
+from amaranth.hdl import Module, Signal, Mux, Cat, Const, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -54,7 +54,7 @@ class PE(wiring.Component):
     is used (the beat itself already multiplies by the new weight). Moving beats travel right
     along ``mv_i -> mv_o`` (one register); the partial sum travels down, ``ps_i`` (from the PE
     above) to ``ps_o`` through the fused multiply-add pipeline. The PE computes from the
-    registered copies ``mv_o`` and ``ld_o``, one enabled cycle after a beat enters: every PE
+    registered copies ``mv_o`` and ``ld_o``, one cycle after a beat enters: every PE
     alike, so the array's skews are those of a PE using ``mv_i`` directly, with one more cycle
     of latency.
 
@@ -85,8 +85,9 @@ class PE(wiring.Component):
       exactly); the bottom of the column restores the exponent field. ``flag`` travels down
       through a 1-bit delay line matching the FMA latency.
 
-    Everything in the PE (FMA pipeline included) advances only when ``en`` is high: the array
-    is stalled by one global clock enable.
+    Every register in the PE (FMA pipeline included) advances every cycle: the array never
+    stalls (the engine holds a beat at issue when PSUM could not take its result), so no
+    register pays for a clock enable.
 
     Parameters
     ----------
@@ -94,8 +95,6 @@ class PE(wiring.Component):
 
     Members
     -------
-    en : In(1)
-        Clock enable of every register in the PE.
     col : In(unsigned)
         This PE's column index (a constant at instantiation).
     mv_i, mv_o : In / Out(mv layout)
@@ -147,17 +146,16 @@ class PE(wiring.Component):
                 term = exact_layout(max(term["sig"].width, self.dot.sig_width), signed(ew))
             self.term_layout = term
             self.fadd = FusedAdd.Signature(cfg, term_layout=term)
-            #: Enabled cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder).
+            #: Cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder).
             # + 1: the PE computes from its registered copies of the buses (``mv_o``,
-            # ``ld_o``), one enabled cycle after they enter
+            # ``ld_o``), one cycle after they enter
             self.latency = 1 + self.mul.latency + self.fadd.latency
-            #: Enabled cycles from ``ps_i`` to ``ps_o`` (the fused adder): the moving skew
+            #: Cycles from ``ps_i`` to ``ps_o`` (the fused adder): the moving skew
             #: between consecutive rows. ``ps_i`` is consumed ``mul_latency`` cycles after
             #: ``mv_i``.
             self.row_skew = self.fadd.latency
             self.mul_latency = 1 + self.mul.latency
             super().__init__({
-                "en": In(1),
                 "col": In(self.ld_layout["col"].shape),
                 "mv_i": In(self.mv_layout), "mv_o": Out(self.mv_layout),
                 "ld_i": In(self.ld_layout), "ld_o": Out(self.ld_layout),
@@ -174,9 +172,9 @@ class PE(wiring.Component):
         self.term_layout = sig.term_layout
         self.mx = bool(cfg.mx_formats)
 
-    latency = signature_attr("latency", "Enabled cycles from ``mv_i`` to ``ps_o``.")
-    row_skew = signature_attr("row_skew", "Enabled cycles from ``ps_i`` to ``ps_o``.")
-    mul_latency = signature_attr("mul_latency", "Enabled cycles from ``mv_i`` to the use of "
+    latency = signature_attr("latency", "Cycles from ``mv_i`` to ``ps_o``.")
+    row_skew = signature_attr("row_skew", "Cycles from ``ps_i`` to ``ps_o``.")
+    mul_latency = signature_attr("mul_latency", "Cycles from ``mv_i`` to the use of "
                                                 "``ps_i``.")
 
     def elaborate(self, platform):
@@ -311,4 +309,4 @@ class PE(wiring.Component):
             self.ps_o.value.eq(fadd.o.payload.result),
             self.ps_o.flag.eq(flag_o),
         ]
-        return EnableInserter(self.en)(m)
+        return m

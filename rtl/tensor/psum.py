@@ -100,6 +100,10 @@ class PsumUnit(Pipeline):
                 raise ValueError(f"PsumUnit row port names must be unique, not {row_ports!r}")
             self.row_ports = tuple(row_ports)
             self.row_latency = 1
+            #: An accumulating beat is not accepted (``i.ready`` low) while a beat with its
+            #: address, accepted in one of the last ``hazard_window`` cycles, is still in the
+            #: pipeline (the read-after-write hazard).
+            self.hazard_window = 1 + FP32Adder.Signature(cfg).latency
             in_layout = data.StructLayout({"addr": range(self.depth), "acc": 1, "mask": C,
                                            "value": self.lanes})
             rd = memory.ReadPort.Signature(addr_width=(self.depth - 1).bit_length(),

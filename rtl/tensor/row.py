@@ -69,7 +69,6 @@ class PEGroup(wiring.Component):
 
     Members
     -------
-    en : In(1)
     col0 : In(unsigned)
         Column of the group's first PE (a constant at instantiation).
     mv_i, mv_o : In / Out(mv layout)
@@ -89,7 +88,6 @@ class PEGroup(wiring.Component):
             self.pe = p = PE.Signature(cfg)
             self.cols = n = group_cols(cfg)
             super().__init__({
-                "en": In(1),
                 "col0": In(p.ld_layout["col"].shape),
                 "mv_i": In(p.mv_layout), "mv_o": Out(p.mv_layout),
                 "ld_i": In(p.ld_layout), "ld_o": Out(p.ld_layout),
@@ -109,7 +107,7 @@ class PEGroup(wiring.Component):
         mv = _bus_chain(p.mv_layout, self.mv_i, n, self.mv_o, "mv")
         ld = _bus_chain(p.ld_layout, self.ld_i, n, self.ld_o, "ld")
         for c in range(n):
-            ports = dict(en=self.en, col=(self.col0 + c)[:colw], mv_i=mv[c], ld_i=ld[c],
+            ports = dict(col=(self.col0 + c)[:colw], mv_i=mv[c], ld_i=ld[c],
                          ps_i=self.ps_i[c], mv_o=mv[c + 1], ld_o=ld[c + 1], ps_o=self.ps_o[c])
             place_leaf(m, f"pe_{c}", ports, module_name=pe_module_name(cfg),
                        make=lambda: PE(cfg), use_instances=self.use_instances)
@@ -128,8 +126,7 @@ class PERow(wiring.Component):
     :class:`PEGroup`\\ s of ``group_cols(cfg)`` PEs (hierarchy only).
 
     Latency: combinational wiring between PEs only; every register is inside a PE (see
-    :class:`~rtl.tensor.pe.PE` for the per-PE latencies). Every register stops when ``en`` is
-    low.
+    :class:`~rtl.tensor.pe.PE` for the per-PE latencies).
 
     Parameters
     ----------
@@ -141,7 +138,6 @@ class PERow(wiring.Component):
 
     Members
     -------
-    en : In(1)
     mv_i : In(mv layout)
         Moving bus entering column 0.
     ld_i : In(ld layout)
@@ -159,7 +155,6 @@ class PERow(wiring.Component):
             check_config(cfg, "PERow")
             self.pe = p = PE.Signature(cfg)
             super().__init__({
-                "en": In(1),
                 "mv_i": In(p.mv_layout),
                 "ld_i": In(p.ld_layout),
                 "ps_i": In(data.ArrayLayout(p.ps_layout, cfg.pe_cols)),
@@ -183,7 +178,7 @@ class PERow(wiring.Component):
         ld = _bus_chain(p.ld_layout, self.ld_i, G, Signal(p.ld_layout, name=f"ld_{G}"), "ld")
         ps_i, ps_o = self.ps_i.as_value(), self.ps_o.as_value()
         for k in range(G):
-            ports = dict(en=self.en, col0=Const(k * n, colw), mv_i=mv[k], ld_i=ld[k],
+            ports = dict(col0=Const(k * n, colw), mv_i=mv[k], ld_i=ld[k],
                          ps_i=ps_i[k * psw:(k + 1) * psw], mv_o=mv[k + 1], ld_o=ld[k + 1],
                          ps_o=ps_o[k * psw:(k + 1) * psw])
             place_leaf(m, f"grp_{k}", ports, module_name=group_module_name(cfg),

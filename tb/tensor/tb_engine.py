@@ -98,6 +98,33 @@ async def accumulate_chain_backpressure(dut):
 
 
 @cocotb.test()
+async def accumulate_hazard_small_n(dut):
+    """Back-to-back accumulating matmuls with N = 1, 2, 3 (fewer columns than PSUM's hazard
+    window) on the same weights and bank, a transpose writing the same entries between them,
+    with and without moving bubbles: the engine holds a column at issue until PSUM can take
+    its result (the array never stops), bit for bit."""
+    cfg, p, seed, rng, drv = EngineDriver.setup(dut, 10)
+    fmts = [f for f in ("bf16", "fp8_e4m3", "fp16") if f in cfg.formats] or [cfg.formats[0]]
+    for bubbles in (False, True):
+        prog = Program(cfg, rng)
+        for N in (1, 2, 3):
+            fs = str(rng.choice(fmts))
+            K = cfg.pe_rows
+            w = rand_codes(rng, cfg.fmt(fs), (K, cfg.pe_cols), 0.0)
+            prog.load(w, fs)
+            for i in range(4):
+                prog.matmul(rand_codes(rng, cfg.fmt(fs), (K, N), 0.0), fs, bank=0, acc=i > 0)
+            prog.read(0, N)
+        prog.load(rand_codes(rng, cfg.fmt(fmts[0]), (cfg.pe_rows, cfg.pe_cols), 0.0), fmts[0])
+        prog.transpose(2, bank=1)
+        prog.matmul(rand_codes(rng, cfg.fmt(fmts[0]), (cfg.pe_rows, 2), 0.0), fmts[0], bank=1,
+                    acc=True)
+        prog.read(1, 2)
+        await drv.run_checked(prog, seed, f"accumulate_hazard_small_n bubbles={bubbles}",
+                              bubbles)
+
+
+@cocotb.test()
 async def fp32_passes_mixed(dut):
     """FP32 in four passes (``cfg.fp32_passes == 4``) mixed with one-pass pairs: FP32, TF32 x
     FP32, TF32, BF16, FP8 and MX matmuls (full-size and ragged, specials mixed in) back to back
