@@ -2,13 +2,14 @@
 """Runtime-selectable decode of a floating-point code into sign, integer significand and
 LSB exponent (the *exact* layout shared by the multiplier, the fused adder and the FP32 adder)."""
 
-from amaranth.hdl import Module, Shape, Mux
+from amaranth.hdl import Module, Shape, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import FPFormat
 
-__all__ = ["exact_layout", "exp_range", "check_formats", "Unpack"]
+__all__ = ["exact_layout", "wider_exact_layout", "select_exact", "exp_range", "check_formats",
+           "Unpack"]
 
 
 def exact_layout(sig_width, exp_shape):
@@ -24,6 +25,22 @@ def exact_layout(sig_width, exp_shape):
         "sign": 1, "sig": sig_width, "exp": Shape.cast(exp_shape),
         "is_zero": 1, "is_inf": 1, "is_nan": 1,
     })
+
+
+def wider_exact_layout(a, b):
+    """The :func:`exact_layout` that holds every value of the exact layouts ``a`` and ``b``
+    (the wider ``sig``, the wider signed ``exp``)."""
+    return exact_layout(max(a["sig"].width, b["sig"].width),
+                        signed(max(a["exp"].width, b["exp"].width)))
+
+
+def select_exact(m, sel, a, b, layout, *, name):
+    """A ``layout`` signal holding the exact value ``a`` when ``sel`` is high, else ``b``
+    (field by field: ``sig`` zero-extended, ``exp`` sign-extended)."""
+    w = Signal(layout, name=name)
+    for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
+        m.d.comb += w[f].eq(Mux(sel, a[f], b[f]))
+    return w
 
 
 def exp_range(fmt):

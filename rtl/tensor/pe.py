@@ -11,7 +11,7 @@ from rtl.config import CoreConfig, check_config
 from rtl.fp.fused_add import FusedAdd
 from rtl.fp.multiplier import ExactMultiplier
 from rtl.fp.pipe import delay
-from rtl.fp.unpack import exact_layout
+from rtl.fp.unpack import exact_layout, select_exact, wider_exact_layout
 from rtl.pipeline import signature_attr
 from rtl.tensor.layouts import TensorLayouts
 from rtl.tensor.dot import PackedDot
@@ -142,8 +142,7 @@ class PE(wiring.Component):
             self.mul_term_layout = term
             if tl.packed and not tl.fp32_split:
                 # the dot unit's exact sum, delayed, shares the fused adder's term input
-                ew = max(term["exp"].shape.width, self.dot.exp_shape.width)
-                term = exact_layout(max(term["sig"].width, self.dot.sig_width), signed(ew))
+                term = wider_exact_layout(term, self.dot.layout)
             self.term_layout = term
             self.fadd = FusedAdd.Signature(cfg, term_layout=term)
             #: Cycles from ``mv_i`` to ``ps_o`` (multiplier + fused adder).
@@ -289,10 +288,7 @@ class PE(wiring.Component):
                 m.d.comb += dt.eq(dot.o)
                 dd = delay(m, Cat(dt.as_value(), use_d), mul.latency - dot.latency, name="dot")
                 dterm = data.View(dot.o.shape(), dd[:-1])
-                wide = Signal(self.term_layout)
-                for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
-                    m.d.comb += wide[f].eq(Mux(dd[-1], dterm[f], term[f]))
-                term = wide
+                term = select_exact(m, dd[-1], dterm, term, self.term_layout, name="dot_term")
         # the sum from above arrives when the product leaves the multiplier (rows are skewed
         # by the adder latency only); the transpose replacement is delayed to meet it
         hd = delay(m, Cat(enc, raw_flag, hit), mul.latency, name="hit")

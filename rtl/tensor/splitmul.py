@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In
 from rtl.config import check_config
 from rtl.fp.multiplier import ExactMultiplier
 from rtl.fp.pipe import stage
-from rtl.fp.unpack import Unpack, exact_layout
+from rtl.fp.unpack import Unpack, exact_layout, select_exact, wider_exact_layout
 from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["SplitMultiplier", "SPLIT_BITS", "PART_ORDER"]
@@ -108,9 +108,7 @@ class SplitMultiplier(Pipeline):
                 if isinstance(alt_at, bool) or not isinstance(alt_at, int) or \
                         not lo <= alt_at <= n:
                     raise ValueError(f"alt_at must be in [{lo}, {n}], not {alt_at!r}")
-                ew = max(out_layout["exp"].width, alt_layout["exp"].width)
-                out_layout = exact_layout(max(ex.sig_width, alt_layout["sig"].width),
-                                          signed(ew))
+                out_layout = wider_exact_layout(out_layout, alt_layout)
                 members = {"alt": In(alt_layout), "alt_sel": In(1)}
             super().__init__(data.StructLayout(fields), out_layout, latency=cfg.mul_stages,
                              members=members)
@@ -178,10 +176,7 @@ class SplitMultiplier(Pipeline):
         def merge(p, t):
             if self.signature.alt_layout is None or t != self.signature.alt_at:
                 return p
-            w = Signal(self.out_layout, name="alt_term")
-            for f in ("sign", "sig", "exp", "is_zero", "is_inf", "is_nan"):
-                m.d.comb += w[f].eq(Mux(self.alt_sel, self.alt[f], p[f]))
-            return w
+            return select_exact(m, self.alt_sel, self.alt, p, self.out_layout, name="alt_term")
 
         # the running sum loads on valid beats only: idle cycles between the parts of a
         # product (a source that drops valid) leave it alone
