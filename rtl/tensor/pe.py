@@ -231,11 +231,6 @@ class PE(wiring.Component):
             m.d.comb += [mul.i.payload.part.eq(mv.part), mul.i.payload.last.eq(mv.last)]
         # transpose hit: this PE's weight code, zero-extended and encoded, replaces the addend
         hit = mv.tp & mv.hit & mv.active
-        raw = Signal(32)
-        m.d.comb += raw.eq(w.code)
-        raw_flag = raw[23:31].all()
-        enc = Signal(32)
-        m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
         # term (with the MX scale applied to its exponent), delayed operands aligned to mul.o
         term = Signal(self.signature.mul_term_layout)
         if self.mx and tl.fp32_split:
@@ -291,9 +286,20 @@ class PE(wiring.Component):
                 term = select_exact(m, dd[-1], dterm, term, self.term_layout, name="dot_term")
         # the sum from above arrives when the product leaves the multiplier (rows are skewed
         # by the adder latency only); the transpose replacement is delayed to meet it
-        hd = delay(m, Cat(enc, raw_flag, hit), mul.latency, name="hit")
-        c_val = Mux(hd[33], hd[:32], self.ps_i.value)
-        c_flag = Mux(hd[33], hd[32], self.ps_i.flag)
+        if mul.latency == 1:
+            # one cycle after a valid beat, ``active`` holds the weight that beat used (its
+            # ``first`` swapped it in, or it was already there): only the hit is delayed
+            wd = active.code
+        else:
+            wd = delay(m, w.code, mul.latency, name="hit_w")
+        hit_d = delay(m, hit, mul.latency, name="hit")
+        raw = Signal(32)
+        m.d.comb += raw.eq(wd)
+        raw_flag = raw[23:31].all()
+        enc = Signal(32)
+        m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
+        c_val = Mux(hit_d, enc, self.ps_i.value)
+        c_flag = Mux(hit_d, raw_flag, self.ps_i.flag)
         m.d.comb += [
             fadd.i.valid.eq(mul.o.valid),
             fadd.i.payload.c.eq(c_val),
