@@ -21,8 +21,8 @@ from golden.formats import decode, decode_e8m0
 from golden.tensor import mx_product, packed_step
 from rtl.config import get_preset
 from rtl.tensor.layouts import TensorLayouts
-from tests.test_tensor_units import (Bench, mixed_codes, rand_fp32, results, run_pe, schedule,
-                                     n_parts)
+from tests.test_tensor_units import (Bench, mixed_codes, rand_codes, rand_fp32, results, run_pe,
+                                     schedule, n_parts)
 
 SMALL = get_preset("small")
 FP8 = ("fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "cfp8")
@@ -161,6 +161,46 @@ def test_pe_packed_other_depths(seed, mul_stages, add_stages):
         beats.append({"mv": mv, "c": c})
         want.append(exp)
     _check(bench, beats, want, seed, f"depths {mul_stages}/{add_stages}")
+
+
+@pytest.mark.parametrize("mul_stages", [0, 1, 2])
+def test_pe_fp32_parts_with_idle_dot_beats(seed, mul_stages):
+    """Idle cycles between the parts of FP32 columns whose garbage fields ask for the dot term
+    (``dot = 1``, some with ``part = 0``) change nothing: the split multiplier's running sum has
+    no clock enable, so an idle beat must neither restart it nor replace it by the dot term.
+    Packed beats in between; every result against golden."""
+    from rtl.tensor.pe import PE
+    cfg = SMALL.replace(mul_stages=mul_stages)
+    tl = TensorLayouts(cfg)
+    bench = Bench(PE(cfg))
+    rng = np.random.default_rng([seed, 27, mul_stages])
+    F, e5 = cfg.fmt("fp32"), cfg.fmt("fp8_e5m2")
+    beats, want = [], []
+    for i in range(24):
+        c = rand_fp32(rng, 1)[0]
+        if i % 4 == 3:
+            w, x = mixed_codes(rng, e5, 2), mixed_codes(rng, e5, 2)
+            _ld(beats, {"valid": 1, "col": 0, "fmt": tl.fmt_index(e5), "code": pack(w, 8)})
+            beats.append({"mv": {"valid": 1, "active": 1, "first": 1, "dot": 1, "nel": 1,
+                                 "fmt": tl.fmt_index(e5), "code": pack(x, 8)}, "c": c})
+            want.append(packed_step(c, *[float(mul_exact(w[j], e5, x[j], e5))
+                                         for j in range(2)]))
+            continue
+        w, x = (int(v) for v in rand_codes(rng, F, (2,), p_wild=0.3))
+        _ld(beats, {"valid": 1, "col": 0, "fmt": tl.fmt_index(F), "code": w})
+        beats.append({"mv": {"valid": 1, "active": 1, "first": 1, "fmt": tl.fmt_index(F),
+                             "code": x}, "c": c, "parts": 4,
+                      "gaps": {int(j): int(rng.integers(1, 3)) for j in rng.choice(3, 2)}})
+        want.append(int(fma_fp32(np.array([c], np.uint32), np.array([w]), F, np.array([x]),
+                                 F)[0]))
+    steps = schedule(bench.dut, beats)
+    for st in steps:
+        mv = st.get("mv")
+        if mv is not None and "valid" in mv and not mv["valid"]:
+            mv.update({"dot": 1, "nel": 3, "active": 1})   # an idle beat asking for the dot
+    got = [v for v, _ in results(run_pe(bench, steps))]
+    assert got == want, (f"seed={seed} mul_stages={mul_stages}: got {[hex(v) for v in got]} "
+                         f"want {[hex(v) for v in want]}")
 
 
 def test_pe_packed_inactive_row_passes(pe_bench, seed):

@@ -60,7 +60,7 @@ class SplitMultiplier(Pipeline):
     i : In(stream.Signature(in_layout, always_ready=True))
         ``ExactMultiplier`` input fields plus ``part`` (2 bits) and ``last`` (1 bit). The parts
         of one product arrive in order, on consecutive *valid* beats (idle cycles between them
-        are allowed: the running sum loads only on valid beats).
+        are allowed: they leave the running sum unchanged).
     o : Out(stream.Signature(out_layout, always_ready=True))
         The ``ExactMultiplier`` output layout; valid for ``last`` beats only.
     alt : In(alt_layout)
@@ -144,8 +144,11 @@ class SplitMultiplier(Pipeline):
                 return Mux(hi, 0, lo_v)
             return Mux(hi, sig[H:], lo_v)
 
+        # the running sum has no clock enable (an enable flop costs half a flop more): a beat
+        # that is not valid multiplies a zero half and does not restart the sum, so the
+        # register reloads the sum it holds
         pp = Signal(2 * H)
-        m.d.comb += pp.eq(half(a.sig, part[1]) * half(b.sig, part[0]))
+        m.d.comb += pp.eq(Mux(valid, half(a.sig, part[1]), 0) * half(b.sig, part[0]))
         W = self.sig_width
         shifted = Signal(W)
         m.d.comb += shifted.eq(Mux(part == 0, pp, Mux(part == 3, pp << (2 * H), pp << H)))
@@ -173,26 +176,26 @@ class SplitMultiplier(Pipeline):
         # formed at t0): at the input of the register of that time, or at ``o``
         t0 = 1 if n >= 2 else 0
 
-        def merge(p, t):
+        def merge(p, t, *, gate=False):
             if self.signature.alt_layout is None or t != self.signature.alt_at:
                 return p
-            return select_exact(m, self.alt_sel, self.alt, p, self.out_layout, name="alt_term")
+            # into the running sum: only a valid beat's term replaces it
+            sel = self.alt_sel & valid if gate else self.alt_sel
+            return select_exact(m, sel, self.alt, p, self.out_layout, name="alt_term")
 
-        # the running sum loads on valid beats only: idle cycles between the parts of a
-        # product (a source that drops valid) leave it alone
+        # idle cycles between the parts of a product (a source that drops valid) reload the
+        # running sum unchanged (see ``pp``)
         if rest == 0:
             acc = Signal(W, name="acc", reset_less=True)
-            with m.If(valid):
-                m.d.sync += acc.eq(total)
+            m.d.sync += acc.eq(total)
             p = merge(p, t0)
         else:
             # the first register after the multiply is the running sum (with the alternate
             # term merged at its input, the wider register holds that term too)
-            p = merge(p, t0)
+            p = merge(p, t0, gate=True)
             r = Signal(p.shape(), name="mul0_p", reset_less=True)
             v = Signal(name="mul0_valid")
-            with m.If(valid):
-                m.d.sync += r.eq(p)
+            m.d.sync += r.eq(p)
             m.d.sync += v.eq(out_valid)
             acc = r.sig[:W]
             out_valid, p = v, r
@@ -201,6 +204,6 @@ class SplitMultiplier(Pipeline):
                 out_valid, y = stage(m, True, out_valid, {"p": p}, name=f"mul{k}")
                 p = y["p"]
             p = merge(p, n)
-        m.d.comb += total.eq(Mux(part == 0, Const(0, W), acc) + shifted)
+        m.d.comb += total.eq(Mux((part == 0) & valid, Const(0, W), acc) + shifted)
         m.d.comb += [self.o.valid.eq(out_valid), self.o.payload.eq(p)]
         return m
