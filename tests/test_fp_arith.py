@@ -121,6 +121,55 @@ def test_fma_pipeline_depths(cfg, seed, mul_stages, add_stages):
                            f"want {want[bad[0]]:#x}")
 
 
+@pytest.mark.parametrize("names", [
+    None,                                               # the PE's nine formats (preset + MX)
+    ("bf16", "fp16", "fp8_e5m2"),                       # select value 3 decodes fp8_e5m2
+    ("fp8_e4m3fn", "fp4_e2m1", "fp32"),
+])
+def test_unpack_equals_per_format_decode(cfg, tmp_path, names):
+    """``Unpack`` of several formats (raw fields selected, one subtractor) equals, bit for bit,
+    the obvious decoder of the selected format alone (its single-format path) for every code
+    and every select value: proven with yosys' SAT solver on a miter."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Cat, Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+    from rtl.fp.unpack import Unpack
+    from rtl.tensor.layouts import TensorLayouts
+    from synth.yosys import run_yosys
+    fs = TensorLayouts(cfg).pe_formats if names is None else tuple(cfg.fmt(n) for n in names)
+    dut_sig = Unpack.Signature(fs)
+
+    class Miter(wiring.Component):
+        def __init__(self):
+            super().__init__({"code": In(dut_sig.code_width),
+                              "fmt": In(dut_sig.members["fmt"].shape), "ok": Out(1)})
+
+        def elaborate(self, platform):
+            m = Module()
+            m.submodules.dut = dut = Unpack(fs)
+            m.d.comb += [dut.code.eq(self.code), dut.fmt.eq(self.fmt)]
+            oks = []
+            for k, f in enumerate(fs):
+                m.submodules[f"ref{k}"] = ref = Unpack((f,))
+                m.d.comb += ref.code.eq(self.code)
+                sel = self.fmt == k if k < len(fs) - 1 else self.fmt >= k
+                same = Signal(name=f"same{k}")
+                m.d.comb += same.eq(Cat(*[dut.o[n] == ref.o[n] for n in
+                                          ("sign", "sig", "exp", "is_zero", "is_inf",
+                                           "is_nan")]).all())
+                oks.append(~sel | same)
+            m.d.comb += self.ok.eq(Cat(*oks).all())
+            return m
+
+    miter = Miter()
+    (tmp_path / "miter.il").write_text(rtlil.convert(miter, ports=[miter.code, miter.fmt,
+                                                                   miter.ok]))
+    log = run_yosys("read_rtlil miter.il\nhierarchy -top top\nproc\nflatten\nopt\n"
+                    "sat -prove ok 1 -verify -show-inputs\n", tmp_path, "miter")
+    assert "SUCCESS!" in log.read_text(), log.read_text()[-3000:]
+
+
 @pytest.mark.parametrize("formats_a,formats_b", [
     (("bf16", "fp16"), ("fp8_e4m3", "bf16")),     # two formats: the run-time select decides
     (("fp8_e5m2",), ("tf32", "fp32")),            # one format on a side: no select there
