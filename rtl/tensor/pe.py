@@ -286,20 +286,24 @@ class PE(wiring.Component):
                 term = select_exact(m, dd[-1], dterm, term, self.term_layout, name="dot_term")
         # the sum from above arrives when the product leaves the multiplier (rows are skewed
         # by the adder latency only); the transpose replacement is delayed to meet it
+        def encode(code):
+            raw = Signal(32)
+            m.d.comb += raw.eq(code)
+            raw_flag = raw[23:31].all()
+            enc = Signal(32)
+            m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
+            return Cat(enc, raw_flag)
         if mul.latency == 1:
             # one cycle after a valid beat, ``active`` holds the weight that beat used (its
-            # ``first`` swapped it in, or it was already there): only the hit is delayed
-            wd = active.code
+            # ``first`` swapped it in, or it was already there): only the hit is delayed (at
+            # the presets' depth; deeper pipelines delay the encoded code, which keeps the
+            # encoder off the addend's path into the fused adder)
+            enc_d = encode(active.code)
         else:
-            wd = delay(m, w.code, mul.latency, name="hit_w")
+            enc_d = delay(m, encode(w.code), mul.latency, name="hit_code")
         hit_d = delay(m, hit, mul.latency, name="hit")
-        raw = Signal(32)
-        m.d.comb += raw.eq(wd)
-        raw_flag = raw[23:31].all()
-        enc = Signal(32)
-        m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
-        c_val = Mux(hit_d, enc, self.ps_i.value)
-        c_flag = Mux(hit_d, raw_flag, self.ps_i.flag)
+        c_val = Mux(hit_d, enc_d[:32], self.ps_i.value)
+        c_flag = Mux(hit_d, enc_d[32], self.ps_i.flag)
         m.d.comb += [
             fadd.i.valid.eq(mul.o.valid),
             fadd.i.payload.c.eq(c_val),
