@@ -2,7 +2,7 @@
 """Runtime-selectable decode of a floating-point code into sign, integer significand and
 LSB exponent (the *exact* layout shared by the multiplier, the fused adder and the FP32 adder)."""
 
-from amaranth.hdl import Cat, Module, Shape, Mux, Signal, signed
+from amaranth.hdl import Module, Shape, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -138,49 +138,41 @@ class Unpack(wiring.Component):
         if len(self.formats) == 1:
             self._decode(m, self.formats[0])
             return m
-        # Several formats: the select only picks raw fields, each bit from the few places the
-        # formats put it (mantissas all sit at the code's LSB; an exponent field bit at
-        # ``man_bits + b``), and the per-format constants; then one subtractor and one set of
-        # special-value tests serve every format (about three quarters of the area of one full
-        # decoder per format behind a multiplexer). Bit for bit :meth:`_decode` of the selected
-        # format (tests/test_fp_arith.py proves it).
+        # Several formats: the select only picks raw fields (the exponent field, the mantissa,
+        # the sign, the hidden bit's place, the per-format constant and special-value tests of
+        # the raw field); then one subtractor and one zero test serve every format (about three
+        # quarters of the area of one full decoder per format behind a multiplexer, and one
+        # ``case`` for a simulator). Bit for bit :meth:`_decode` of the selected format
+        # (tests/test_fp_arith.py proves it).
         fs, o, n = self.formats, self.o, len(self.formats)
-        sel = [Signal(name=f"is_{f.name}") for f in fs]
-        for k in range(n):
-            m.d.comb += sel[k].eq(self.fmt == k if k < n - 1 else self.fmt >= n - 1)
-
-        def any_of(pred):
-            return Cat(*[s for s, f in zip(sel, fs) if pred(f)]).any()
-
-        eb = max(f.exp_bits for f in fs)
-        e = Signal(eb)
-        for b in range(eb):
-            m.d.comb += e[b].eq(Cat(*[
-                any_of(lambda f, M=M, b=b: f.man_bits == M and f.exp_bits > b) & self.code[M + b]
-                for M in sorted({f.man_bits for f in fs if f.exp_bits > b})]).any())
         sw = self.signature.sig_width
+        e = Signal(max(f.exp_bits for f in fs))
         man = Signal(sw - 1)
-        for k in range(sw - 1):
-            m.d.comb += man[k].eq(self.code[k] & any_of(lambda f, k=k: f.man_bits > k))
-        sub, man0 = e == 0, man == 0
         hidden = Signal(sw)
-        for k in range(sw):
-            m.d.comb += hidden[k].eq(any_of(lambda f, k=k: f.man_bits == k))
         const = Signal(range(max(f.bias + f.man_bits for f in fs) + 1))
-        for b in range(len(const)):
-            m.d.comb += const[b].eq(any_of(lambda f, b=b: (f.bias + f.man_bits) >> b & 1))
-        # the field is all ones in the selected format's width; the mantissa likewise (fn NaN)
-        top = Cat(*[e[b] | ~any_of(lambda f, b=b: f.exp_bits > b) for b in range(eb)]).all()
-        man1 = Cat(*[man[k] | ~any_of(lambda f, k=k: f.man_bits > k)
-                     for k in range(sw - 1)]).all()
-        ieee = any_of(lambda f: f.specials == "ieee")
-        fn = any_of(lambda f: f.specials == "fn")
+        top, inf_ok, fn_nan = Signal(), Signal(), Signal()
+        with m.Switch(self.fmt):
+            for k, f in enumerate(fs):
+                with (m.Case(k) if k < n - 1 else m.Default()):
+                    M, EB = f.man_bits, f.exp_bits
+                    m.d.comb += [
+                        o.sign.eq(self.code[f.width - 1]),
+                        e.eq(self.code[M:M + EB]),
+                        man.eq(self.code[:M]),
+                        hidden.eq(1 << M),
+                        const.eq(f.bias + M),
+                        top.eq(self.code[M:M + EB].all()),
+                    ]
+                    if f.specials == "ieee":
+                        m.d.comb += inf_ok.eq(1)
+                    elif f.specials == "fn":
+                        m.d.comb += fn_nan.eq(self.code[:M].all())
+        sub, man0 = e == 0, man == 0
         m.d.comb += [
-            o.sign.eq(Cat(*[s & self.code[f.width - 1] for s, f in zip(sel, fs)]).any()),
             o.sig.eq(man | Mux(sub, 0, hidden)),
             o.exp.eq(Mux(sub, 1, e) - const),
             o.is_zero.eq(sub & man0),
-            o.is_inf.eq(ieee & top & man0),
-            o.is_nan.eq(top & ((ieee & ~man0) | (fn & man1))),
+            o.is_inf.eq(inf_ok & top & man0),
+            o.is_nan.eq(top & ((inf_ok & ~man0) | fn_nan)),
         ]
         return m
