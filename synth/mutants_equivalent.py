@@ -61,6 +61,9 @@ EQUIVALENT = {
     # rtl/tensor/pe.py:elaborate:const_inc:`mul.i.payload.b.eq(Mux(forced, 0, x_code)),`#1
     "8d3878a36a": "a forced product has a = -0 (sign bit only, format 0), so b = code 1 (the "
                   "smallest positive finite value of format 0) gives -0 exactly as b = +0 does",
+    # rtl/tensor/pe.py:elaborate:const_inc:`mul.i.payload.fmt_b.eq(Mux(forced, 0, mv.fmt)),`#1
+    "8e64d4dfaa": "a forced product has b = code 0, which is +0 in every format (IEEE, fn and "
+                  "specials-free alike), so format index 1 instead of 0 still gives -0 x +0 = -0",
     # rtl/core/tensor_decode.py:elaborate:drop_eq:`m.d.comb += self.done.payload.info.eq(0)`#1
     "852b2fa67a": "done.payload.info is assigned nowhere else: an undriven comb output holds "
                   "its reset value 0 every cycle, so the explicit .eq(0) changes nothing",
