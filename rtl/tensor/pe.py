@@ -286,21 +286,23 @@ class PE(wiring.Component):
                 term = select_exact(m, dd[-1], dterm, term, self.term_layout, name="dot_term")
         # the sum from above arrives when the product leaves the multiplier (rows are skewed
         # by the adder latency only); the transpose replacement is delayed to meet it
-        def encode(code):
-            raw = Signal(32)
-            m.d.comb += raw.eq(code)
-            raw_flag = raw[23:31].all()
+        def nan_shape(code):
+            return code[23:31].all()
+
+        def encode(code, flag):
             enc = Signal(32)
-            m.d.comb += enc.eq(Mux(raw_flag, raw & (0xFFFFFFFF ^ FP32_EXP_MASK), raw))
-            return Cat(enc, raw_flag)
+            m.d.comb += enc.eq(Mux(flag, code & (0xFFFFFFFF ^ FP32_EXP_MASK), code))
+            return Cat(enc, flag)
+        raw = Signal(32)
+        m.d.comb += raw.eq(w.code)
         if mul.latency == 1:
             # one cycle after a valid beat, ``active`` holds the weight that beat used (its
-            # ``first`` swapped it in, or it was already there): only the hit is delayed (at
-            # the presets' depth; deeper pipelines delay the encoded code, which keeps the
-            # encoder off the addend's path into the fused adder)
-            enc_d = encode(active.code)
+            # ``first`` swapped it in, or it was already there): only the hit and the NaN-shape
+            # flag are delayed, so the addend's path gains no logic level (at the presets'
+            # depth; deeper pipelines delay the encoded code)
+            enc_d = encode(active.code, delay(m, nan_shape(raw), 1, name="hit_flag"))
         else:
-            enc_d = delay(m, encode(w.code), mul.latency, name="hit_code")
+            enc_d = delay(m, encode(raw, nan_shape(raw)), mul.latency, name="hit_code")
         hit_d = delay(m, hit, mul.latency, name="hit")
         c_val = Mux(hit_d, enc_d[:32], self.ps_i.value)
         c_flag = Mux(hit_d, enc_d[32], self.ps_i.flag)
