@@ -707,14 +707,22 @@ def _stream_addresses(segments):
                for j in range(NCOEF + 2)])
 
 
+def table_size_ok(cfg, n):
+    """Whether ``n`` words are a table image's size: ``10 + 128 + 9 k`` with
+    ``1 <= k <= cfg.act_segments`` (the header, the binade map, whole segments)."""
+    head, seg = TABLE_HEADER_WORDS + 2 * ACT_BINADES, NCOEF + 2
+    return head + seg <= n <= head + seg * cfg.act_segments and (n - head) % seg == 0
+
+
 def table_load(cfg, ins, mems):
     """``ACT_TABLE_LOAD`` on the memory images: ``(status, image)``. ``status``: the
-    :func:`check_instr` code, else ``E_FORMAT`` for a bad image (word count not
-    ``10 + 128 + 9 k`` with ``1 <= k <= cfg.act_segments``, or word 9, the function id, not
-    ``ins.func`` or >= 17), else ``E_OK``. ``image``: ``{address: word}`` of the words written
-    (a bad image is still written up to the segment memories' end: the engine then holds no
-    function, ACTIVATION gives ``E_OPCODE`` until a good load; ``None`` when nothing was read).
-    The caller's ``loaded`` becomes ``FUNCTIONS[ins.func]`` on ``E_OK``, ``""`` on a bad image.
+    :func:`check_instr` code (a word count that is not an image's, :func:`table_size_ok`, is
+    one of them: nothing is read and the loaded function is kept), else ``E_FORMAT`` for a bad
+    image (word 9, the function id, not ``ins.func`` or >= 17), else ``E_OK``. ``image``:
+    ``{address: word}`` of the words written (a bad image is still written: the engine then
+    holds no function, ACTIVATION gives ``E_OPCODE`` until a good load; ``None`` when nothing
+    was read). The caller's ``loaded`` becomes ``FUNCTIONS[ins.func]`` on ``E_OK``, ``""`` on a
+    bad image.
     """
     status = check_instr(cfg, ins)
     if status != E_OK:
@@ -727,14 +735,9 @@ def table_load(cfg, ins, mems):
     for j in range(4):
         words |= mem[p0:p0 + np_, a + j].astype(np.uint32) << np.uint32(8 * j)
     words = words.T.ravel()             # word k: element k // np of partition p0 + k % np
-    n = len(words)
-    head = TABLE_HEADER_WORDS + 2 * ACT_BINADES
-    k, rem = divmod(n - head, NCOEF + 2)
-    top = ACT_SEG_BASE + cfg.act_segments * ACT_SEG_STRIDE
-    addrs = [x for x in _stream_addresses(max(k + 1, 0) + 1)[:n] if x < top]
-    image = dict(zip(addrs, (int(w) for w in words)))
-    bad = (n < head + NCOEF + 2 or rem != 0 or k > cfg.act_segments
-           or n <= 9 or int(words[9]) != ins.func or ins.func >= len(FUNCTIONS))
+    k = (len(words) - TABLE_HEADER_WORDS - 2 * ACT_BINADES) // (NCOEF + 2)
+    image = dict(zip(_stream_addresses(k), (int(w) for w in words)))
+    bad = int(words[9]) != ins.func or ins.func >= len(FUNCTIONS)
     return (E_FORMAT if bad else E_OK), image
 
 
@@ -832,13 +835,16 @@ def check_instr(cfg, ins, loaded=None):
     scale/bias AP not of one element per partition of ``src``'s range; decided from the
     fields, before the APs are walked), then the AP codes of ``scale_ap``, ``bias_ap``, ``src``,
     ``dst`` (``golden.ap.check``; the engine learns them from its AP generators, in the order
-    it reads them). ``ACT_TABLE_LOAD``: ``E_FORMAT`` (``src`` not FP32 / 4-byte elements),
-    ``E_SHAPE`` (``src`` not one partition), the AP code of ``src``; the image itself is
-    checked while it is loaded (:func:`table_load`)."""
+    it reads them). ``ACT_TABLE_LOAD``: ``E_FORMAT`` (``src`` not FP32 / 4-byte elements, or
+    its word count, elements times partitions, not a table image's: :func:`table_size_ok`),
+    the AP code of ``src``; the function id in the image is checked while it is loaded
+    (:func:`table_load`)."""
     from golden.ap import ELEM_BYTES
     from golden.ap import check as ap_check
     if ins.opcode == OP_ACT_TABLE_LOAD:
         if ins.src_dtype != 0 or ins.src.elem_bytes != 4:
+            return E_FORMAT
+        if not table_size_ok(cfg, ins.src.count * ins.src.num_partitions):
             return E_FORMAT
         r = ap_check(cfg, ins.src)
         return E_OK if r is None else r[0]

@@ -277,8 +277,9 @@ OPCODES = (
        doc="dst = f(src0 * scale + bias), optional add-reduce into the accumulators"),
     Op(0x31, "act_table_load", "act", aps={"ap1": "table"},
        imm=_imm(("func", 8, "u", "function id loaded (must equal the image's word 9)")),
-       doc="load a function's table: FP32 words (golden.activation.table_words order) in one "
-           "partition"),
+       doc="load a function's table: FP32 words (golden.activation.table_words order) over "
+           "one or more partitions (word k: element k // n of partition start + k % n); a "
+           "word count no image has is a static E_FORMAT"),
     # ---- sync engine --------------------------------------------------------------------------
     Op(0x50, "dma_start", "sp",
        imm=_imm(("engine", 8, "u", "DMA engine"), ("queue", 8, "u", "queue of that engine"),

@@ -8,12 +8,12 @@ import ml_dtypes as md
 import numpy as np
 import pytest
 
-from golden.activation import (E_FORMAT, E_OPCODE, E_SHAPE, FUNCTION_IDS, FUNCTIONS,
+from golden.activation import (E_FORMAT, E_OPCODE, E_SHAPE, FUNCTION_IDS, FUNCTIONS, NCOEF,
                                OP_ACT_TABLE_LOAD, OP_COPY, OP_TENSOR_SCALAR, REDUCE_IDLE, REDUCE_REDUCE, REDUCE_RESET,
                                REDUCE_RESET_REDUCE, ActInstr, execute, sr_words, table, table_image,
-                               table_load, table_words)
+                               TABLE_HEADER_WORDS, table_load, table_words)
 from golden.ap import AP, PSUM, SBUF
-from rtl.config import get_preset
+from rtl.config import ACT_BINADES, get_preset
 from tb.amsim import SimBench
 from tb.scalar.engine_sim import EngineRig, run_program
 
@@ -197,8 +197,10 @@ def test_engine_per_partition_scale_bias(rig, seed):
 def test_engine_table_load(rig, seed):
     """ACT_TABLE_LOAD from SBUF (no ``tw`` load at all): exp from partition 1 with a negative
     step, run; a bad image (another id) -> E_FORMAT and ACTIVATION -> E_OPCODE after it; a
-    partial segment -> E_FORMAT; static errors; log from two partitions; then log loaded from
-    one and run, COPY in between."""
+    partial segment -> E_FORMAT; static errors; log from two partitions; word counts no image
+    has (over every image through the partition count; over 2^k, its low bits an image's size)
+    -> E_FORMAT at once, log still loaded and run; then log loaded from one and run, COPY in
+    between."""
     rng = np.random.default_rng(seed)
     sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
     sb[:, 0:64] = rng.uniform(-3, 3, (P, 16)).astype(np.float32).view(np.uint8)
@@ -225,6 +227,10 @@ def test_engine_table_load(rig, seed):
     dst = AP(memory=SBUF, num_partitions=P, offset=3000, elem_bytes=2, dims=((1, 16),))
     run = [ActInstr(func=f, src=src, dst=dst, dst_dtype=2, reduce_cmd=REDUCE_RESET_REDUCE)
            for f in (exp_id, log_id)]
+    top = TABLE_HEADER_WORDS + 2 * ACT_BINADES + (NCOEF + 2) * CFG.act_segments
+    sizes = [ActInstr(**{**ld_log.__dict__, "src": a}) for a in (
+        AP(memory=SBUF, start_partition=2, num_partitions=2, offset=2048, dims=((1, nl),)),
+        AP(memory=SBUF, start_partition=3, offset=2048, dims=((0, (1 << top.bit_length()) + nl),)))]
     ins = [run[0], ld_exp, run[0],
            ActInstr(**{**ld_log.__dict__, "func": exp_id}), run[0],
            ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=3,
@@ -233,11 +239,12 @@ def test_engine_table_load(rig, seed):
            ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=2,
                                                     num_partitions=2, offset=3200,
                                                     dims=((1, c2),))}),
-           ld_log, ActInstr(opcode=OP_COPY, src=src, dst=AP(memory=SBUF, num_partitions=P,
+           *sizes, run[1], ld_log, ActInstr(opcode=OP_COPY, src=src, dst=AP(memory=SBUF, num_partitions=P,
                                                             offset=3100, dims=((1, 16),))),
            run[1]]
     st = check(rig, None, ins, sb)
-    assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, 0, 0, 0, 0], st
+    assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, 0,
+                  E_FORMAT, E_FORMAT, 0, 0, 0, 0], st
 
 
 def test_engine_sr_steps_the_prng_only_when_converting(rig, seed):

@@ -93,9 +93,11 @@ class ScalarEngine(wiring.Component):
     ``ACT_TABLE_LOAD`` waits until the lanes are idle, then reads the table words
     (``golden.activation.table_words`` order, FP32 container; word ``k`` is element ``k // np``
     of partition ``start + k % np``, ``np`` the AP's partitions, one word per cycle) through ``src``
-    and writes them to every lane's table; the image's function id (word 9) must equal
-    ``func`` and the word count must be whole segments within ``act_segments``, else
-    ``E_FORMAT`` and no function is loaded (ACTIVATION -> ``E_OPCODE`` until a good load).
+    and writes them to every lane's table. The word count (elements times partitions) must
+    be a table image's, whole segments within ``act_segments``: a static check, else
+    ``E_FORMAT`` with nothing read and the loaded function kept. The image's function id
+    (word 9) must equal ``func``, else ``E_FORMAT`` after the load and no function is loaded
+    (ACTIVATION -> ``E_OPCODE`` until a good load).
 
     Parameters
     ----------
@@ -218,13 +220,23 @@ class ScalarEngine(wiring.Component):
                      | (ins.bias_src & (~same_parts(ins.bias_ap) | (count(ins.bias_ap) != 1))))
         is_act = ins.opcode == OP_ACTIVATION
         is_tbl = ins.opcode == OP_ACT_TABLE_LOAD
+        # a table image is 138 + 9 k words, 1 <= k <= act_segments: its word count (elements
+        # of src times its partitions) is known from the fields, so a wrong size is a static
+        # E_FORMAT (nothing read, the loaded function kept), not a long read of a bad stream
+        t_head, t_seg = TABLE_HEADER_WORDS + 2 * ACT_BINADES, ACT_SEG_STRIDE // 2 + 1
+        t_max = t_head + t_seg * cfg.act_segments
+        t_elems = count(ins.src)
+        t_words = Signal(range(t_max * (1 << AP_PART_BITS)))
+        m.d.comb += t_words.eq(t_elems[:t_max.bit_length()] * ins.src.count)
+        tbl_size_bad = ((t_elems > t_max) | (t_words > t_max) | (t_words < t_head + t_seg)
+                        | (t_words % t_seg != t_head % t_seg))
         loaded = Signal(8, init=_NONE)               # the loaded table's function id
         static = Signal(8)
         with m.If(~(is_act | is_tbl | (ins.opcode == OP_COPY))
                   | (is_act & ((ins.func >= len(FUNCTION_NAMES)) | (ins.func != loaded)))):
             m.d.comb += static.eq(E_OPCODE)
         with m.Elif(is_tbl):
-            with m.If(~s_ok | ~s_32):
+            with m.If(~s_ok | ~s_32 | tbl_size_bad):
                 m.d.comb += static.eq(E_FORMAT)
         with m.Elif(~s_ok | ~d_ok | (ins.scale_src & ~sc_ok) | (ins.bias_src & ~bi_ok)):
             m.d.comb += static.eq(E_FORMAT)
@@ -365,7 +377,6 @@ class ScalarEngine(wiring.Component):
         # --- table load from the reader stream -----------------------------------------------
         taddr = Signal(range(ACT_SEG_BASE + cfg.act_segments * ACT_SEG_STRIDE + 1))
         tbad = Signal()
-        top = ACT_SEG_BASE + cfg.act_segments * ACT_SEG_STRIDE
         lanes = Cat(*(el.data[p] for p in range(P)))
         m.d.comb += [tw_int.addr.eq(taddr),
                      tw_int.data.eq(lanes.word_select(
@@ -379,16 +390,11 @@ class ScalarEngine(wiring.Component):
                 m.d.sync += taddr.eq(taddr + ACT_SEG_STRIDE // 2)
             with m.Else():
                 m.d.sync += taddr.eq(taddr + 1)
-            with m.If(taddr >= top):
-                m.d.sync += tbad.eq(1)
             with m.If(taddr == 9):
                 with m.If((tw_int.data != ins.func) | (ins.func >= len(FUNCTION_NAMES))):
                     m.d.sync += tbad.eq(1)
         with m.If(self.tw.valid & (self.tw.payload.addr == 9)):
             m.d.sync += loaded.eq(self.tw.payload.data[:8])
-        # the internal writes stop at the top of the segment memories
-        with m.If(~self.tw.valid & (taddr >= top)):
-            m.d.comb += tw_v.eq(0)
 
         # --- completion records, in instruction order ----------------------------------------
         dq_lay = data.StructLayout({"status": 8, "opcode": 8, "wait": 1})
@@ -544,10 +550,9 @@ class ScalarEngine(wiring.Component):
                     m.next = "TBL_RUN"
             with m.State("TBL_RUN"):
                 with m.If(~kq.r_rdy):
-                    # whole segments, at least one
-                    bad = tbad | (taddr < ACT_SEG_BASE + ACT_SEG_STRIDE) | (taddr[:4] != 0)
-                    finish(Mux(bad, E_FORMAT, E_OK))
-                    with m.If(~bad):
+                    # the size was checked statically: only the function id can be bad
+                    finish(Mux(tbad, E_FORMAT, E_OK))
+                    with m.If(~tbad):
                         m.d.sync += loaded.eq(ins.func)
         m.d.comb += self.busy.eq(~self.instr.ready | ~pipe_idle | rs.busy | rp.busy
                                  | dq.r_rdy)

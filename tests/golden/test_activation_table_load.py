@@ -8,7 +8,7 @@ import pytest
 
 from golden.activation import (E_FORMAT, E_OK, E_OPCODE, FUNCTION_IDS,
                                OP_ACT_TABLE_LOAD, ActInstr, execute, table, table_image,
-                               table_load, table_words)
+                               table_load, table_size_ok, table_words)
 from golden.ap import AP, E_AP_RANGE, PSUM, SBUF
 from rtl.config import ACT_BINADES, ACT_MAP_BASE, ACT_SEG_BASE, ACT_SEG_STRIDE, get_preset
 
@@ -75,20 +75,23 @@ def test_table_load_good_and_bad(seed):
     st2, img2 = table_load(CFG, two, m2)
     assert st2 == E_OK and {a: v for a, v in img2.items() if a in img} == img
     assert execute(CFG, load, m, np.zeros(P, np.uint32)) == E_OK
-    # bad images: another function id, a partial segment, no segment, too many segments
-    assert table_load(CFG, ActInstr(**{**load.__dict__, "func": FUNCTION_IDS["tanh"]}),
-                      m)[0] == E_FORMAT
-    assert table_load(CFG, ActInstr(**{**load.__dict__, "func": 17}), m)[0] == E_FORMAT
-    for cnt in (n - 1, n + 1, 138, 9):
+    # bad images (read and written, no function after them): another function id, id >= 17
+    for func in (FUNCTION_IDS["tanh"], 17):
+        st, img = table_load(CFG, ActInstr(**{**load.__dict__, "func": func}), m)
+        assert st == E_FORMAT and len(img) == n, func
+    # a word count that is no image's (a partial segment, no segment, too many segments, too
+    # many through the partition count): a static error, nothing read
+    top = 138 + 9 * CFG.act_segments
+    for cnt, parts, dims in ((n - 1, 1, None), (n + 1, 1, None), (138, 1, None), (9, 1, None),
+                             (top + 9, 1, None), (n, 2, None),
+                             # more than any image, its low bits an image's size
+                             (0, 1, ((0, (1 << top.bit_length()) + n),))):
         bad = ActInstr(**{**load.__dict__, "src": AP(memory=SBUF, start_partition=2,
-                                                     offset=256, dims=((1, cnt),))})
-        st, img = table_load(CFG, bad, m)
-        assert st == E_FORMAT and len(img) == cnt, cnt
-    big = CFG.act_segments + 1
-    bad = ActInstr(**{**load.__dict__, "src": AP(memory=SBUF, start_partition=2, offset=256,
-                                                 dims=((1, 138 + 9), (0, big)))})
-    st, img = table_load(CFG, bad, m)
-    assert st == E_FORMAT and max(img) < ACT_SEG_BASE + CFG.act_segments * ACT_SEG_STRIDE
+                                                     num_partitions=parts, offset=256,
+                                                     dims=dims or ((1, cnt),))})
+        assert not table_size_ok(CFG, bad.src.count * parts), (cnt, parts, dims)
+        assert table_load(CFG, bad, m) == (E_FORMAT, None), (cnt, parts, dims)
+    assert table_size_ok(CFG, top) and table_size_ok(CFG, 147) and not table_size_ok(CFG, 138)
     # static errors: nothing read
     for change, code in ((dict(src_dtype=2), E_FORMAT),
                          (dict(src=AP(memory=SBUF, elem_bytes=2, dims=((1, n),))), E_FORMAT),

@@ -321,7 +321,11 @@ ACT_ERRORS = [
     ("table size", [Instr(op="act_table_load", aps={"ap1": ap(0, 4)}, imm={"func": 2})],
      E_FORMAT),
     ("table id", ["exp-as-3"], E_FORMAT),
-    ("table range", [Instr(op="act_table_load", aps={"ap1": ap(4000, 40)},
+    # 147 words in one partition: an image's size (one segment), unlike 147 in each of two
+    ("table parts", [Instr(op="act_table_load", aps={"ap1": ap(0, 147, count=2)},
+                           imm={"func": 2})], E_FORMAT),
+    ("table range", [Instr(op="act_table_load",
+                           aps={"ap1": ap(CFG.sbuf_bytes_per_partition - 8, 147, count=1)},
                            imm={"func": 2})], E_AP_RANGE),
 ]
 
