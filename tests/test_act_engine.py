@@ -143,7 +143,9 @@ def test_engine_per_partition_scale_bias(rig, seed):
     """scale from a BF16 SBUF AP, bias from an FP32 PSUM AP (written there by a COPY first), on
     a partial partition range, streamed behind other instructions; an FP32 SBUF scale with an
     immediate bias; then the AP errors in the engine's read order (scale before src) and a
-    scale AP of two elements (E_SHAPE)."""
+    scale AP of two elements (E_SHAPE); a PSUM bias, then an SBUF one with other values (the
+    two instruction contexts alternate: each holds per-partition bias once, so reading the
+    other context's registers shows)."""
     rng = np.random.default_rng(seed)
     sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
     sb[:, 0:96] = rng.uniform(-4, 4, (P, 24)).astype(np.float32).view(np.uint8)
@@ -189,9 +191,12 @@ def test_engine_per_partition_scale_bias(rig, seed):
         ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, offset=8, dims=((1, 6),)),
                  dst=AP(memory=PSUM, num_partitions=P, offset=64, dims=((1, 6),)),
                  bias_ap=AP(memory=PSUM, num_partitions=P, offset=12), reduce_cmd=REDUCE_REDUCE),
+        ActInstr(func=tanh, src=AP(memory=SBUF, num_partitions=P, offset=16, dims=((1, 6),)),
+                 dst=AP(memory=SBUF, num_partitions=P, offset=1600, dims=((1, 6),)),
+                 bias_ap=AP(memory=SBUF, num_partitions=P, offset=208)),
     ]
     st = check(rig, "tanh", ins, sb)
-    assert st == [0, 0, 0, 0x04, 0x0E, 0x04, E_SHAPE, 0], st
+    assert st == [0, 0, 0, 0x04, 0x0E, 0x04, E_SHAPE, 0, 0], st
 
 
 def test_engine_table_load(rig, seed):
