@@ -203,9 +203,9 @@ def test_engine_table_load(rig, seed):
     """ACT_TABLE_LOAD from SBUF (no ``tw`` load at all): exp from partition 1 with a negative
     step, run; a bad image (another id) -> E_FORMAT and ACTIVATION -> E_OPCODE after it; a
     partial segment -> E_FORMAT; static errors; log from two partitions; word counts no image
-    has (over every image through the partition count; over 2^k, its low bits an image's size)
-    -> E_FORMAT at once, log still loaded and run; then log loaded from one and run, COPY in
-    between."""
+    has (over every image through the partition count; over 2^k, its low bits an image's size;
+    no segment) -> E_FORMAT at once, log still loaded and run; the largest image accepted; then
+    log loaded from one and run, COPY in between."""
     rng = np.random.default_rng(seed)
     sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
     sb[:, 0:64] = rng.uniform(-3, 3, (P, 16)).astype(np.float32).view(np.uint8)
@@ -235,7 +235,13 @@ def test_engine_table_load(rig, seed):
     top = TABLE_HEADER_WORDS + 2 * ACT_BINADES + (NCOEF + 2) * CFG.act_segments
     sizes = [ActInstr(**{**ld_log.__dict__, "src": a}) for a in (
         AP(memory=SBUF, start_partition=2, num_partitions=2, offset=2048, dims=((1, nl),)),
-        AP(memory=SBUF, start_partition=3, offset=2048, dims=((0, (1 << top.bit_length()) + nl),)))]
+        AP(memory=SBUF, start_partition=3, offset=2048, dims=((0, (1 << top.bit_length()) + nl),)),
+        AP(memory=SBUF, start_partition=3, offset=2048, dims=((1, 138),)))]
+    # the largest image: one word, log's id, read ``top`` times (a garbage table under log's
+    # id: accepted, then replaced by a good load before log runs again)
+    sb[0, 3900:3904] = np.array([log_id], np.uint32).view(np.uint8)
+    largest = ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, offset=3900,
+                                                        dims=((0, top),))})
     ins = [run[0], ld_exp, run[0],
            ActInstr(**{**ld_log.__dict__, "func": exp_id}), run[0],
            ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=3,
@@ -244,12 +250,12 @@ def test_engine_table_load(rig, seed):
            ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=2,
                                                     num_partitions=2, offset=3200,
                                                     dims=((1, c2),))}),
-           *sizes, run[1], ld_log, ActInstr(opcode=OP_COPY, src=src, dst=AP(memory=SBUF, num_partitions=P,
+           *sizes, run[1], largest, ld_log, ActInstr(opcode=OP_COPY, src=src, dst=AP(memory=SBUF, num_partitions=P,
                                                             offset=3100, dims=((1, 16),))),
            run[1]]
     st = check(rig, None, ins, sb)
     assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, 0,
-                  E_FORMAT, E_FORMAT, 0, 0, 0, 0], st
+                  E_FORMAT, E_FORMAT, E_FORMAT, 0, 0, 0, 0, 0], st
 
 
 def test_engine_sr_steps_the_prng_only_when_converting(rig, seed):
