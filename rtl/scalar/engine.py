@@ -17,7 +17,7 @@ from rtl.fp.widen import WidenToFP32
 from rtl.leaf import Leaf
 from rtl.mem.apport import APReader, APWriter
 from rtl.mem.port import LANE_BITS, PSUM, SBUF, RowPort
-from rtl.scalar.function import FunctionUnit, table_write_layout
+from rtl.scalar.function import NCOEF, FunctionUnit, table_write_layout
 from rtl.scalar.isa import (E_FORMAT, E_OK, E_OPCODE, E_SHAPE, FUNCTION_NAMES, OP_ACT_TABLE_LOAD,
                             OP_ACTIVATION, OP_COPY, REDUCE_REDUCE, REDUCE_RESET,
                             REDUCE_RESET_REDUCE, TABLE_HEADER_WORDS, done_layout, instr_layout)
@@ -223,7 +223,7 @@ class ScalarEngine(wiring.Component):
         # a table image is 138 + 9 k words, 1 <= k <= act_segments: its word count (elements
         # of src times its partitions) is known from the fields, so a wrong size is a static
         # E_FORMAT (nothing read, the loaded function kept), not a long read of a bad stream
-        t_head, t_seg = TABLE_HEADER_WORDS + 2 * ACT_BINADES, ACT_SEG_STRIDE // 2 + 1
+        t_head, t_seg = TABLE_HEADER_WORDS + 2 * ACT_BINADES, NCOEF + 2
         t_max = t_head + t_seg * cfg.act_segments
         t_elems = count(ins.src)
         t_words = Signal(range(t_max * (1 << AP_PART_BITS)))

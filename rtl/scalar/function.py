@@ -18,7 +18,7 @@ from rtl.fp.fused_add import lzc
 from rtl.fp.pipe import delay
 from rtl.pipeline import Pipeline, PipelineSignature
 
-__all__ = ["FunctionUnit", "table_write_layout"]
+__all__ = ["FunctionUnit", "table_write_layout", "NCOEF"]
 
 QNAN = 0x7FC00000
 INF = 0x7F800000
