@@ -10,8 +10,8 @@ import pytest
 
 from golden.activation import (E_FORMAT, E_OPCODE, E_SHAPE, FUNCTION_IDS, FUNCTIONS, NCOEF,
                                OP_ACT_TABLE_LOAD, OP_COPY, OP_TENSOR_SCALAR, REDUCE_IDLE, REDUCE_REDUCE, REDUCE_RESET,
-                               REDUCE_RESET_REDUCE, ActInstr, execute, sr_words, table, table_image,
-                               TABLE_HEADER_WORDS, table_load, table_words)
+                               REDUCE_RESET_REDUCE, TABLE_HEADER_WORDS, ActInstr, execute,
+                               sr_words, table, table_image, table_load, table_words)
 from golden.ap import AP, PSUM, SBUF
 from rtl.config import ACT_BINADES, get_preset
 from tb.amsim import SimBench
@@ -250,8 +250,9 @@ def test_engine_table_load(rig, seed):
            ActInstr(**{**ld_log.__dict__, "src": AP(memory=SBUF, start_partition=2,
                                                     num_partitions=2, offset=3200,
                                                     dims=((1, c2),))}),
-           *sizes, run[1], largest, ld_log, ActInstr(opcode=OP_COPY, src=src, dst=AP(memory=SBUF, num_partitions=P,
-                                                            offset=3100, dims=((1, 16),))),
+           *sizes, run[1], largest, ld_log,
+           ActInstr(opcode=OP_COPY, src=src,
+                    dst=AP(memory=SBUF, num_partitions=P, offset=3100, dims=((1, 16),))),
            run[1]]
     st = check(rig, None, ins, sb)
     assert st == [E_OPCODE, 0, 0, E_FORMAT, E_OPCODE, E_FORMAT, E_FORMAT, 0,
