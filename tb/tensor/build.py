@@ -16,7 +16,8 @@ from rtl.tensor.engine import TensorEngine, leaf_modules, leaf_pragmas
 from tb.runner import SimBuild
 from tb.tensor.harness import TensorHarness
 
-__all__ = ["DEPTHS", "HIER_BUILD_ARGS", "PSUM_BANKS", "PUBLIC", "tensor_sim", "depths_for", "cycle_formula"]
+__all__ = ["DEPTHS", "HIER_BUILD_ARGS", "PSUM_BANKS", "PUBLIC", "tensor_sim", "depths_for",
+           "cycle_formula", "load_bound_period"]
 
 #: Default harness memory depths (commands, stationary beats, moving beats, result beats).
 DEPTHS = dict(cmd=128, st=512, mv=1024, res=512)
@@ -42,14 +43,27 @@ def depths_for(cfg, tiles=8):
                 res=cfg.psum_bank_fp32)
 
 
+def load_bound_period(cfg, *, M):
+    """The fewest cycles between the dispatches of two back-to-back matmuls when the second has
+    its own ``M``-beat LoadStationary: ``M + swap_guard + 3``. The load is dispatched
+    ``swap_guard + 2`` cycles after the first matmul (its first beat issues one cycle after
+    dispatch; the guard counts down from the cycle after that, so the swap has reached the last
+    row), streams ``M`` beats, and the second matmul is dispatched in the cycle after the last
+    one. Default preset (R = 16, La = 2, M = 16): 50."""
+    return M + TensorEngine.Signature(cfg).swap_guard + 3
+
+
 def cycle_formula(cfg, *, M, N, tiles=1, parts=1):
     """Predicted cycles from the first stationary beat to the last PSUM write for ``tiles``
-    back-to-back full tiles (loads overlapped): ``M + 1 + tiles * parts * N + L`` with
-    ``L = TensorEngine latency = 1 + (R-1)*La + (Lm+La) + (C-1) + (1+La)``: the first load
-    (M beats), one dispatch cycle, the moving beats (``parts`` array beats per moving column:
-    4 for FP32 with ``fp32_passes = 4``, else 1; consecutive matmuls issue without a gap), and
-    the fill/drain latency of the last beat."""
-    return M + 1 + tiles * parts * N + TensorEngine.Signature(cfg).latency
+    back-to-back full tiles, each with its own load: ``M + 1 + (tiles - 1) * T + parts * N + L``
+    with ``T = max(parts * N, load_bound_period(cfg, M=M))`` and ``L = TensorEngine latency =
+    1 + (R-1)*La + (Lm+La) + (C-1) + (1+La)``: the first load (M beats), one dispatch cycle,
+    the moving beats (``parts`` array beats per moving column: 4 for FP32 with
+    ``fp32_passes = 4``, else 1; consecutive matmuls issue without a gap while ``parts * N``
+    covers the next load, else the load sets the pace), and the fill/drain latency of the last
+    beat."""
+    period = max(parts * N, load_bound_period(cfg, M=M))
+    return M + 1 + (tiles - 1) * period + parts * N + TensorEngine.Signature(cfg).latency
 
 
 def tensor_sim(cfg, depths=None, name=None) -> SimBuild:

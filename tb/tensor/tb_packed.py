@@ -199,37 +199,49 @@ async def packed_errors_rejected(dut):
 
 @cocotb.test()
 async def packed_tile_timing(dut):
-    """Back-to-back full packed tiles (K = P x rows) take exactly the cycles of BF16 tiles
-    (``tb.tensor.build.cycle_formula``, one beat per moving column): P x the MACs per cycle."""
-    from tb.tensor.build import cycle_formula
+    """Back-to-back full packed tiles (K = P x rows), each with its own load, take exactly the
+    cycles of BF16 tiles (``tb.tensor.build.cycle_formula``, one beat per moving column): P x
+    the MACs per cycle. N on both sides of the load-bound threshold
+    (``load_bound_period``): below it the next load sets the pace, from it on the matmuls
+    issue without a gap."""
+    from tb.tensor.build import cycle_formula, load_bound_period
     cfg, p, seed, rng, drv = EngineDriver.setup(dut, 35)
     if not (cfg.fp8_pack and cfg.mx_pack):
         return
     R, C = cfg.pe_rows, cfg.pe_cols
-    tiles, N = 3, min(cfg.psum_bank_fp32, R + C + 8)
-    for kind in ("fp8x2", "mx4"):
-        prog = Program(cfg, rng)
-        for i in range(tiles):
-            b = i % cfg.psum_banks
-            if kind == "fp8x2":
-                K = cfg.fp8_pack * R
-                prog.load_packed(rand_codes(rng, cfg.fmt("fp8_e4m3"), (K, C), 0.0), "fp8_e4m3",
-                                 cfg.fp8_pack)
-                prog.matmul_fp8x2(rand_codes(rng, cfg.fmt("fp8_e5m2"), (K, N), 0.0), "fp8_e5m2",
-                                  bank=b)
-            else:
-                K = cfg.mx_pack * R
-                nb = -(-K // cfg.mx_block)
-                el = cfg.mx_element_formats["mxfp4"] if "mxfp4" in cfg.mx_formats else \
-                    cfg.mx_element_formats[cfg.mx_formats[0]]
-                mx = "mxfp4" if "mxfp4" in cfg.mx_formats else cfg.mx_formats[0]
-                prog.load_packed(rand_codes(rng, el, (K, C), 0.0), el.name, cfg.mx_pack,
-                                 scales=rng.integers(120, 134, (nb, C)))
-                prog.matmul_mx_x4(rand_codes(rng, el, (K, N), 0.0),
-                                  rng.integers(120, 134, (nb, N)), mx, bank=b, s_mx_fmt=mx)
-        prog.read((tiles - 1) % cfg.psum_banks, N)
-        out = await drv.run_checked(prog, seed, f"packed timing {kind}", False)
-        window = out["t_last_write"] - out["t_first_in"] + 1
-        want = cycle_formula(cfg, M=C, N=N, tiles=tiles)
-        assert window == want, f"seed={seed}: {tiles} {kind} tiles took {window}, want {want}"
-        assert prog.macs == tiles * K * C * N
+    G = load_bound_period(cfg, M=C)
+    tiles = 3
+    Ns = sorted({n for n in (G - 1, G, R + C + 8, G + 1) if 1 <= n <= cfg.psum_bank_fp32})
+    assert Ns and Ns[0] < G, f"no load-bound N for G={G}"
+    for kind in ("bf16", "fp8x2", "mx4"):
+        for N in Ns:
+            prog = Program(cfg, rng)
+            for i in range(tiles):
+                b = i % cfg.psum_banks
+                if kind == "bf16":
+                    K = R
+                    prog.load(rand_codes(rng, cfg.fmt("bf16"), (K, C), 0.0), "bf16")
+                    prog.matmul(rand_codes(rng, cfg.fmt("bf16"), (K, N), 0.0), "bf16", bank=b)
+                elif kind == "fp8x2":
+                    K = cfg.fp8_pack * R
+                    prog.load_packed(rand_codes(rng, cfg.fmt("fp8_e4m3"), (K, C), 0.0),
+                                     "fp8_e4m3", cfg.fp8_pack)
+                    prog.matmul_fp8x2(rand_codes(rng, cfg.fmt("fp8_e5m2"), (K, N), 0.0),
+                                      "fp8_e5m2", bank=b)
+                else:
+                    K = cfg.mx_pack * R
+                    nb = -(-K // cfg.mx_block)
+                    mx = "mxfp4" if "mxfp4" in cfg.mx_formats else cfg.mx_formats[0]
+                    el = cfg.mx_element_formats[mx]
+                    prog.load_packed(rand_codes(rng, el, (K, C), 0.0), el.name, cfg.mx_pack,
+                                     scales=rng.integers(120, 134, (nb, C)))
+                    prog.matmul_mx_x4(rand_codes(rng, el, (K, N), 0.0),
+                                      rng.integers(120, 134, (nb, N)), mx, bank=b,
+                                      s_mx_fmt=mx)
+            prog.read((tiles - 1) % cfg.psum_banks, N)
+            out = await drv.run_checked(prog, seed, f"packed timing {kind} N={N}", False)
+            window = out["t_last_write"] - out["t_first_in"] + 1
+            want = cycle_formula(cfg, M=C, N=N, tiles=tiles)
+            assert window == want, (f"seed={seed}: {tiles} {kind} tiles, N={N} (load-bound "
+                                    f"below {G}), took {window}, want {want}")
+            assert prog.macs == tiles * K * C * N
