@@ -79,7 +79,7 @@ __all__ = [
     "E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG",
     "E_SEM", "E_TIMEOUT", "E_AXI", "E_QUEUE", "E_DESC", "E_AP_ALIGN", "E_AP_FORM",
     "ERROR_NAMES", "Fault", "SimError", "Timing", "sparse_load_dtypes", "OpHook", "OP_HOOKS", "register_op",
-    "Event", "IsaSim", "pe_latency", "find_races", "split_program",
+    "Event", "IsaSim", "pe_latency", "pe_swap_guard", "find_races", "split_program",
 ]
 
 E_OPCODE, E_FORMAT, E_AP_PART, E_AP_RANGE, E_SHAPE, E_FLAGS, E_SPARSE_TAG = range(1, 8)
@@ -260,6 +260,14 @@ def pe_latency(cfg):
     # input register, row skew, PE (registered buses + multiplier + adder), de-skew (every
     # column through at least one register), PSUM read/add/write
     return 1 + (R - 1) * La + (1 + Lm + La) + C + (1 + La)
+
+
+def pe_swap_guard(cfg):
+    """``TensorEngine.swap_guard`` (docs/tensor-engine.md, stationary loading): cycles, counted
+    from the cycle after a weight swap's first beat issues, before the next load may start (the
+    swap has passed the last row): one row skew (``add_stages``) per row below the first, plus
+    one."""
+    return (cfg.pe_rows - 1) * cfg.add_stages + 1
 
 
 def split_program(raw):
@@ -1129,7 +1137,8 @@ def _transpose(sim, ins):
 
 
 def _pe_state(sim):
-    return sim.engine_state.setdefault("pe", {"free": 0, "dispatch": 0, "load_ready": None})
+    return sim.engine_state.setdefault("pe", {"free": 0, "dispatch": 0, "load_ready": None,
+                                              "swap": None})
 
 
 def _passes(sim, *dtypes):
@@ -1141,6 +1150,11 @@ def _t_load(sim, ins, issue):
     st = _pe_state(sim)
     M = _elems(ins.aps["ap1"]) * _passes(sim, ins.aps["ap1"].dtype)
     start = max(issue, st["dispatch"])
+    if st["swap"] is not None:
+        # the matmul that swapped the last weights in is dispatched at ``swap``, issues its
+        # first beat a cycle later, and the guard counts from the cycle after that: so a tile
+        # shorter than the load and the guard is load-bound (docs/tensor-engine.md)
+        start = max(start, st["swap"] + pe_swap_guard(sim.cfg) + 2)
     st["load_ready"] = start + M
     return start, start + M, 0, _pe_complete(sim, ins, start, start + M)
 
@@ -1170,6 +1184,7 @@ def _t_mm(sim, ins, issue):
     if st["load_ready"] is not None:
         start = max(start, st["load_ready"] + 1)
         st["load_ready"] = None
+        st["swap"] = start
     st["dispatch"] = start
     st["free"] = start + cols
     K, M = sim.pe_weights[0].shape

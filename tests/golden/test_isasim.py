@@ -19,7 +19,8 @@ from golden.isasim import (E_AP_ALIGN, E_AP_FORM, E_AP_RANGE, E_AXI, E_DESC,
                            E_QUEUE,
                            E_FLAGS, E_FORMAT, E_OPCODE, E_SEM, E_SHAPE, E_SPARSE_TAG, E_TIMEOUT,
                            IsaSim,
-                           Timing, find_races, pe_latency, register_op)
+                           Timing, find_races, pe_latency, pe_swap_guard,
+                           register_op)
 from golden.tensor import matmul, psum_update, transpose
 from rtl.config import DEFAULT, SMALL
 from rtl.isa import (AP_SLOTS, DTYPES, FLAG_BITS, IMM_BYTE, INSTR_BYTES, OPS_BY_CODE, OPS_BY_NAME,
@@ -468,9 +469,10 @@ def test_bad_arguments():
 
 # --- cycle model --------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("N", [32, 14, 13, 1])
 @pytest.mark.parametrize("tiles", [1, 3, 8])
-def test_back_to_back_tiles_follow_the_tensor_engine_formula(tiles):
-    N, M = 32, CFG.pe_cols
+def test_back_to_back_tiles_follow_the_tensor_engine_formula(tiles, N):
+    M = CFG.pe_cols
     prog = "".join(f"load_stationary ap1=sbuf.bf16[0:4]@{0x100 * t:#x}{{1x4}}\n"
                    f"multiply_moving ap0=psum.fp32[0:4]@{(t % 4) * BANK:#x}{{1x{N}}} "
                    f"ap1=sbuf.bf16[0:4]@0x800{{1x{N}}}\n" for t in range(tiles))
@@ -478,8 +480,10 @@ def test_back_to_back_tiles_follow_the_tensor_engine_formula(tiles):
     assert sim.run({"pe": assemble(prog)}) is None
     t0 = sim.timeline[0].start
     last = max(e.done for e in sim.timeline)
-    # docs/tensor-engine.md: cycles = M + 1 + T*N + L
-    assert last - t0 == M + 1 + tiles * N + pe_latency(CFG)
+    # docs/tensor-engine.md: cycles = M + 1 + (T - 1) * max(N, G) + N + L, G = M + guard + 3
+    G = M + (CFG.pe_rows - 1) * CFG.add_stages + 1 + 3
+    assert G == 14 == M + pe_swap_guard(CFG) + 3
+    assert last - t0 == M + 1 + (tiles - 1) * max(N, G) + N + pe_latency(CFG)
     # input register, row skew, PE (registered buses, multiplier, adder), de-skew (at least one
     # register per column), PSUM read/add/write
     L = 1 + (CFG.pe_rows - 1) * CFG.add_stages + 1 + CFG.mul_stages + CFG.add_stages \

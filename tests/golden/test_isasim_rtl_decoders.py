@@ -244,12 +244,15 @@ def test_tensor_decoder_static_checks_match_the_golden():
 
 
 def test_pe_latency_is_the_engines():
-    """golden.isasim.pe_latency (its timing model's matmul drain) equals the RTL's
-    ``TensorEngine.latency`` for every preset and the pipeline settings a user can pick."""
-    from golden.isasim import pe_latency
+    """golden.isasim.pe_latency (its timing model's matmul drain) and pe_swap_guard (its load
+    after a weight swap) equal the RTL's ``TensorEngine.latency`` and ``swap_guard`` for every
+    preset and the pipeline settings a user can pick."""
+    from golden.isasim import pe_latency, pe_swap_guard
     from rtl.config import PRESETS
     from rtl.tensor.engine import TensorEngine
     for name, cfg in PRESETS.items():
         for mul, add in ((cfg.mul_stages, cfg.add_stages), (0, 0), (2, 6), (1, 4)):
             c = cfg.replace(mul_stages=mul, add_stages=add)
-            assert pe_latency(c) == TensorEngine.Signature(c).latency, (name, mul, add)
+            sig = TensorEngine.Signature(c)
+            assert pe_latency(c) == sig.latency, (name, mul, add)
+            assert pe_swap_guard(c) == sig.swap_guard, (name, mul, add)
