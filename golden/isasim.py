@@ -264,10 +264,10 @@ def pe_latency(cfg):
 
 def pe_swap_guard(cfg):
     """``TensorEngine.swap_guard`` (docs/tensor-engine.md, stationary loading): cycles, counted
-    from the cycle after a weight swap's first beat issues, before the next load may start (the
-    swap has passed the last row): one row skew (``add_stages``) per row below the first, plus
-    one."""
-    return (cfg.pe_rows - 1) * cfg.add_stages + 1
+    from the cycle after a weight swap's first beat issues, before the next load may start. The
+    weight-load bus is skewed like the moving data, so the swap stays ahead of a load that
+    starts right behind it, whatever the number of rows: one cycle."""
+    return 1
 
 
 def split_program(raw):

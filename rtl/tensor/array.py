@@ -30,8 +30,10 @@ class SystolicArray(wiring.Component):
 
     Row ``k``'s moving bus is delayed ``k * row_skew`` cycles before PE(k, 0) (the
     partial sum spends ``row_skew`` = adder latency cycles in each row); a beat then moves one
-    column per cycle. The weight-load bus is *not* skewed: all rows see a load beat at once (the
-    engine orders loads after the previous swap has reached the last row, see ``engine.py``).
+    column per cycle. The weight-load bus is skewed the same way (row ``k``'s load beat is
+    delayed ``k * row_skew`` cycles too), so a load beat meets every row at the same distance
+    from a moving beat issued with it: the engine may start the next load one cycle after a
+    matmul's swapping beat (``swap_guard``, see ``engine.py``), whatever the number of rows.
     The partial sum enters row 0 as ``-0`` (FP32 ``0x80000000``). Column ``m``'s bottom output
     is delayed ``cols - m`` cycles (at least one: the outputs are registers) so that one result
     beat carries all columns of one moving column ``n``; a transpose flag restores the FP32
@@ -103,21 +105,23 @@ class SystolicArray(wiring.Component):
         cfg = self.cfg
         R, C, D = cfg.pe_rows, cfg.pe_cols, self.row_skew
         ps = [Signal(data.ArrayLayout(self.ps_layout, C), name=f"ps_{k}") for k in range(R + 1)]
-        # input skew, triangular: stage s is one register holding every row that still
-        # needs delay (row k taps stage k * D), so the skew costs (R - 1) * D registers
+        # input skew of the moving and the weight-load buses together, triangular: stage s is
+        # one register holding every row that still needs delay (row k taps stage k * D), so
+        # the skew costs (R - 1) * D registers
         mvw = self.mv_layout.size
-        cur = {k: self.mv_in[k].as_value() for k in range(R)}
+        lw = mvw + self.ld_layout.size
+        cur = {k: Cat(self.mv_in[k].as_value(), self.ld_in[k].as_value()) for k in range(R)}
         for s in range(1, (R - 1) * D + 1):
             rows = [k for k in range(R) if k * D >= s]
-            vec = Signal(len(rows) * mvw, name=f"skew_{s}")
+            vec = Signal(len(rows) * lw, name=f"skew_{s}")
             m.d.sync += vec.eq(Cat(*[cur[k] for k in rows]))
             for i, k in enumerate(rows):
-                cur[k] = vec[i * mvw:(i + 1) * mvw]
+                cur[k] = vec[i * lw:(i + 1) * lw]
         for c in range(C):
             m.d.comb += [ps[0][c].value.eq(0x80000000), ps[0][c].flag.eq(0),
                          ps[0][c].valid.eq(0)]
         for k in range(R):
-            ports = dict(mv_i=cur[k], ld_i=self.ld_in[k], ps_i=ps[k], ps_o=ps[k + 1])
+            ports = dict(mv_i=cur[k][:mvw], ld_i=cur[k][mvw:], ps_i=ps[k], ps_o=ps[k + 1])
             place_leaf(m, f"row_{k}", ports, module_name=row_module_name(cfg),
                        make=lambda: PERow(cfg, use_instances=False),
                        use_instances=self.use_instances)

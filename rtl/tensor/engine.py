@@ -32,8 +32,9 @@ class TensorEngine(wiring.Component):
 
     * ``OP_LOAD`` (LoadStationary): ``m`` beats of the ``st`` stream (beat j = column j of S,
       lane k = S[k, j], codes of format ``fmt``; MX: ``scales`` of column j) are loaded into the
-      PEs' *shadow* weights, in the background of the running matmul. Waits until the swap of
-      the previous shadow (by a matmul) has reached the last row; a shadow that no matmul took
+      PEs' *shadow* weights, in the background of the running matmul. Starts ``swap_guard``
+      cycles after the swap of the previous shadow (by a matmul) began (the weight-load bus is
+      skewed like the moving bus, so the swap stays ahead of it); a shadow that no matmul took
       is simply replaced. Sparse (``sp = i + 1``, pattern n:m = ``tl.patterns[i]``): lane k is
       the kept value of physical row k and ``tags[k]`` its position in its group; the tags of
       rows ``k < K`` (``k`` field, a multiple of n) are checked beat by beat (every tag ``< m``,
@@ -111,7 +112,7 @@ class TensorEngine(wiring.Component):
         ``array`` and ``psum`` (the signatures of its parts), ``latency`` (cycles from a moving
         beat's acceptance to its PSUM write with no stalls: input register, array, PSUM
         pipeline) and ``swap_guard`` (cycles after a weight swap starts before the next
-        load may enter the array: the swap must reach the last row first) as attributes."""
+        load may enter the array) as attributes."""
 
         def __init__(self, cfg: CoreConfig):
             check_config(cfg, "TensorEngine")
@@ -119,7 +120,9 @@ class TensorEngine(wiring.Component):
             self.array = SystolicArray.Signature(cfg)
             self.psum = PsumUnit.Signature(cfg, row_ports=ENGINE_ROW_PORTS)
             self.latency = 1 + self.array.latency + self.psum.latency
-            self.swap_guard = (cfg.pe_rows - 1) * self.array.row_skew + 1
+            # the weight-load bus is skewed like the moving bus (SystolicArray): a load beat
+            # issued one cycle after the swapping beat reaches each PE after the swap did
+            self.swap_guard = 1
             super().__init__({
                 "cmd": In(stream.Signature(tl.cmd)),
                 "st": In(stream.Signature(tl.lanes_st)),

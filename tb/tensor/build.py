@@ -47,9 +47,8 @@ def load_bound_period(cfg, *, M):
     """The fewest cycles between the dispatches of two back-to-back matmuls when the second has
     its own ``M``-beat LoadStationary: ``M + swap_guard + 3``. The load is dispatched
     ``swap_guard + 2`` cycles after the first matmul (its first beat issues one cycle after
-    dispatch; the guard counts down from the cycle after that, so the swap has reached the last
-    row), streams ``M`` beats, and the second matmul is dispatched in the cycle after the last
-    one. Default preset (R = 16, La = 2, M = 16): 50."""
+    dispatch; the guard counts down from the cycle after that), streams ``M`` beats, and the
+    second matmul is dispatched in the cycle after the last one. Default preset (M = 16): 20."""
     return M + TensorEngine.Signature(cfg).swap_guard + 3
 
 
