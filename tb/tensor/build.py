@@ -56,7 +56,7 @@ def cycle_formula(cfg, *, M, N, tiles=1, parts=1):
     """Predicted cycles from the first stationary beat to the last PSUM write for ``tiles``
     back-to-back full tiles, each with its own load: ``M + 1 + (tiles - 1) * T + parts * N + L``
     with ``T = max(parts * N, load_bound_period(cfg, M=M))`` and ``L = TensorEngine latency =
-    1 + (R-1)*La + (Lm+La) + (C-1) + (1+La)``: the first load (M beats), one dispatch cycle,
+    1 + (R-1)*La + (1+Lm+La) + C + (1+La)``: the first load (M beats), one dispatch cycle,
     the moving beats (``parts`` array beats per moving column: 4 for FP32 with
     ``fp32_passes = 4``, else 1; consecutive matmuls issue without a gap while ``parts * N``
     covers the next load, else the load sets the pace), and the fill/drain latency of the last
