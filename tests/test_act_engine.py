@@ -232,11 +232,12 @@ def test_engine_table_load(rig, seed):
     dst = AP(memory=SBUF, num_partitions=P, offset=3000, elem_bytes=2, dims=((1, 16),))
     run = [ActInstr(func=f, src=src, dst=dst, dst_dtype=2, reduce_cmd=REDUCE_RESET_REDUCE)
            for f in (exp_id, log_id)]
-    top = TABLE_HEADER_WORDS + 2 * ACT_BINADES + (NCOEF + 2) * CFG.act_segments
+    head = TABLE_HEADER_WORDS + 2 * ACT_BINADES         # an image without a segment
+    top = head + (NCOEF + 2) * CFG.act_segments
     sizes = [ActInstr(**{**ld_log.__dict__, "src": a}) for a in (
         AP(memory=SBUF, start_partition=2, num_partitions=2, offset=2048, dims=((1, nl),)),
         AP(memory=SBUF, start_partition=3, offset=2048, dims=((0, (1 << top.bit_length()) + nl),)),
-        AP(memory=SBUF, start_partition=3, offset=2048, dims=((1, 138),)))]
+        AP(memory=SBUF, start_partition=3, offset=2048, dims=((1, head),)))]
     # the largest image: one word, log's id, read ``top`` times (a garbage table under log's
     # id: accepted, then replaced by a good load before log runs again)
     sb[0, 3900:3904] = np.array([log_id], np.uint32).view(np.uint8)
