@@ -90,4 +90,7 @@ EQUIVALENT = {
     "42253a021c": "comb_on falls at each reduce element's final combine step, which precedes "
                   "the instruction's last output beat (also when DRAIN_OUT discards it); start "
                   "comes only after that instruction's done, so comb_on is already 0 there",
+    # rtl/tensor/engine.py:elaborate:const_dec:`return ok & (c.k[:n.bit_length() - 1] == 0) if n > 1 else ok`#2
+    "fc1a5a9c96": "for n = 1 (the only value the change reaches) c.k[:0] is an empty slice, "
+                  "whose == 0 is always 1, so ok & 1 is ok",
 }
