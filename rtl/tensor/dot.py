@@ -189,7 +189,7 @@ class PackedDot(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         W = self.signature.sig_width
-        n = W + 2          # the sum's width: |total| < 2**W, all arithmetic below mod 2**n
+        n = W + 1          # the sum's width: |total| < 2**W, all arithmetic below mod 2**n
         nans, pinf, ninf, zeros, zsigns = [], [], [], [], []
         cuts = self.CUTS[self.stages]
         # stage D: the slot decoders (registered with 3 stages)
@@ -207,10 +207,10 @@ class PackedDot(wiring.Component):
         _, d = stage(m, "D" in cuts, Const(1), vd, name="dotD")
         # stage A: products, shift amounts, flags (registered with 1 or more stages)
         va = {"exp": d["exp"], "adj_nan": d["adj_nan"]}
-        negs = []
         for j in range(MAX_SLOTS):
             a, b, on = d[f"a{j}"], d[f"b{j}"], d[f"on{j}"]
-            prod = Signal(2 * len(a.sig), name=f"prod{j}")
+            pw = 2 * len(a.sig)
+            prod = Signal(pw, name=f"prod{j}")
             # the partial products added in LUTs: faster than an ECP5 DSP for 5 x 5 bits; an
             # inactive slot's product is 0 here (10 bits), not its shifted term (the window)
             m.d.comb += prod.eq(Mux(on, sum(Mux(b.sig[i], a.sig << i, 0)
@@ -219,59 +219,41 @@ class PackedDot(wiring.Component):
             m.d.comb += sh.eq(a.off + b.off)
             sgn = Signal(name=f"sgn{j}")
             m.d.comb += sgn.eq(on & (a.sign ^ b.sign))
-            negs.append(sgn)
-            va.update({f"on{j}": on, f"sgn{j}": sgn, f"prod{j}": prod,
+            # the signed product, two's complement in pw + 1 bits: its top bit is 0 for a zero
+            # product of either sign, so the window below needs no negation
+            sp = Signal(pw + 1, name=f"sprod{j}")
+            m.d.comb += sp.eq((Cat(prod, 0) ^ Mux(sgn, (1 << (pw + 1)) - 1, 0)) + sgn)
+            va.update({f"on{j}": on, f"sgn{j}": sgn, f"prod{j}": sp,
                        f"sh{j}": sh, f"az{j}": a.zero, f"bz{j}": b.zero,
                        f"nan{j}": on & (a.nan | b.nan | (a.zero & b.inf) | (a.inf & b.zero)),
                        f"inf{j}": on & (a.inf | b.inf)})
-        # k = the number of negative active slots (0..4) as three bits of weights 1, 1, 2,
-        # for the three free low bits of the counter rows below: 4 = 1 + 1 + 2
-        k = Signal(range(MAX_SLOTS + 1), name="kneg")
-        m.d.comb += k.eq(sum(negs))
-        kb = Signal(3, name="kbits")
-        m.d.comb += kb.eq(Cat(k[0] | (k == 4), k == 4, k >= 2))
-        va["kb"] = kb
         _, x = stage(m, "A" in cuts, Const(1), va, name="dotA")
-        # stage B: shift into the window, exact signed sum, magnitude; no negation and one carry
-        # chain deep. A negative slot enters as its ones' complement ~(p << sh) = -(p << sh) - 1,
-        # so the terms add to total - k. Per bit column a counter of its four term bits plus 1
-        # (three bits, 1..5) gives three rows that add to total - k - 1 (a 1 in every column
-        # is 2**n - 1 = -1); k goes into the rows' three free low bits, and one row of full
-        # adders leaves the pair (s, c) with s + c = total - 1. Then total = s + c + 1 and
-        # -total = ~s + ~c + 1 are two plain adds with a carry-in, side by side, and the sign
-        # of total picks the magnitude.
+        # stage B: shift into the window, exact signed sum, magnitude; one carry chain deep.
+        # Each slot enters as its two's complement product shifted left (sign above, zeros
+        # below: no per-bit negation of the window). A row of -1 (all ones) and three rows of
+        # full adders (the first, with the constant, only an XNOR and an OR per bit) leave the
+        # pair (s, c) with s + c = total - 1. One adder then gives y0 = total - 1, so -total
+        # = ~y0 and total = y0 + 1 (an incrementer), and total == 0 iff y0 is all ones.
         terms = []
         for j in range(MAX_SLOTS):
             on, sgn = x[f"on{j}"], x[f"sgn{j}"]
             shifted = Signal(n, name=f"sh{j}")
             # off_a + off_b is the subnormal-aligned shift plus 2: drop the window's two
             # low bits (always zero)
-            m.d.comb += shifted.eq((x[f"prod{j}"] << x[f"sh{j}"])[2:])
-            t = Signal(n, name=f"t{j}")
-            m.d.comb += t.eq(shifted ^ Mux(sgn, (1 << n) - 1, 0))     # 0 when inactive
-            terms.append(t)
+            m.d.comb += shifted.eq((x[f"prod{j}"].as_signed() << x[f"sh{j}"])[2:n + 2])
+            terms.append(shifted)
             nans.append(x[f"nan{j}"])
             pinf.append(x[f"inf{j}"] & ~sgn)
             ninf.append(x[f"inf{j}"] & sgn)
             zeros.append(~on | x[f"az{j}"] | x[f"bz{j}"])
             zsigns.append(~on | sgn)
-        # the counters of all columns at once, as bitwise functions of the four term words
-        # (per column: bit 0 of count + 1 is the inverted parity, bit 2 is "three or four
-        # ones", bit 1 "at least one, at most two"): the same four-input function per bit as
-        # a 3-bit adder per column, as plain gates, and a few word operations instead of n
-        # small adders in simulation
         ta, tb, tc, td = terms
-        c0, c1, c2 = (Signal(n, name=f"cnt_b{r}") for r in range(3))
-        ge3 = (ta & tb & (tc | td)) | (tc & td & (ta | tb))
-        m.d.comb += [c0.eq(~(ta ^ tb ^ tc ^ td)), c1.eq((ta | tb | tc | td) & ~ge3),
-                     c2.eq(ge3)]
-        kb = x["kb"]
-        r0, r1, r2 = (Signal(n, name=f"row{r}") for r in range(3))
-        m.d.comb += [r0.eq(c0), r1.eq(Cat(kb[0], c1[:n - 1])),
-                     r2.eq(Cat(kb[1], kb[2], c2[:n - 2]))]
+        def fa(x, y, z):
+            return x ^ y ^ z, Cat(Const(0, 1), ((x & y) | (x & z) | (y & z))[:n - 1])
+        s1, c1 = ~(ta ^ tb), Cat(Const(0, 1), (ta | tb)[:n - 1])    # ta + tb - 1
+        s2, c2 = fa(s1, c1, tc)
         s, c = Signal(n, name="sum_s"), Signal(n, name="sum_c")
-        m.d.comb += [s.eq(r0 ^ r1 ^ r2),
-                     c.eq(Cat(Const(0, 1), ((r0 & r1) | (r0 & r2) | (r1 & r2))[:n - 1]))]
+        m.d.comb += [Cat(s, c).eq(Cat(*fa(s2, c2, td)))]
         any_p, any_n = Cat(*pinf).any(), Cat(*ninf).any()
         vs = {"s": s, "c": c, "exp": x["exp"], "any_n": any_n,
               "nan": Cat(*nans).any() | (any_p & any_n) | x["adj_nan"],
@@ -280,22 +262,20 @@ class PackedDot(wiring.Component):
         # stage S: the carry-save pair, the flags (registered with 2 or more stages)
         _, y = stage(m, "S" in cuts, Const(1), vs, name="dotS")
         s, c = y["s"], y["c"]
-        # one compound adder: y0 = s + c and total = s + c + 1 over the same operands; then
-        # -total = ~(s + c) = ~y0 (used when negative)
+        # y0 = s + c = total - 1 (mod 2**n, n = W + 1 bits hold every total - 1)
         y0 = Signal(n, name="sum_y0")
         m.d.comb += y0.eq(s + c)
-        total = Signal(n, name="total")            # s + c + 1
-        m.d.comb += total.eq((Cat(Const(1, 1), s) + Cat(Const(1, 1), c))[1:])
+        is0 = Signal(name="is0")
+        # total == 0 <=> s + c = -1 (mod 2**n) <=> s ^ c is all ones (x + y = -1 iff y = ~x):
+        # no carry chain
+        m.d.comb += is0.eq((s ^ c).all())
+        total = Signal(n, name="total")
+        m.d.comb += total.eq(y0 + 1)
         mag_n = Signal(W, name="mag_n")
         m.d.comb += mag_n.eq(~y0[:W])
-        # total == 0 <=> s + c = -1 (mod 2**n) <=> s ^ c is all ones: s + c < 2**(n + 1) - 1,
-        # so s + c = 2**n - 1 = (s | c) + (s & c), where s & c lies inside s | c and inside
-        # its complement, so it is 0. No carry chain.
-        is0 = Signal(name="is0")
-        m.d.comb += is0.eq((s ^ c).all())
         nan = y["nan"]
         inf = ~nan & y["inf_any"]
-        neg = total[n - 1]
+        neg = y0[n - 1] & ~is0
         zero = ~nan & ~inf & is0
         o = self.o
         m.d.comb += [
