@@ -144,7 +144,17 @@ class FusedAdd(Pipeline):
         m.submodules.unpack_c = uc = Unpack((FP32,))
         m.d.comb += uc.code.eq(self.i.payload.c)
         c, p = uc.o, self.i.payload.p
-        ew = max(len(p.exp), len(c.exp)) + T.bit_length() + 3    # internal exponent width
+        # internal exponent width: every value of d, base and eb = base - lz (lz < 128)
+        # below, from the extremes of the two exponent shapes, and a sign bit
+        def extremes(shape):
+            if shape.signed:
+                return -(1 << (shape.width - 1)), (1 << (shape.width - 1)) - 1
+            return 0, (1 << shape.width) - 1
+        (plo, phi), (clo, chi) = extremes(p.exp.shape()), extremes(c.exp.shape())
+        base_lo = min(clo + T + 126 - P_MAX, plo + T + 126 - G)
+        base_hi = max(chi + T + 126 - P_MAX, phi + T + 126 - G)
+        vals = (W + 2 + plo - chi, W + 2 + phi - clo, P_MAX + 24, base_lo - 128, base_hi)
+        ew = max(v.bit_length() if v >= 0 else (~v).bit_length() for v in vals) + 1
 
         # --- specials and alignment --------------------------------------------------------
         nan = c.is_nan | p.is_nan | (c.is_inf & p.is_inf & (c.sign != p.sign))
@@ -191,12 +201,11 @@ class FusedAdd(Pipeline):
                          name="align")
 
         # --- sign-magnitude add ------------------------------------------------------------
-        # One compound adder: y0 = p + c' and y1 = p + c' + 1 over the same operands, c' = c
-        # (same signs) or its T+1-bit ones' complement (opposite signs). Same signs: |sum| =
-        # y0 (< 2**T, bit T clear). Opposite signs: y0 = p - c - 1 (mod 2**(T+1)), whose bit T
-        # is set iff p <= c; then |p - c| = c - p = ~y0, else p - c = y1. Two carry chains side
-        # by side instead of an add, a subtract and a negation after it (one chain behind the
-        # other), and the operands' XORs are shared.
+        # One adder and an incrementer: y0 = p + c' and y1 = y0 + 1, c' = c (same signs) or its
+        # T+1-bit ones' complement (opposite signs). Same signs: |sum| = y0 (< 2**T, bit T
+        # clear). Opposite signs: y0 = p - c - 1 (mod 2**(T+1)), whose bit T is set iff p <= c;
+        # then |p - c| = c - p = ~y0, else p - c = y1. No negation after a subtract; the
+        # incrementer (an AND chain) costs about half of a second adder.
         mag = Signal(T)
         sign = Signal()
         sub = Signal()
@@ -205,7 +214,7 @@ class FusedAdd(Pipeline):
         m.d.comb += cc.eq(x["c_al"] ^ Mux(sub, (1 << (T + 1)) - 1, 0))
         y0, y1 = Signal(T + 1), Signal(T + 1)
         m.d.comb += [y0.eq(x["p_al"] + cc),
-                     y1.eq((Cat(Const(1, 1), x["p_al"]) + Cat(Const(1, 1), cc))[1:])]
+                     y1.eq(y0 + 1)]
         le = sub & y0[T]
         m.d.comb += [mag.eq(Mux(le, ~y0[:T], Mux(sub, y1[:T], y0[:T]))),
                      sign.eq(Mux(le, x["c_sign"], x["p_sign"]))]
