@@ -206,11 +206,20 @@ class PackedDot(wiring.Component):
         vd["adj_nan"] = self.adj_nan
         _, d = stage(m, "D" in cuts, Const(1), vd, name="dotD")
         # stage A: products, shift amounts, flags (registered with 1 or more stages)
+        def signed_product(prod, sgn, j):
+            """``prod`` negated when ``sgn``: two's complement in one more bit, whose top bit
+            is 0 for a zero product of either sign, so the window needs no negation."""
+            sp = Signal(len(prod) + 1, name=f"sprod{j}")
+            m.d.comb += sp.eq((Cat(prod, 0) ^ Mux(sgn, (1 << len(sp)) - 1, 0)) + sgn)
+            return sp
+        # the negation's carry chain goes where the shorter stage is: behind the products when
+        # stage B ends at the adder (no S register), in front of the shifters when it ends at
+        # the S register (2 or more stages; docs/tensor-engine.md has the Fmax of each)
+        neg_in_a = "S" not in cuts
         va = {"exp": d["exp"], "adj_nan": d["adj_nan"]}
         for j in range(MAX_SLOTS):
             a, b, on = d[f"a{j}"], d[f"b{j}"], d[f"on{j}"]
-            pw = 2 * len(a.sig)
-            prod = Signal(pw, name=f"prod{j}")
+            prod = Signal(2 * len(a.sig), name=f"prod{j}")
             # the partial products added in LUTs: faster than an ECP5 DSP for 5 x 5 bits; an
             # inactive slot's product is 0 here (10 bits), not its shifted term (the window)
             m.d.comb += prod.eq(Mux(on, sum(Mux(b.sig[i], a.sig << i, 0)
@@ -219,11 +228,9 @@ class PackedDot(wiring.Component):
             m.d.comb += sh.eq(a.off + b.off)
             sgn = Signal(name=f"sgn{j}")
             m.d.comb += sgn.eq(on & (a.sign ^ b.sign))
-            # the signed product, two's complement in pw + 1 bits: its top bit is 0 for a zero
-            # product of either sign, so the window below needs no negation
-            sp = Signal(pw + 1, name=f"sprod{j}")
-            m.d.comb += sp.eq((Cat(prod, 0) ^ Mux(sgn, (1 << (pw + 1)) - 1, 0)) + sgn)
-            va.update({f"on{j}": on, f"sgn{j}": sgn, f"prod{j}": sp,
+            if neg_in_a:
+                prod = signed_product(prod, sgn, j)
+            va.update({f"on{j}": on, f"sgn{j}": sgn, f"prod{j}": prod,
                        f"sh{j}": sh, f"az{j}": a.zero, f"bz{j}": b.zero,
                        f"nan{j}": on & (a.nan | b.nan | (a.zero & b.inf) | (a.inf & b.zero)),
                        f"inf{j}": on & (a.inf | b.inf)})
@@ -240,7 +247,8 @@ class PackedDot(wiring.Component):
             shifted = Signal(n, name=f"sh{j}")
             # off_a + off_b is the subnormal-aligned shift plus 2: drop the window's two
             # low bits (always zero)
-            m.d.comb += shifted.eq((x[f"prod{j}"].as_signed() << x[f"sh{j}"])[2:n + 2])
+            sp = x[f"prod{j}"] if neg_in_a else signed_product(x[f"prod{j}"], sgn, j)
+            m.d.comb += shifted.eq((sp.as_signed() << x[f"sh{j}"])[2:n + 2])
             terms.append(shifted)
             nans.append(x[f"nan{j}"])
             pinf.append(x[f"inf{j}"] & ~sgn)
