@@ -12,9 +12,6 @@ EQUIVALENT = {
     # rtl/core/sync_engine.py:elaborate:drop_eq:`axi.arid.eq(0), axi.bready.eq(1)]`#1
     "cba65b0e7c": "arid is a combinational output with init 0: without the explicit .eq(0) "
                   "it is still the constant 0",
-    # rtl/fp/fused_add.py:elaborate:const_dec:`ew = max(len(p.exp), len(c.exp)) + T.bit_length() + 3    # internal exponent width`#1
-    "fb151adab2": "ew - 1 bits still hold every internal exponent: |d|, |base + T + 126|, |eb| "
-                  "< 2**11 for W <= 80 and LSB exponents in [-298, 254], ew - 1 >= 18 bits",
     # rtl/fp/fused_add.py:lzc:const_inc:`p2 = 1 << max(1, (n - 1).bit_length())`#1
     "fa8f762554": "lzc padded to twice the power of two: more zeros below the LSB "
                   "leave the count of every nonzero value (and the zero flag) unchanged",
@@ -31,11 +28,18 @@ EQUIVALENT = {
     "8d1ea087d5": "the count (0..len(value)) fits range(len(value) + 1); a wider output signal "
                   "holds the same value and every use reads it as a number",
     # rtl/fp/fused_add.py:elaborate:const_dec:`packed = Signal(signed(ew + 25))`#1
-    "62369acbbb": "packed = ((eb - 1) << 23) + sig + up < 2**35 in magnitude (|eb| < 2**11), "
-                  "so signed(ew + 24) (>= 42 bits) holds it as well as signed(ew + 25)",
+    "62369acbbb": "packed = ((eb - 1) << 23) + sig + up < 2**36 in magnitude (|eb| < 2**12 "
+                  "< 2**(ew - 1)), so signed(ew + 24) holds it as well as signed(ew + 25)",
     # rtl/fp/fused_add.py:elaborate:const_inc:`m.d.comb += c_al.eq(full[24:] | full[:24].any())`#2
     "dda510200e": "the sticky OR then also takes full[24], which is already c_al's LSB: "
                   "c_al[0] = full[24] | any(full[:24]) either way",
+    # rtl/fp/fused_add.py:elaborate:const_dec:`m.d.comb += dc.eq(P_MAX + 24)`#1
+    "ecac28b25d": "c (24 bits) clamped to a right shift of P_MAX + 23 instead of + 24 still lies "
+                  "at or below c_al's bit 0, which ORs all of it: c_al = 1 for a nonzero c "
+                  "either way, 0 for a zero one",
+    # rtl/fp/fused_add.py:elaborate:const_inc:`m.d.comb += cc.eq(x["c_al"] ^ Mux(sub, (1 << (T + 1)) - 1, 0))`#1
+    "8d443ebc28": "a mask of T + 2 ones instead of T + 1 is truncated to cc's T + 1 bits: "
+                  "the same ones' complement",
     # rtl/fp/fused_add.py:elaborate:const_inc:`full = Signal(P_MAX + 48)`#1
     "7ac239cfff": "the shifted value is P_MAX + 48 bits wide: a wider 'full' only gains a zero "
                   "MSB, which the P_MAX + 24-bit c_al truncates away",
