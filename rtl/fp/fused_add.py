@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """FP32 addend + exact term, rounded once to FP32 (RNE): the adder half of the fused MAC."""
 
-from amaranth.hdl import Module, Signal, Mux, Cat, Const, signed
+from amaranth.hdl import Module, Shape, Signal, Mux, Cat, Const, signed
 from amaranth.lib import data
 
 from rtl.config import FP32, check_config
@@ -145,7 +145,7 @@ class FusedAdd(Pipeline):
         m.d.comb += uc.code.eq(self.i.payload.c)
         c, p = uc.o, self.i.payload.p
         # internal exponent width: every value of d, base and eb = base - lz (lz < 128)
-        # below, from the extremes of the two exponent shapes, and a sign bit
+        # below, from the extremes of the two exponent shapes
         def extremes(shape):
             if shape.signed:
                 return -(1 << (shape.width - 1)), (1 << (shape.width - 1)) - 1
@@ -154,7 +154,7 @@ class FusedAdd(Pipeline):
         base_lo = min(clo + T + 126 - P_MAX, plo + T + 126 - G)
         base_hi = max(chi + T + 126 - P_MAX, phi + T + 126 - G)
         vals = (W + 2 + plo - chi, W + 2 + phi - clo, P_MAX + 24, base_lo - 128, base_hi)
-        ew = max(v.bit_length() if v >= 0 else (~v).bit_length() for v in vals) + 1
+        ew = Shape.cast(range(min(min(vals), -1), max(vals) + 1)).width     # signed
 
         # --- specials and alignment --------------------------------------------------------
         nan = c.is_nan | p.is_nan | (c.is_inf & p.is_inf & (c.sign != p.sign))
