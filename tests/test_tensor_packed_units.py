@@ -297,29 +297,20 @@ def test_split_multiplier_alt_term_signature():
 
 
 def _dot_expected(ca, cb, fa, fb, nel, adj, adj_nan):
-    """The dot unit's term from the golden decoder and exact fractions: ``("nan",)``,
-    ``("inf", sign)``, ``("zero", sign)`` or ``("num", sign, |sum|)``."""
+    """The dot unit's term from golden's exact products and fractions: ``("nan",)``,
+    ``("inf", sign)``, ``("zero", sign)`` or ``("num", sign, |sum|)``; the special and
+    zero-sign rules are those of ``golden.tensor.packed_step``, without its rounding."""
     from fractions import Fraction
-    nan, pinf, ninf, allzero, allneg, total = bool(adj_nan), False, False, True, True, Fraction(0)
-    for j in range(nel + 1):
-        a = float(decode(np.array([ca[j]]), fa)[0])
-        b = float(decode(np.array([cb[j]]), fb)[0])
-        neg = (np.copysign(1.0, a) < 0) != (np.copysign(1.0, b) < 0)
-        if np.isnan(a) or np.isnan(b) or (a == 0 and np.isinf(b)) or (np.isinf(a) and b == 0):
-            nan = True
-        elif np.isinf(a) or np.isinf(b):
-            pinf, ninf = pinf or not neg, ninf or neg
-        else:
-            total += Fraction(a) * Fraction(b)
-            allzero &= a == 0 or b == 0
-            allneg &= neg
+    q = mul_exact(np.array(ca[:nel + 1]), fa, np.array(cb[:nel + 1]), fb)
+    nan = bool(adj_nan) or bool(np.isnan(q).any())
+    pinf, ninf = bool((q == np.inf).any()), bool((q == -np.inf).any())
     if nan or (pinf and ninf):
         return ("nan",)
     if pinf or ninf:
         return ("inf", int(ninf))
-    total *= Fraction(2) ** adj
+    total = sum((Fraction(float(v)) for v in q), Fraction(0)) * Fraction(2) ** adj
     if total == 0:
-        return ("zero", int(allzero and allneg))
+        return ("zero", int(bool((q == 0).all() and (np.signbit(q)).all())))
     return ("num", int(total < 0), abs(total))
 
 
