@@ -147,13 +147,14 @@ class IsaSim:
         """Engine state a reset (power-on or soft) sets: the vector and scalar engines' SR
         generators (``XorWowLanes(cfg.sr_seed, partitions)``, lane = partition, as their
         ``ConvertFromFP32`` units), the scalar engine's P accumulators (+0) and its loaded
-        table (none)."""
+        table (none), each DMA engine's SR stream (:func:`golden.dma.sr_stream`)."""
         from golden.prng import XorWowLanes
         P = self.cfg.partitions
         self.vec_prng = XorWowLanes(self.cfg.sr_seed, P)
         self.act_prng = XorWowLanes(self.cfg.sr_seed, P)
         self.act_acc = np.zeros(P, np.uint32)
         self.act_loaded = None          # name of the function whose table is loaded
+        self.dma_prng = [gdma.sr_stream(self.cfg, e) for e in range(self.cfg.dma_engines)]
 
     # --- memory views, for hooks -----------------------------------------------------------
     @property
@@ -525,10 +526,14 @@ class IsaSim:
             raise NotImplementedError(
                 f"golden ISA simulator: descriptor {n} of {s.name} moves {desc.count} elements, "
                 f"more than the model simulates ({MAX_DESC_ELEMS}); the hardware would run it")
-        code, info = gdma.run(self.cfg, desc, self.mem, element_ops=False)
+        # the DMA engines have the element path (casts, add/max/min, stochastic rounding from
+        # each engine's own stream) exactly when the core builds it: cfg.dma_element_ops
+        eo = self.cfg.dma_element_ops
+        code, info = gdma.run(self.cfg, desc, self.mem, element_ops=eo,
+                              rand=self.dma_prng[s.dma[0]])
         if code:
             _c, _i, msg = gdma.check(self.cfg, desc, dram_base=self.mem.dram_base,
-                                     dram_limit=self.mem.dram_limit)
+                                     dram_limit=self.mem.dram_limit, element_ops=eo)
             self._fail(code, s.name, n, info, f"descriptor {n}: {msg}")
             return
         # the DMA engines share the core's one AXI master with the fetches: a descriptor's
