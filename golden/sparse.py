@@ -36,7 +36,7 @@ import numpy as np
 
 from golden.arith import mul_exact
 from golden.formats import check_codes, decode
-from golden.tensor import _chain, _check_cfg, check_pair, resolve_dense_format
+from golden.fma_chain import check_pair, check_tensor_cfg, fma_chain, resolve_dense_format
 from rtl.config import parse_sparse_pattern
 
 __all__ = ["pattern_params", "tag_bits", "sparse_formats", "metadata_bits_per_kept",
@@ -54,7 +54,7 @@ def tag_bits(m):
 
 def pattern_params(pattern, cfg):
     """``(n, m)`` of an enabled pattern name; ``ValueError`` naming ``cfg.sparsity`` otherwise."""
-    _check_cfg(cfg)
+    check_tensor_cfg(cfg)
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a pattern name such as '4:16', not {pattern!r}")
     if pattern not in cfg.sparsity:
@@ -241,7 +241,7 @@ def matmul_sparse(values, tags, fmt_s, pattern, moving_codes, fmt_x, cfg):
         for k in range(K):
             rows = (k // n) * m + t[k].astype(np.int64)           # [M]
             yield mul_exact(v[k][:, None], fs, x[rows, :], fx)    # [M, N]
-    return _chain(products())
+    return fma_chain(products())
 
 
 def moving_lanes(moving_codes, fmt, pattern, cfg):

@@ -22,9 +22,11 @@ import math
 
 import numpy as np
 
-from golden.arith import add_fp32, fma_fp32_f64, mul_exact
+from golden.arith import add_fp32, mul_exact
+from golden.fma_chain import (FP32_NEG_ZERO, check_pair, check_tensor_cfg, fma_chain,
+                              resolve_dense_format)
 from golden.formats import check_codes, decode, decode_e8m0
-from rtl.config import E8M0, MX_FORMAT_NAMES, CoreConfig, FPFormat
+from rtl.config import E8M0, MX_FORMAT_NAMES, FPFormat
 
 __all__ = [
     "FP32_NEG_ZERO", "matmul", "psum_update", "transpose", "matmul_mx", "mx_product",
@@ -32,49 +34,8 @@ __all__ = [
     "matmul_fp8x2", "matmul_mx_x4", "packed_step", "round_fp32_exact",
 ]
 
-#: The chain's initial partial sum: FP32 -0.0, the additive identity under RNE.
-FP32_NEG_ZERO = 0x80000000
-
-#: Formats that pair only with each other (Trainium rule: FP32/TF32 are not mixed with narrower).
-_WIDE = ("fp32", "tf32")
-
 
 # --- argument checking ---------------------------------------------------------------------------
-
-def _check_cfg(cfg):
-    if not isinstance(cfg, CoreConfig):
-        raise TypeError(f"cfg must be an rtl.config.CoreConfig, not {cfg!r}")
-
-
-def resolve_dense_format(fmt, cfg, name="fmt"):
-    """The :class:`FPFormat` of an enabled dense format given by name or object.
-
-    ``ValueError`` naming ``name`` and ``cfg.formats`` when it is not enabled in ``cfg`` (an
-    ``FPFormat`` object must equal the config's format of that name, e.g. ``cfg.cfp8``).
-    """
-    _check_cfg(cfg)
-    if isinstance(fmt, FPFormat):
-        nm = fmt.name
-        if nm not in cfg.formats or cfg.fmt(nm) != fmt:
-            raise ValueError(f"{name} must be one of the enabled formats {cfg.formats} "
-                             f"(cfg {cfg.name!r}), not {fmt!r}")
-        return fmt
-    if not isinstance(fmt, str):
-        raise TypeError(f"{name} must be a format name (str) or an rtl.config.FPFormat, "
-                        f"not {fmt!r}")
-    if fmt not in cfg.formats:
-        raise ValueError(f"{name} must be one of the enabled formats {cfg.formats} "
-                         f"(cfg {cfg.name!r}), not {fmt!r}")
-    return cfg.fmt(fmt)
-
-
-def check_pair(fmt_s, fmt_x):
-    """``ValueError`` unless the pair is allowed: fp32/tf32 pair only with fp32/tf32."""
-    ws, wx = fmt_s.name in _WIDE, fmt_x.name in _WIDE
-    if ws != wx:
-        raise ValueError(f"fmt_s and fmt_x: fp32/tf32 pair only with fp32/tf32, "
-                         f"not ({fmt_s.name!r}, {fmt_x.name!r})")
-
 
 def _check_2d(name, a, axes):
     if a.ndim != 2:
@@ -113,16 +74,6 @@ def _check_bool(name, v):
 
 # --- dense matmul (contract §1) -------------------------------------------------------------------
 
-def _chain(products):
-    """Run the FMA chain over an iterable of exact float64 product planes [M, N]."""
-    p = None
-    for prod in products:
-        if p is None:
-            p = np.full(prod.shape, FP32_NEG_ZERO, dtype=np.uint32)
-        p = fma_fp32_f64(p, prod)
-    return p
-
-
 def matmul(stationary_codes, fmt_s, moving_codes, fmt_x, cfg):
     """FP32 bits ``R[M, N]`` of ``S.T @ X`` computed by the PE array (contract §1).
 
@@ -143,14 +94,14 @@ def matmul(stationary_codes, fmt_s, moving_codes, fmt_x, cfg):
         ``p = -0.0; for k < K: p = RNE_fp32(p + S[k,m] * X[k,n])`` (exact product, one rounding
         per step, NaN canonical). Rows ``k >= K`` of the array do not participate.
     """
-    _check_cfg(cfg)
+    check_tensor_cfg(cfg)
     fs = resolve_dense_format(fmt_s, cfg, "fmt_s")
     fx = resolve_dense_format(fmt_x, cfg, "fmt_x")
     check_pair(fs, fx)
     s = _check_codes2d(stationary_codes, fs, "stationary_codes", "K, M")
     x = _check_codes2d(moving_codes, fx, "moving_codes", "K, N")
     K, M, N = _check_shapes(cfg, s, x, "stationary_codes", "moving_codes")
-    return _chain(mul_exact(s[k][:, None], fs, x[k][None, :], fx) for k in range(K))
+    return fma_chain(mul_exact(s[k][:, None], fs, x[k][None, :], fx) for k in range(K))
 
 
 # --- PSUM (contract §2) ---------------------------------------------------------------------------
@@ -187,7 +138,7 @@ def _bits(a, name):
 def transpose_formats(cfg):
     """Format names :func:`transpose` accepts: the enabled dense formats and the element formats
     of the enabled MX formats (every code the stationary registers can hold)."""
-    _check_cfg(cfg)
+    check_tensor_cfg(cfg)
     names = list(cfg.formats)
     for mx in cfg.mx_formats:
         el = MX_FORMAT_NAMES[mx]
@@ -219,7 +170,7 @@ def transpose(codes, fmt, cfg):
     arithmetic touches the bits, so NaN/Inf payloads and signed zeros pass unchanged.
     Limits: ``1 <= K <= cfg.pe_rows``, ``1 <= M <= cfg.pe_cols``, ``K <= cfg.psum_bank_fp32``.
     """
-    _check_cfg(cfg)
+    check_tensor_cfg(cfg)
     f = _resolve_transpose_format(fmt, cfg)
     t = _check_codes2d(codes, f, "codes", "K, M")
     K, M = t.shape
@@ -289,7 +240,7 @@ def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cf
         and is added with one rounding (the same round-to-odd fused add as the dense MAC). A NaN
         scale makes its products NaN.
     """
-    _check_cfg(cfg)
+    check_tensor_cfg(cfg)
     if not cfg.mx_formats:
         raise ValueError(f"matmul_mx needs cfg.mx_formats to be non-empty (cfg {cfg.name!r} "
                          f"has MX disabled)")
@@ -308,7 +259,7 @@ def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cf
         raise ValueError(f"x_scales must have shape {(nblk, N)}, not {xs.shape}")
     sv = _scaled(s, ss, fs, blk)
     xv = _scaled(x, xs, fx, blk)
-    return _chain(mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K))
+    return fma_chain(mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K))
 
 
 # --- packed modes (issue 13): double-rate FP8 and x4 MX -----------------------------------------
@@ -401,7 +352,7 @@ def packed_step(p_bits, *products):
 _STEP_UFUNCS = {}
 
 
-def _packed_chain(planes, P):
+def _packedfma_chain(planes, P):
     """The packed chain over exact product planes ``planes[k]`` ``[M, N]``: row r adds planes
     ``P*r .. P*r + P - 1`` (those that exist) exactly and rounds once."""
     p = np.full(planes[0].shape, FP32_NEG_ZERO, dtype=np.uint32)
@@ -436,7 +387,7 @@ def matmul_fp8x2(stationary_codes, fmt_s, moving_codes, fmt_x, cfg):
     pair). PE row r meets elements ``2r`` and ``2r + 1``; each step rounds once after adding the
     exact sum of its two products (:func:`packed_step`).
     """
-    _check_cfg(cfg)
+    check_tensor_cfg(cfg)
     P = cfg.fp8_pack
     _check_pack(cfg, "double-rate FP8", P)
     fs = resolve_dense_format(fmt_s, cfg, "fmt_s")
@@ -449,7 +400,7 @@ def matmul_fp8x2(stationary_codes, fmt_s, moving_codes, fmt_x, cfg):
     x = _check_codes2d(moving_codes, fx, "moving_codes", "K, N")
     K, M, N = _check_packed_shapes(cfg, s, x, "stationary_codes", "moving_codes", P)
     planes = [mul_exact(s[k][:, None], fs, x[k][None, :], fx) for k in range(K)]
-    return _packed_chain(planes, P)
+    return _packedfma_chain(planes, P)
 
 
 def matmul_mx_x4(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cfg):
@@ -459,7 +410,7 @@ def matmul_mx_x4(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format,
     row r meets elements ``4r .. 4r + 3`` (one block: ``mx_block`` is a multiple of 4); each
     step rounds once after adding the exact sum of its four scaled products.
     """
-    _check_cfg(cfg)
+    check_tensor_cfg(cfg)
     P = cfg.mx_pack
     _check_pack(cfg, "x4 MX", P)
     fs = _resolve_mx(s_mx_format, cfg, "s_mx_format")
@@ -478,7 +429,7 @@ def matmul_mx_x4(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format,
     sv = _scaled(s, ss, fs, blk)
     xv = _scaled(x, xs, fx, blk)
     planes = [mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K)]
-    return _packed_chain(planes, P)
+    return _packedfma_chain(planes, P)
 
 
 # --- PSUM state model -----------------------------------------------------------------------------
@@ -502,7 +453,7 @@ class PsumModel:
     """
 
     def __init__(self, cfg):
-        _check_cfg(cfg)
+        check_tensor_cfg(cfg)
         self.cfg = cfg
         self.state = np.zeros((cfg.psum_banks, cfg.pe_cols, cfg.psum_bank_fp32), dtype=np.uint32)
 
