@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from golden import kernels as gk
-from golden.kernel import gemm_kernel
+from golden.kernels import gemm_kernel
 
 __all__ = ["KERNELS", "build_case", "gemm_case", "dram_traffic"]
 
@@ -24,8 +24,8 @@ def gemm_case(cfg, seed=0, K=None, M=None, N=None, dram_bytes=1 << 20):
     K = K or 4 * cfg.pe_rows
     M = M or 2 * cfg.pe_cols
     N = N or 2 * cfg.psum_bank_fp32
-    AT = gk._bf16(rng, (K, M))
-    B = gk._bf16(rng, (K, N))
+    AT = gk.random_bf16(rng, (K, M))
+    B = gk.random_bf16(rng, (K, N))
     kp = gemm_kernel(cfg, AT, B, evacuate=True, dram_bytes=dram_bytes)
     a, b = gk.decode_f64(cfg, AT, "bf16"), gk.decode_f64(cfg, B, "bf16")
     steps = K + -(-K // cfg.pe_rows) + 1
@@ -66,6 +66,7 @@ def dram_traffic(kp):
         for j in range(ins.imm["count"]):
             a = ins.imm["desc_addr"] + 64 * j - kp.dram_base
             d = gdma.Descriptor.unpack(bytes(kp.dram[a:a + 64]))
-            total += d.count * (gdma._esize(d.src_dtype) * (d.src_space == gdma.DRAM)
-                                + gdma._esize(d.dst_dtype) * (d.dst_space == gdma.DRAM))
+            es = [gdma.ELEM_BYTES[gdma.DTYPES[c]] for c in (d.src_dtype, d.dst_dtype)]
+            total += d.count * (es[0] * (d.src_space == gdma.DRAM)
+                                + es[1] * (d.dst_space == gdma.DRAM))
     return total

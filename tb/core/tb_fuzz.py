@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb: random-program differential testing of the whole core against the golden ISA
-simulator. Each program (``golden.isagen.random_program`` on the engines the core has: random
+simulator. Each program (``tb.core.isagen.random_program`` on the engines the core has: random
 DMA loads and stores with random patterns and dtypes, tensor loads/matmuls/transposes, every
 vector opcode the generator draws, activation with table loads, cross-engine semaphores; the
 SBUF dumped to DRAM at the end) runs on the RTL and on ``golden.isasim``. A clean program must
@@ -24,12 +24,12 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 
-from golden.isagen import random_program
 from golden.isasim import IsaSim, find_races
 from golden.kernel import ELEM_BYTES, Kernel
 from rtl import isa
 from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
 from rtl.core.neuroncore import ENGINES_BUILT
+from tb.core.isagen import random_program
 from tb.core.tb_core import MAX_CYCLES, CoreTB
 
 #: WATCHDOG for the fuzz runs: twice the golden model's cycle estimate of the program (the

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Random programs of golden/isagen.py: race-free (find_races), clean, the same result under
+"""Random programs of tb/core/isagen.py: race-free (find_races), clean, the same result under
 random interleavings; with one corrupted byte, the same single error under every policy. Also
 checks that the generator covers every format, opcode and queue it claims to."""
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from golden.ap import SBUF
-from golden.isagen import random_program
 from golden.isasim import IsaSim, find_races
 from rtl.config import DEFAULT, SMALL
 from rtl.isa import check_reserved
+from tb.core.isagen import random_program
 
 
 def _state(sim):

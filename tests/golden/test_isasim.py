@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The golden ISA simulator (golden/isasim.py): every error class it detects, scheduler
+"""The golden ISA simulator (golden/isasim/): every error class it detects, scheduler
 determinism over random interleavings, random race-free programs against a sequential
 reference, the race detector, and the cycle model's formulas.
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Random programs across pe/dve/act/sp (golden/isagen.py): clean, race-free and the same
+"""Random programs across pe/dve/act/sp (tb/core/isagen.py): clean, race-free and the same
 state under the timed and random schedulers; every vector opcode and the scalar ones
 generated; corrupted programs (a byte, an AP field, an immediate, a semaphore, an unreachable
 wait) give one error, the same under every policy, over many error classes; engines=
@@ -11,10 +11,10 @@ from collections import Counter
 import pytest
 
 from golden import vector as gv
-from golden.isagen import random_program
 from golden.isasim import IsaSim, find_races
 from rtl.config import DEFAULT, SMALL
 from rtl.isa import decode
+from tb.core.isagen import random_program
 
 
 def _state(sim):
@@ -50,7 +50,7 @@ def test_generator_covers_vector_and_scalar_opcodes():
     seen = Counter()
     for seed in range(8):
         seen += _ops(random_program(SMALL, 3000 + seed, n_ops=40))
-    from golden.isagen import VECTOR_OPS     # the opcodes the generator draws
+    from tb.core.isagen import VECTOR_OPS     # the opcodes the generator draws
     for name in gv.OPCODES.values():
         assert seen[("dve", name)] > 0 or name not in VECTOR_OPS, name
     assert seen[("act", "activation")] > 0 and seen[("act", "act_table_load")] > 0

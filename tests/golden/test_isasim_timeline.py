@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""golden/timeline.py: rows in display order, busy fractions (the union of each stream's
+"""tb/core/timeline.py: rows in display order, busy fractions (the union of each stream's
 intervals, as IsaSim.stats), and a PNG written (matplotlib, Agg)."""
 
 from golden.isasim import Event, IsaSim
 from golden.kernels import layer_norm, random_inputs
-from golden.timeline import busy, rows, write_png
+from tb.core.timeline import busy, rows, write_png
 from rtl.config import SMALL
 
 

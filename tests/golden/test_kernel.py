@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Kernel API (golden/kernel.py): a tiled GEMM kernel runs on the golden ISA simulator and
+"""Kernel API (golden/kernel/): a tiled GEMM kernel runs on the golden ISA simulator and
 matches (1) the chain of golden.tensor.matmul + add_fp32 per K tile, bit for bit, and (2) a
 float64 numpy product within the FP32 accumulation bound; its programs are race-free and give
 the same result under random interleavings; bad tiles and layouts are refused.
@@ -13,7 +13,8 @@ import pytest
 from golden.arith import add_fp32
 from golden.formats import decode
 from golden.isasim import OP_HOOKS, IsaSim, find_races, pe_latency
-from golden.kernel import Kernel, gemm_kernel
+from golden.kernel import Kernel
+from golden.kernels import gemm_kernel
 from golden.tensor import matmul
 from rtl.config import DEFAULT, SMALL
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Kernel API operations of the vector and scalar engines (golden/kernel.py): each against a
+"""Kernel API operations of the vector and scalar engines (golden/kernel/): each against a
 numpy / ml_dtypes reference through a DRAM round trip on the golden ISA simulator, the
 semaphores they get from their dependencies (no race, same result under random interleavings),
 the function-table loading, and bad arguments."""

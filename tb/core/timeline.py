@@ -5,7 +5,12 @@ per instruction or descriptor over ``[start, done)``, coloured by opcode, and ea
 fraction (the union of its bars over the run's cycles, :meth:`golden.isasim.IsaSim.stats`).
 
 ``busy(events)`` and ``rows(events)`` are plain Python; :func:`write_png` imports matplotlib
-(a project dependency) only when called, with the non-interactive ``Agg`` backend."""
+(a project dependency) only when called, with the non-interactive ``Agg`` backend.
+
+``python -m tb.core.timeline --preset small [--only mlp ...] [--seed N]`` runs the
+:mod:`golden.kernels` cases on the golden ISA simulator (:func:`golden.kernels.run_golden`),
+prints each one's cycles, check and busy fractions, and writes its timeline under
+``build/sim/golden/`` (exit status 1 on a wrong bit or a bound exceeded)."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import os
 
 from rtl.isa import ENGINES
 
-__all__ = ["rows", "busy", "write_png"]
+__all__ = ["rows", "busy", "write_png", "main"]
 
 
 def _order(name):
@@ -88,3 +93,34 @@ def write_png(events, path, *, title=None, cycles=None):
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return cyc, frac
+
+
+def main(argv=None):
+    """The command line (see the module docstring); returns the exit status."""
+    import argparse
+    from golden.kernels import KERNELS, random_inputs, run_golden
+    from rtl.config import get_preset
+    ap = argparse.ArgumentParser(prog="python -m tb.core.timeline",
+                                 description="Run the make-sim kernels on the golden ISA "
+                                             "simulator: cycles, busy fractions, bit check, "
+                                             "timeline PNGs.")
+    ap.add_argument("--preset", default="small")
+    ap.add_argument("--only", nargs="*", default=sorted(KERNELS), choices=sorted(KERNELS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--png-dir", default="build/sim/golden")
+    a = ap.parse_args(argv)
+    cfg = get_preset(a.preset)
+    bad = 0
+    for name in a.only:
+        case = KERNELS[name](cfg, *random_inputs(cfg, name, a.seed))
+        r = run_golden(case)
+        write_png(r["sim"].timeline, f"{a.png_dir}/{name}_{cfg.name}.png",
+                  title=f"{name} ({cfg.name}), golden estimate")
+        fracs = " ".join(f"{k} {v:.2f}" for k, v in r["busy"].items())
+        print(f"{name:15s} {r['cycles']:8d} cycles  {r['error'] or r['check']}  busy: {fracs}")
+        bad += bool(r["error"]) or any(b or q > 1 for b, q in r["check"].values())
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
