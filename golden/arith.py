@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from golden.formats import FP32_QNAN, _check_int_array, decode
+from golden.formats import FP32_QNAN, check_int_array, decode
 
 __all__ = ["mul_exact", "add_fp32", "fma_fp32", "fma_fp32_f64", "round_f64_to_odd"]
 
 
 def _bits32(name, a):
     a = np.asarray(a)
-    _check_int_array(name, a, 32)
+    check_int_array(name, a, 32)
     return a.astype(np.uint32, copy=False)
 
 

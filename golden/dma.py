@@ -334,7 +334,7 @@ class Memory:
         return (self.dram, self.dram_base) if space == DRAM else (self.sbuf, 0)
 
 
-def _offsets(d, side):
+def element_offsets(d, side):
     """Byte address of every element of side ``side``, innermost dimension fastest."""
     base = d.src if side == 0 else d.dst
     sl = d.slots
@@ -378,8 +378,8 @@ def run(cfg: CoreConfig, d: Descriptor, mem: Memory, *, element_ops=False, rand=
         return code, info
     es = (_esize(d.src_dtype), _esize(d.dst_dtype))
     (sbuf_, sbase), (dbuf, dbase) = mem._buf(d.src_space), mem._buf(d.dst_space)
-    sa = _offsets(d, 0) - sbase
-    da = _offsets(d, 1) - dbase
+    sa = element_offsets(d, 0) - sbase
+    da = element_offsets(d, 1) - dbase
     src = np.frombuffer(bytes(sbuf_), dtype=np.uint8)
     sbytes = src[sa[:, None] + np.arange(es[0])]                  # (n, es) little-endian
     if not elementwise(d):

@@ -50,7 +50,7 @@ def bits_f32(u):
     """``np.float32`` values of the FP32 bit patterns ``u``."""
     u = np.asarray(u)
     if u.dtype != np.uint32:
-        _check_int_array("u", u, 32)
+        check_int_array("u", u, 32)
         u = u.astype(np.uint32)
     return u.view(np.float32)
 
@@ -64,7 +64,8 @@ def code_dtype(width):
     return np.dtype(np.uint32)
 
 
-def _check_int_array(name, a, width):
+def check_int_array(name, a, width):
+    """``TypeError``/``ValueError`` unless ``a`` holds unsigned codes of ``width`` bits."""
     if a.dtype.kind not in "ui":
         raise TypeError(f"{name} must be an array of unsigned integer codes, not dtype {a.dtype}")
     if a.size:
@@ -78,18 +79,19 @@ def check_codes(codes, fmt, name="codes"):
     """``codes`` as an array of ``code_dtype(fmt.width)``; ``TypeError``/``ValueError`` if they
     are not integers or do not fit in ``fmt.width`` bits."""
     a = np.asarray(codes)
-    _check_int_array(name, a, fmt.width)
+    check_int_array(name, a, fmt.width)
     return a.astype(code_dtype(fmt.width), copy=False)
 
 
-def _check_fmt(fmt):
+def check_fmt(fmt):
+    """``TypeError``/``ValueError`` unless ``fmt`` is an FPFormat within FP32."""
     if not isinstance(fmt, FPFormat):
         raise TypeError(f"fmt must be an rtl.config.FPFormat, not {fmt!r}")
     if not fmt.is_fp32_subset:
         raise ValueError(f"fmt must be a subset of FP32 (is_fp32_subset), not {fmt!r}")
 
 
-def _as_f32_bits(x, name="x"):
+def as_f32_bits(x, name="x"):
     """FP32 bit patterns of the float array ``x``; refuses integers and inexact float casts."""
     a = np.asarray(x)
     if a.dtype == np.float32:
@@ -146,7 +148,7 @@ def decode_bits(codes, fmt):
     """
     if fmt is E8M0:
         return decode_e8m0_bits(codes)
-    _check_fmt(fmt)
+    check_fmt(fmt)
     c = check_codes(codes, fmt)
     if fmt.width <= 16:
         return _decode_lut(fmt)[c]
@@ -175,7 +177,7 @@ def decode_e8m0(codes):
 
 def is_nan_code(codes, fmt):
     """Boolean mask of NaN codes of ``fmt``."""
-    _check_fmt(fmt)
+    check_fmt(fmt)
     c = check_codes(codes, fmt).astype(np.uint64)
     mag = c & np.uint64((1 << (fmt.width - 1)) - 1)
     if fmt.specials == "ieee":
@@ -187,7 +189,7 @@ def is_nan_code(codes, fmt):
 
 def is_inf_code(codes, fmt):
     """Boolean mask of ±Inf codes of ``fmt``."""
-    _check_fmt(fmt)
+    check_fmt(fmt)
     c = check_codes(codes, fmt).astype(np.uint64)
     mag = c & np.uint64((1 << (fmt.width - 1)) - 1)
     if fmt.specials == "ieee":
@@ -200,7 +202,7 @@ def is_inf_code(codes, fmt):
 _U = np.uint64
 
 
-def _convert_core(bits, fmt, rand=None, scale_exp=None):
+def convert_core(bits, fmt, rand=None, scale_exp=None):
     """Codes of ``fmt`` for the values ``f32(bits) / 2**scale_exp`` (exact scaling).
 
     ``rand`` None: RNE. Otherwise a uint32 array (same shape): stochastic rounding.
@@ -242,7 +244,7 @@ def _convert_core(bits, fmt, rand=None, scale_exp=None):
         r = np.asarray(rand)
         if r.shape != np.shape(bits):
             raise ValueError(f"rand must have the shape of x {np.shape(bits)}, not {r.shape}")
-        _check_int_array("rand", r, 32)
+        check_int_array("rand", r, 32)
         r = r.astype(np.uint64)
         # F32 = floor(rem * 2**32 / 2**shift)
         big = shift > 32
@@ -274,10 +276,10 @@ def _convert_core(bits, fmt, rand=None, scale_exp=None):
 
 def convert_rne_bits(bits, fmt):
     """Codes of ``fmt`` for the FP32 bit patterns ``bits`` (uint32), round to nearest even."""
-    _check_fmt(fmt)
+    check_fmt(fmt)
     b = np.asarray(bits)
-    _check_int_array("bits", b, 32)
-    return _convert_core(b, fmt)
+    check_int_array("bits", b, 32)
+    return convert_core(b, fmt)
 
 
 def convert_rne(x, fmt):
@@ -286,24 +288,24 @@ def convert_rne(x, fmt):
     Other float dtypes are accepted only when every value is exactly an FP32 value (no hidden
     double rounding); integer arrays raise ``TypeError`` (use :func:`convert_rne_bits`).
     """
-    _check_fmt(fmt)
-    return _convert_core(_as_f32_bits(x), fmt)
+    check_fmt(fmt)
+    return convert_core(as_f32_bits(x), fmt)
 
 
 def convert_sr_bits(bits, fmt, rand):
     """Codes of ``fmt`` for FP32 bit patterns ``bits`` with stochastic rounding (§3), using one
     32-bit random word per element: ``rand`` is a uint32 array of the same shape."""
-    _check_fmt(fmt)
+    check_fmt(fmt)
     b = np.asarray(bits)
-    _check_int_array("bits", b, 32)
-    return _convert_core(b, fmt, rand=rand)
+    check_int_array("bits", b, 32)
+    return convert_core(b, fmt, rand=rand)
 
 
 def convert_sr(x, fmt, rand):
     """Codes of ``fmt`` for the ``np.float32`` array ``x`` with stochastic rounding (§3):
     round up (in magnitude) iff ``floor(F * 2**32) + rand >= 2**32``."""
-    _check_fmt(fmt)
-    return _convert_core(_as_f32_bits(x), fmt, rand=rand)
+    check_fmt(fmt)
+    return convert_core(as_f32_bits(x), fmt, rand=rand)
 
 
 def quantize(x, fmt):

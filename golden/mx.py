@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 
-from golden.formats import (_as_f32_bits, _check_fmt, _convert_core, check_codes, decode,
+from golden.formats import (as_f32_bits, check_fmt, convert_core, check_codes, decode,
                             decode_e8m0)
 from rtl.config import E8M0
 
@@ -47,8 +47,8 @@ def mx_quantize(x, elem_fmt, block):
         saturation to ±max finite for every element format (OCP MX §6.3; E5M2 elements never
         become Inf); 0 in NaN/Inf blocks; signed zeros in zero blocks.
     """
-    _check_fmt(elem_fmt)
-    bits = _as_f32_bits(x)
+    check_fmt(elem_fmt)
+    bits = as_f32_bits(x)
     if bits.ndim < 1:
         raise ValueError("x must have at least one axis (the blocked axis)")
     block = _check_block(block, bits.shape[-1])
@@ -63,7 +63,7 @@ def mx_quantize(x, elem_fmt, block):
     scales = np.where(bad, 0xFF, sexp + 127).astype(np.uint8)
     # elements always saturate (OCP MX §6.3), also for an IEEE element format such as E5M2
     sat_fmt = dataclasses.replace(elem_fmt, overflow="saturate")
-    codes = _convert_core(xb, sat_fmt, scale_exp=np.where(bad, 0, sexp)[..., None])
+    codes = convert_core(xb, sat_fmt, scale_exp=np.where(bad, 0, sexp)[..., None])
     codes = np.where(bad[..., None], 0, codes).astype(codes.dtype)
     return scales, codes.reshape(bits.shape)
 
@@ -76,7 +76,7 @@ def mx_dequantize(scales, codes, elem_fmt, block, dtype=np.float32):
     :func:`mx_quantize` never produces can push the product past FP32's range (±Inf); pass
     ``dtype=np.float64`` to get every product exactly.
     """
-    _check_fmt(elem_fmt)
+    check_fmt(elem_fmt)
     c = check_codes(codes, elem_fmt)
     s = check_codes(scales, E8M0, name="scales")
     if c.ndim < 1:

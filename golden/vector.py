@@ -379,7 +379,8 @@ def transpose_block(cfg: CoreConfig):
 
 # --- check and run -----------------------------------------------------------------------------
 
-def _uses_src1(ins):
+def uses_src1(ins):
+    """Whether instruction ``ins`` reads its ``src1`` AP."""
     if ins.opcode in (OP_TENSOR_TENSOR, OP_SELECT, OP_TENSOR_TENSOR_SCAN, OP_FIND_INDEX8):
         return True
     if ins.opcode == OP_TENSOR_SCALAR:
@@ -389,7 +390,8 @@ def _uses_src1(ins):
     return False
 
 
-def _uses_src0(ins):
+def uses_src0(ins):
+    """Whether instruction ``ins`` reads its ``src0`` AP (every opcode but MEMSET and IOTA)."""
     return ins.opcode not in (OP_MEMSET, OP_IOTA)
 
 
@@ -455,9 +457,9 @@ def check(cfg: CoreConfig, ins: VecInstr):
         return E_OPCODE
     ok = vector_formats(cfg)
     used = [("dst", ins.dst, ins.dst_dtype)]
-    if _uses_src0(ins):
+    if uses_src0(ins):
         used.append(("src0", ins.src0, ins.src0_dtype))
-    if _uses_src1(ins):
+    if uses_src1(ins):
         used.append(("src1", ins.src1, ins.src1_dtype))
     if any(dt not in ok for _, _, dt in used):
         return E_FORMAT
@@ -532,7 +534,7 @@ def run(cfg: CoreConfig, ins: VecInstr, mem: VecMemory, prng: XorWowLanes | None
         return code
     op0, op1, sel0, sel1, rev0, rev1 = _effective(ins)
     n, P = ins.dst.count, cfg.partitions
-    s1 = _read(cfg, mem, ins.src1, ins.src1_dtype) if _uses_src1(ins) else None
+    s1 = _read(cfg, mem, ins.src1, ins.src1_dtype) if uses_src1(ins) else None
     if ins.opcode == OP_MEMSET:
         x0 = np.full((n, P), ins.imm0, np.uint32)
     elif ins.opcode == OP_IOTA:

@@ -39,9 +39,9 @@ def _vec_used(vi):
     """``[(role, AP with its dtype's element size, dtype)]`` of the APs the engine touches."""
     from golden import vector as gv
     used = [("w", vi.dst, vi.dst_dtype)]
-    if gv._uses_src0(vi):
+    if gv.uses_src0(vi):
         used.append(("r", vi.src0, vi.src0_dtype))
-    if gv._uses_src1(vi):
+    if gv.uses_src1(vi):
         used.append(("r", vi.src1, vi.src1_dtype))
     return used
 
@@ -64,7 +64,7 @@ def _vec_elems(vi):
     """Elements per lane the engine streams (the source pattern; MEMSET/IOTA: the
     destination's)."""
     from golden import vector as gv
-    ap = vi.src0 if gv._uses_src0(vi) else vi.dst
+    ap = vi.src0 if gv.uses_src0(vi) else vi.dst
     return ap.count
 
 

@@ -66,7 +66,7 @@ def random_copy(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=Non
         lo1, hi1 = G.extent(d, 1)
         if ss == ds and not (hi0 < lo1 or hi1 < lo0):
             continue
-        da = G._offsets(d, 1)
+        da = G.element_offsets(d, 1)
         if len(set(da.tolist())) != len(da):
             continue
         return d
@@ -117,7 +117,7 @@ def random_element(cfg, rng: random.Random, *, dram_base, dram_limit, src_space=
         lo1, hi1 = G.extent(d, 1)
         if not ok or (ss == ds and not (hi0 < lo1 or hi1 < lo0)):
             continue
-        da = G._offsets(d, 1)
+        da = G.element_offsets(d, 1)
         if len(set(da.tolist())) != len(da):
             continue
         return d

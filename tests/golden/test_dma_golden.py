@@ -77,7 +77,7 @@ def test_extent_is_min_max_of_addresses():
             for _ in range(rng.randrange(4)))
         d = G.Descriptor(src=1000, dst=2000, dims=dims, src_dtype=dt, dst_dtype=dt)
         for side in (0, 1):
-            addrs = [a + j for a in G._offsets(d, side) for j in range(es)]
+            addrs = [a + j for a in G.element_offsets(d, side) for j in range(es)]
             assert G.extent(d, side) == (min(addrs), max(addrs))
 
 
@@ -131,7 +131,7 @@ def random_copy(cfg, rng, mem, *, src_space=None, dst_space=None, max_bytes=512)
         if d.count * es > max_bytes:
             continue
         # no element written twice (a zero/aliasing stride would make the order matter)
-        da = G._offsets(d, 1)
+        da = G.element_offsets(d, 1)
         if len(set(da.tolist())) != len(da):
             continue
         return d
