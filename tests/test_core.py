@@ -41,6 +41,15 @@ def test_core_random_programs(cfg, seed):
     sim.run("tb.core.tb_fuzz", params={"seed": seed, "programs": 6, "n_ops": 24}, tag="fuzz")
 
 
+@pytest.mark.xdist_group("core")
+def test_core_scalar_hazard(cfg, seed):
+    """The scalar engine's read-after-write wait (same memory, partition and bytes) on the core
+    against the golden simulator (tb/core/tb_scalar_hazard.py): outputs bit for bit, the gap
+    between two activations' retires within a tolerance, the overlapping read alone waiting."""
+    sim = _sim(cfg)
+    sim.run("tb.core.tb_scalar_hazard", params={"seed": seed}, tag="scalar_hazard")
+
+
 #: make test-full: 8 shards of 90 random programs of 96 operations (about 143 instructions
 #: each, so >= 10^5 instructions in all), on the C++-optimized core build.
 LONG_SHARDS, LONG_PROGRAMS, LONG_OPS = 8, 90, 96

@@ -14,7 +14,7 @@ from golden.isasim.timing import port_sharing
 from rtl.isa import OPCODES as OPCODES_ALL
 from rtl.isa import OPS_BY_NAME
 
-__all__ = ["act_instr", "act_slots", "table_words", "register_scalar_ops"]
+__all__ = ["act_instr", "act_slots", "table_words", "act_pipe_cycles", "register_scalar_ops"]
 
 
 def act_instr(sim, ins):
@@ -104,7 +104,8 @@ def _act_table_load(sim, ins):
                                f"{ERROR_NAMES.get(status, status)}")
 
 
-def _act_pipe(cfg):
+def act_pipe_cycles(cfg):
+    """Cycles of the scalar engine's element pipeline (docs/scalar.md §5)."""
     L = cfg.mul_stages + cfg.add_stages
     return 2 + L + 12 * L + 4 + 3
 
@@ -115,11 +116,11 @@ def _act_timing(sim, ins, issue):
     # waits for that write) or it is a table load (the pipeline drains first)
     st = sim.engine_state.setdefault("act", {"free": 0, "done": 0, "dst": None})
     over = sim.timing.act_overhead
-    over = _act_pipe(sim.cfg) + 14 if over is None else over
+    over = act_pipe_cycles(sim.cfg) + 14 if over is None else over
     if ins.op == "act_table_load":          # drain the pipeline, then one word per cycle
         start = max(issue, st["done"])
         n = elems_per_partition(ins.aps["ap1"])
-        done = start + _act_pipe(sim.cfg) + n * ins.aps["ap1"].count
+        done = start + act_pipe_cycles(sim.cfg) + n * ins.aps["ap1"].count
         st.update(free=done, done=done, dst=None)
         return start, done
     ai = act_instr(sim, ins)
