@@ -22,7 +22,6 @@ SLOT_INDEX = {"ap0": 0, "ap1": 1, "ap2": 2}
 ZERO_AP = APEnc(mem=0, start=0, count=0, dtype="fp32", offset=0, dims=())
 
 
-
 @dataclass(frozen=True)
 class OpHook:
     """How the simulator runs one engine opcode.
@@ -101,7 +100,7 @@ def ap_access(sim, ins, slots=None, elem_bytes=None):
     return out
 
 
-# --- tensor engine hooks: what rtl/core/tensor_decode.py and the SBUF-fed engine do -----------
+# --- the vector and scalar decoders (docs/vector.md, docs/scalar.md; the decoders of
 # --- rtl/core/engine_decode.py) ------------------------------------------------------------------
 #
 # Both decoders map the 128-byte instruction field for field onto the engines' decoded

@@ -128,7 +128,7 @@ def _act_timing(sim, ins, issue):
     reads = [ai.src] + [a for a in (ai.scale_ap, ai.bias_ap) if a is not None]
     if st["dst"] is not None and any(footprints_overlap(st["dst"], footprint("r", a))
                                      for a in reads):
-        start = max(start, st["done"])
+        start = max(start, st["done"] + sim.timing.act_raw_wait)
     n = ai.src.count
     rate = port_sharing(sim.cfg, [ai.dst, *reads])
     st["free"] = start + rate * n

@@ -8,7 +8,7 @@ import numpy as np
 
 from golden.ap import AP, ELEM_BYTES, PSUM, SBUF
 from golden.ap import check as ap_check
-from golden.isasim.errors import (E_AP_FORM, E_FLAGS, E_FORMAT, E_SHAPE, E_SPARSE_TAG, Fault)
+from golden.isasim.errors import E_AP_FORM, E_FLAGS, E_FORMAT, E_SHAPE, E_SPARSE_TAG, Fault
 from golden.isasim.hooks import ZERO_AP, ap_access, elems_per_partition, register_op
 from golden.sparse import matmul_sparse
 from golden.tensor import check_pair, matmul, psum_update, resolve_dense_format, transpose
@@ -34,6 +34,7 @@ def pe_swap_guard(cfg):
     return 1
 
 
+# --- what rtl/core/tensor_decode.py and the SBUF-fed engine do ---------------------------------
 #
 # The TensorDecoder checks the fields first (static errors; their ERR_INFO is the instruction's
 # queue index, as the decoder sends it): E_FLAGS, E_FORMAT (the source dtype), E_AP_FORM (a

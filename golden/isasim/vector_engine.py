@@ -116,5 +116,4 @@ def register_vector_ops():
             register_op(name, _vec_execute, _vec_timing, _vec_access)
 
 
-
 register_vector_ops()

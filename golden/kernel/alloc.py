@@ -4,11 +4,10 @@ tiles."""
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from golden.ap import ELEM_BYTES, PSUM, SBUF
-from golden.kernel.types import (DramTensor, Tile)
+from golden.kernel.types import DramTensor, Tile
 
 __all__ = ["Allocator"]
 

@@ -4,16 +4,14 @@ per-engine operations of the mixins it combines."""
 
 from __future__ import annotations
 
-
-
-from rtl.config import CoreConfig, check_config
-from rtl.isa import ENGINES
 from golden.kernel.alloc import Allocator
 from golden.kernel.deps import Dependencies
 from golden.kernel.dma_ops import DmaOps
 from golden.kernel.scalar_ops import ScalarOps
 from golden.kernel.tensor_ops import TensorOps
 from golden.kernel.vector_ops import VectorOps
+from rtl.config import CoreConfig, check_config
+from rtl.isa import ENGINES
 
 __all__ = ["Kernel"]
 

@@ -4,11 +4,9 @@ each operation reads and writes, hand-made instructions and descriptors, and the
 
 from __future__ import annotations
 
-
-
 from golden import dma as gdma
 from golden.asm import format_instr
-from golden.kernel.types import (ENGINE_OF, DramRect, DramTensor, KernelProgram, Tile)
+from golden.kernel.types import ENGINE_OF, DramRect, DramTensor, KernelProgram, Tile
 from rtl.isa import ENGINES, Instr, encode
 
 __all__ = ["Dependencies"]

@@ -4,12 +4,11 @@ N:M sparse weights' decompression by one-element descriptors."""
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from golden import dma as gdma
 from golden.ap import ELEM_BYTES, SBUF
-from golden.kernel.types import (DramRect)
+from golden.kernel.types import DramRect
 
 __all__ = ["DmaOps"]
 

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-
-
-from golden.kernel.types import (nonzero_imm)
+from golden.kernel.types import nonzero_imm
 from rtl.isa import Instr
 
 __all__ = ["ScalarOps"]

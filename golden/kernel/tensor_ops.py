@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-
 from golden.ap import ELEM_BYTES, PSUM, SBUF
 from rtl.isa import Instr
 

@@ -173,7 +173,6 @@ def sparse_pairs(values, tags, fmt, cfg):
     return v | (t << np.uint32(w))
 
 
-
 def alu_code(op):
     """An ALU operation code from its ``golden.vector.ALU_NAMES`` name (or the code)."""
     from golden.vector import ALU_NAMES

@@ -4,10 +4,7 @@ code), and :meth:`VectorOps.op`, any engine opcode through its APs."""
 
 from __future__ import annotations
 
-
-
-from golden.kernel.types import (ENGINE_OF, Tile, alu_code,
-                                 nonzero_imm)
+from golden.kernel.types import ENGINE_OF, Tile, alu_code, nonzero_imm
 from rtl.isa import Instr
 
 __all__ = ["VectorOps"]

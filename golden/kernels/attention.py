@@ -11,7 +11,7 @@ from golden import activation as ga
 from golden import tensor as gt
 from golden import vector as gv
 from golden.kernel import DramTensor, Kernel
-from golden.kernels.common import (ONE, KernelCase, decode_f64, encode_codes, f32_bits)
+from golden.kernels.common import ONE, KernelCase, decode_f64, encode_codes, f32_bits
 from rtl.config import check_config
 
 __all__ = ["attention_head", "layer_norm"]

@@ -103,7 +103,6 @@ def tile_ring(k, keep=2):
     return done
 
 
-
 def random_bf16(rng, shape, scale=1.0):
     import ml_dtypes
     x = (rng.standard_normal(shape) * scale).astype(np.float32).astype(ml_dtypes.bfloat16)

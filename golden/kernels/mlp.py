@@ -4,7 +4,6 @@ engine's sparse mode or by DMA decompression)."""
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from golden import activation as ga
@@ -13,8 +12,7 @@ from golden.ap import ELEM_BYTES
 from golden.formats import convert_rne_bits
 from golden.isasim import table_words
 from golden.kernel import Kernel, sub_tile
-from golden.kernels.common import (ONE, KernelCase, decode_f64, encode_codes, tiled_chain,
-                                   tile_ring)
+from golden.kernels.common import ONE, KernelCase, decode_f64, encode_codes, tiled_chain, tile_ring
 from golden.kernels.gemm import split_queues
 from rtl.config import check_config
 
@@ -168,7 +166,6 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
            + (out_rel + 2.0 ** -21) * np.abs(ref) + 1e-37)
     return KernelCase("mlp", cfg, k.build(), {"YT": exp}, {"YT": ref}, {"YT": tol},
                       {"YT": out_dtype}, flops=2 * D * F * T)
-
 
 
 # --- 4:16 sparse MLP ----------------------------------------------------------------------------
