@@ -224,6 +224,9 @@ class LinkRX(wiring.Component):
     def __init__(self, cfg: CoreConfig):
         super().__init__(self.Signature(cfg))
         self.cfg = cfg
+        #: The CRC-32C of the arriving flit's covered bits (its ``crc`` output is what the
+        #: flit's ``crc`` field is compared with; the formal check reads it).
+        self.crc_unit = LinkCRC(_covered(cfg))
 
     def elaborate(self, platform):
         m = Module()
@@ -232,7 +235,7 @@ class LinkRX(wiring.Component):
         err = Signal()
         info = Signal(8)
         f = self.w_flit
-        crc = m.submodules.crc = LinkCRC(_covered(cfg))
+        crc = m.submodules.crc = self.crc_unit
         m.d.comb += crc.data.eq(f.as_value()[:_covered(cfg)])
         crc_good = crc.crc == f.crc
         exp = [Signal(cfg.link_seq_bits, name=f"exp{v}") for v in range(LINK_VCS)]

@@ -86,12 +86,13 @@ def _payload(view_const):
 
 class LinkTrace:
     """What one run saw: ``sent[vc]`` (payloads in the order the TX took them, by outgoing VC),
-    ``got[vc]`` (payloads the RX delivered), ``err_cycle`` ({"tx"/"rx": first cycle its
+    ``got[vc]`` (payloads the RX delivered) and ``got_cycle[vc]`` (when), ``err_cycle`` ({"tx"/"rx": first cycle its
     ``err`` was high}), ``info`` ({"tx"/"rx": ``err_info``}), ``cycles``."""
 
     def __init__(self):
         self.sent = [[] for _ in range(LINK_VCS)]
         self.got = [[] for _ in range(LINK_VCS)]
+        self.got_cycle = [[] for _ in range(LINK_VCS)]
         self.err_cycle, self.info = {}, {}
         self.cycles = 0
 
@@ -142,7 +143,8 @@ def run_link(bench, rig, queues, *, rng, p_valid=1.0, p_ready=1.0, expect=0, wat
     output with the golden model each cycle. A sender offers its next payload with
     probability ``p_valid`` per cycle and holds it until taken (stream rule); each RX output
     is ready with probability ``p_ready``. The run ends ``idle_after`` cycles after both
-    queues are sent and every sent flit is delivered or an error is seen, or after ``cycles``
+    queues are sent and every sent flit is delivered, or ``idle_after`` cycles after the first
+    error, or after ``cycles``
     (default: a bound from the traffic and the latencies). Returns a :class:`LinkTrace`."""
     cfg = rig.cfg
     side = _Side(cfg, rig.tx.dateline)
@@ -197,6 +199,7 @@ def run_link(bench, rig, queues, *, rng, p_valid=1.0, p_ready=1.0, expect=0, wat
             for v in range(LINK_VCS):
                 if taken[v] is not None:
                     trace.got[v].append(taken[v])
+                    trace.got_cycle[v].append(t)
             side.fwd.tick((ctx.get(rig.fwd.i_valid), ctx.get(rig.fwd.i))
                           if ctx.get(rig.fwd.i_valid) else 0)
             side.rev.tick(ctx.get(rig.rev.i))
