@@ -124,6 +124,16 @@ def test_random_streams_match_golden(p_valid, p_ready, dateline, seed):
     _in_order(trace)
 
 
+def test_link_port_in_loopback_matches_golden(seed):
+    """The synthesized block, :class:`LinkPort`: its TX feeding its own RX."""
+    rng = np.random.default_rng(seed)
+    rig = LinkRig(CFG, port=True)
+    trace = run_link(SimBench(rig), rig, _queues(rng, CFG, 40), rng=rng, p_valid=0.7,
+                     p_ready=0.5)
+    assert not trace.err_cycle and sum(map(len, trace.sent)) == 80, seed
+    _in_order(trace)
+
+
 def test_full_rate_and_hop_latency(seed):
     rng = np.random.default_rng(seed)
     rig, bench = _bench()

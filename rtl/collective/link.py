@@ -31,7 +31,7 @@ from rtl.config import LINK_CHUNK_BITS, LINK_FAULTS, LINK_STREAM_BITS, LINK_VCS,
     check_config, link_flit_fields
 from rtl.isa import E_LINK
 
-__all__ = ["flit_layout", "payload_layout", "LinkTX", "LinkRX", "WATCHDOG_BITS"]
+__all__ = ["flit_layout", "payload_layout", "LinkTX", "LinkRX", "LinkPort", "WATCHDOG_BITS"]
 
 #: Width of the watchdog limit input (the core's ``WATCHDOG`` register).
 WATCHDOG_BITS = 32
@@ -283,4 +283,43 @@ class LinkRX(wiring.Component):
             m.d.sync += [err.eq(1), info.eq(kind)]
         m.d.comb += [self.err.eq(err), self.err_info.eq(info),
                      self.err_code.eq(Mux(err, E_LINK, 0))]
+        return m
+
+
+class LinkPort(wiring.Component):
+    """A core's port toward one ring neighbour: the :class:`LinkTX` of the link to it and the
+    :class:`LinkRX` of the link from it (what ``make synth`` reports as one link port).
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+    dateline : bool
+        The TX link is its direction's dateline.
+
+    Members
+    -------
+    tx : Out(LinkTX.Signature(cfg, dateline=dateline))
+    rx : Out(LinkRX.Signature(cfg))
+    """
+
+    class Signature(wiring.Signature):
+        """Members of a :class:`LinkPort`."""
+
+        def __init__(self, cfg: CoreConfig, *, dateline=False):
+            check_config(cfg, "LinkPort")
+            super().__init__({"tx": Out(LinkTX.Signature(cfg, dateline=dateline)),
+                              "rx": Out(LinkRX.Signature(cfg))})
+
+    def __init__(self, cfg: CoreConfig, *, dateline=False):
+        super().__init__(self.Signature(cfg, dateline=dateline))
+        self.cfg, self.dateline = cfg, dateline
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.tx = tx = LinkTX(self.cfg, dateline=self.dateline)
+        m.submodules.rx = rx = LinkRX(self.cfg)
+        for outer, inner in ((self.tx, tx), (self.rx, rx)):
+            pairs = zip(outer.signature.flatten(outer), inner.signature.flatten(inner))
+            for (_, member, o), (_, _, i) in pairs:
+                m.d.comb += i.eq(o) if member.flow == In else o.eq(i)
         return m

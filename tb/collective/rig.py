@@ -26,7 +26,7 @@ from amaranth.hdl import Elaboratable, Module
 
 from golden.collective.link import DelayModel, RxModel, TxModel, is_dateline, tx_vc
 from rtl.collective.delay import DelayLine
-from rtl.collective.link import LinkRX, LinkTX
+from rtl.collective.link import LinkPort, LinkRX, LinkTX
 from rtl.config import LINK_CHUNK_BITS, LINK_STREAM_BITS, LINK_VCS
 
 __all__ = ["LinkRig", "RingRig", "random_payload", "run_link", "run_ring", "LinkTrace"]
@@ -35,18 +35,27 @@ __all__ = ["LinkRig", "RingRig", "random_payload", "run_link", "run_ring", "Link
 class LinkRig(Elaboratable):
     """One link of ``cfg``: ``tx`` (a dateline port with ``dateline``), ``fwd``, ``rx``, ``rev``.
     ``fwd.o`` drives ``rx``'s wire and ``rev.o`` ``tx.credit``; the testbench drives the wires'
-    inputs."""
+    inputs. With ``port=True`` ``tx`` and ``rx`` are the two halves of one
+    :class:`rtl.collective.link.LinkPort` in loopback (its own TX feeding its own RX)."""
 
-    def __init__(self, cfg, *, dateline=False):
-        self.cfg = cfg
-        self.tx = LinkTX(cfg, dateline=dateline)
-        self.rx = LinkRX(cfg)
+    def __init__(self, cfg, *, dateline=False, port=False):
+        self.cfg, self.dateline = cfg, dateline
+        if port:
+            self.port = LinkPort(cfg, dateline=dateline)
+            self.tx, self.rx = self.port.tx, self.port.rx
+        else:
+            self.port = None
+            self.tx = LinkTX(cfg, dateline=dateline)
+            self.rx = LinkRX(cfg)
         self.fwd = DelayLine(cfg.link_flit_bits, cfg.link_latency)
         self.rev = DelayLine(LINK_VCS, cfg.link_latency, in_memory=False)
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.tx, m.submodules.rx = self.tx, self.rx
+        if self.port is not None:
+            m.submodules.port = self.port
+        else:
+            m.submodules.tx, m.submodules.rx = self.tx, self.rx
         m.submodules.fwd, m.submodules.rev = self.fwd, self.rev
         m.d.comb += [self.rx.w_valid.eq(self.fwd.o_valid), self.rx.w_flit.eq(self.fwd.o),
                      self.tx.credit.eq(self.rev.o)]
@@ -147,7 +156,7 @@ def run_link(bench, rig, queues, *, rng, p_valid=1.0, p_ready=1.0, expect=0, wat
     error, or after ``cycles``
     (default: a bound from the traffic and the latencies). Returns a :class:`LinkTrace`."""
     cfg = rig.cfg
-    side = _Side(cfg, rig.tx.dateline)
+    side = _Side(cfg, rig.dateline)
     trace = LinkTrace()
     pending = [deque(q) for q in queues]
     n_total = sum(len(q) for q in queues)
@@ -230,7 +239,7 @@ def run_ring(bench, rig, flows, *, rng, p_valid=1.0, p_ready=1.0, cycles=2000):
     cfg = rig.cfg
     n = cfg.ring_size
     links = rig.links
-    sides = [_Side(cfg, lk.tx.dateline) for lk in links]
+    sides = [_Side(cfg, lk.dateline) for lk in links]
     inject = [deque(dict(p, src=r, stream=h) for h, p in flows[r]) for r in range(n)]
     total = sum(len(f) for f in flows)
     delivered = [[] for _ in range(n)]
