@@ -285,6 +285,20 @@ def test_ring_dateline_vcs_and_order(n, seed):
             assert [p["data"] for _, p in delivered[dst] if p["src"] == src] == sent, seed
 
 
+def test_forwarding_adds_nothing_to_the_hop_latency(seed):
+    """One flit from rank 1 three hops around a ring of 4 (over the dateline 3 -> 0), nothing
+    else moving: it arrives
+    3 * hop_latency cycles after it was injected (each forwarding rank passes it from its RX
+    output to its TX input in the same cycle: 2 cycles from wire in to wire out)."""
+    cfg = CFG.replace(ring_size=4)
+    rng = np.random.default_rng(seed)
+    rig = RingRig(cfg)
+    flows = [[], [(3, random_payload(rng, cfg))], [], []]
+    delivered, cycles = run_ring(SimBench(rig), rig, flows, rng=rng, cycles=100)
+    assert len(delivered[0]) == 1 and delivered[0][0][0] == 1      # on VC1 after the dateline
+    assert cycles - 1 == 3 * hop_latency(cfg)
+
+
 def test_ring_without_dateline_deadlocks(seed):
     """Four ranks, 2 credits per VC, every flit three hops: without the dateline the VC0
     buffers fill with flits waiting for each other; with it everything arrives."""
