@@ -22,3 +22,11 @@ def test_planted_fault_is_found(tmp_path, bug):
     ok, seconds, log = run_bmc(tmp_path, depth=6, bug=bug)
     assert not ok, f"the formal check did not notice the planted fault {bug!r}"
     assert "proof did fail" in log, log[-2000:]
+
+
+@pytest.mark.full
+def test_link_ports_bounded_formal_deeper(tmp_path):
+    """20 cycles: both VCs' sequence numbers can wrap."""
+    ok, seconds, log = run_bmc(tmp_path, depth=20)
+    assert ok, log[-3000:]
+    print(f"depth 20 proven in {seconds:.0f} s")

@@ -331,3 +331,38 @@ def test_flit_on_the_wire_decodes(seed):
     assert [s["seq"] for s in seen] == list(range(len(sent)))
     for f, p in zip(seen, sent):
         assert f["vc"] == 1 and all(f[k] == p[k] for k in p)
+
+
+# --- the long tier (make test-full) ------------------------------------------------------------
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", ["small", "default"])
+def test_long_random_streams_and_flips(name, seed):
+    """Preset ``name``: 2 x 1,000 flits with random gaps and back-pressure, then 200 random
+    single-bit flips, each caught by the CRC."""
+    cfg = get_preset(name)
+    rng = np.random.default_rng(seed)
+    rig, bench = _bench(cfg)
+    trace = run_link(bench, rig, _queues(rng, cfg, 1000), rng=rng, p_valid=0.8, p_ready=0.6)
+    assert not trace.err_cycle, seed
+    _in_order(trace)
+    for case in range(200):
+        f = FlipBit(cfg, int(rng.integers(40)), int(rng.integers(cfg.link_flit_bits)))
+        trace = run_link(bench, rig, _queues(rng, cfg, 30), rng=rng, p_valid=0.8,
+                         p_ready=0.7, fault_fwd=f, idle_after=4)
+        assert trace.info.get("rx") == LINK_FAULTS["crc"], (seed, case, f.k, f.bit)
+        _after_error(trace, "rx", "crc", f.hit["cycle"], cfg.link_latency + 1)
+
+
+@pytest.mark.full
+def test_ring_of_8(seed):
+    cfg = CFG.replace(ring_size=8, link_credits=3)
+    rng = np.random.default_rng(seed)
+    rig = RingRig(cfg)
+    flows = _flows(rng, cfg, 40)
+    delivered, cycles = run_ring(SimBench(rig), rig, flows, rng=rng, p_valid=0.8,
+                                 p_ready=0.7, cycles=8000)
+    assert sum(map(len, delivered)) == 8 * 40, (seed, cycles)
+    for dst in range(8):
+        for vc, p in delivered[dst]:
+            assert vc == vc_path(p["src"], p["stream"], 8)[-1], (seed, dst, p)
