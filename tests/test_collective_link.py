@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden.collective.link import (E_LINK, LINK_FAULTS, crc32c, hop_latency, unpack_flit,
-                                    vc_path)
+from golden.collective.link import crc32c, hop_latency, unpack_flit, vc_path
 from rtl.collective.crc import LinkCRC
 from rtl.collective.delay import DelayLine
 from rtl.collective.link import LinkRX, LinkTX
-from rtl.config import get_preset
+from rtl.config import LINK_FAULTS, get_preset
+from rtl.isa import E_LINK
 from tb.amsim import SimBench
 from tb.collective.faults import (DropFlit, DuplicateCredit, DuplicateFlit, FlipBit,
                                   LoseCredit, ReorderFlits, Silence)
@@ -160,6 +160,7 @@ def test_few_credits_throttle_the_link(seed):
 
 def _after_error(trace, key, kind, hit_cycle, bound):
     assert key in trace.err_cycle, f"no error on {key}: {trace.err_cycle}"
+    assert trace.code[key] == E_LINK
     assert trace.info[key] == LINK_FAULTS[kind], (trace.info, kind)
     assert trace.err_cycle[key] <= hit_cycle + bound, (trace.err_cycle, hit_cycle, bound)
     for v in range(2):                      # a prefix of what was sent, then nothing
@@ -252,10 +253,6 @@ def test_watchdog_zero_waits_forever_without_error(seed):
     trace = run_link(bench, rig, _queues(rng, CFG, 20), rng=rng, fault_fwd=Silence(5),
                      fault_rev=Silence(5), expect=1, watchdog=0, cycles=300)
     assert not trace.err_cycle and trace.cycles == 300
-
-
-def test_error_code_is_e_link():
-    assert E_LINK == 0x0C
 
 
 # --- rings: the dateline -----------------------------------------------------------------------

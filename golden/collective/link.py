@@ -27,7 +27,7 @@ from rtl.isa import E_LINK
 __all__ = ["crc_reflected", "crc32c", "flit_offsets", "covered_bits", "flit_crc", "pack_flit",
            "unpack_flit", "crc_ok", "HEADER_FIELDS", "tx_vc", "is_dateline", "vc_path",
            "hop_latency", "credit_round_trip", "link_rate", "TxModel", "RxModel", "DelayModel",
-           "LinkModel", "E_LINK", "LINK_FAULTS"]
+           "LinkModel"]
 
 #: What a sender gives a TX port with each flit (``vc``, ``seq``, ``pad`` and ``crc`` are the
 #: port's); what an RX port delivers.

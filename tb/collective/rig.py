@@ -24,7 +24,8 @@ from collections import deque
 
 from amaranth.hdl import Elaboratable, Module
 
-from golden.collective.link import DelayModel, RxModel, TxModel, is_dateline, tx_vc
+from golden.collective.link import (HEADER_FIELDS, DelayModel, RxModel, TxModel, is_dateline,
+                                    tx_vc)
 from rtl.collective.delay import DelayLine
 from rtl.collective.link import LinkPort, LinkRX, LinkTX
 from rtl.config import LINK_CHUNK_BITS, LINK_STREAM_BITS, LINK_VCS
@@ -90,19 +91,20 @@ def random_payload(rng, cfg, **fixed):
 
 
 def _payload(view_const):
-    return {k: int(getattr(view_const, k)) for k in ("data", "src", "last", "stream", "chunk")}
+    return {k: int(getattr(view_const, k)) for k in HEADER_FIELDS}
 
 
 class LinkTrace:
     """What one run saw: ``sent[vc]`` (payloads in the order the TX took them, by outgoing VC),
-    ``got[vc]`` (payloads the RX delivered) and ``got_cycle[vc]`` (when), ``err_cycle`` ({"tx"/"rx": first cycle its
-    ``err`` was high}), ``info`` ({"tx"/"rx": ``err_info``}), ``cycles``."""
+    ``got[vc]`` (payloads the RX delivered) and ``got_cycle[vc]`` (when), ``err_cycle``
+    ({"tx"/"rx": first cycle its ``err`` was high}), ``info`` and ``code`` ({"tx"/"rx":
+    ``err_info``, ``err_code``}), ``cycles``."""
 
     def __init__(self):
         self.sent = [[] for _ in range(LINK_VCS)]
         self.got = [[] for _ in range(LINK_VCS)]
         self.got_cycle = [[] for _ in range(LINK_VCS)]
-        self.err_cycle, self.info = {}, {}
+        self.err_cycle, self.info, self.code = {}, {}, {}
         self.cycles = 0
 
 
@@ -142,7 +144,7 @@ def _check_err(ctx, link, side, t, trace, key):
         f"cycle {t}: {key} err/info/code {(e, info, code)}, golden " \
         f"{(model.err, model.info, model.err_code)}"
     if e and key not in trace.err_cycle:
-        trace.err_cycle[key], trace.info[key] = t, info
+        trace.err_cycle[key], trace.info[key], trace.code[key] = t, info, code
 
 
 def run_link(bench, rig, queues, *, rng, p_valid=1.0, p_ready=1.0, expect=0, watchdog=0,
