@@ -477,7 +477,8 @@ class CoreConfig:
                              f"not {self.act_segments!r}")
         _check_int(c, "ring_size", self.ring_size, 1, 8)
         if not _is_pow2(self.ring_size):
-            raise ValueError(f"{c} field 'ring_size' must be 1, 2, 4 or 8, not {self.ring_size!r}")
+            raise ValueError(f"{c} field 'ring_size' must be 1, 2, 4 or 8, "
+                             f"not {self.ring_size!r}")
         _check_int(c, "link_bits", self.link_bits, 32, 512)
         if not _is_pow2(self.link_bits):
             raise ValueError(f"{c} field 'link_bits' must be a power of two in [32, 512], "

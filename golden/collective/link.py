@@ -169,7 +169,8 @@ class TxModel:
 
     State: a credit counter per VC (``link_credits`` at reset), a sequence counter per VC, the
     round-robin pointer, the registered wire output (``w_valid``, ``w_flit``), a watchdog
-    counter per VC (cycles with credits outstanding and none returned), and the first error (``err``, ``info``: a value of ``LINK_FAULTS``).
+    counter per VC (cycles with credits outstanding and none returned), and the first error
+    (``err``, ``info``: a value of ``LINK_FAULTS``).
 
     Parameters
     ----------

@@ -12,12 +12,12 @@ stays there, which breaks the cycle of buffer dependencies around the ring (no d
 
 Errors (code ``E_LINK``, ``err_info`` one of :data:`rtl.config.LINK_FAULTS`; the first one is
 kept until reset): the RX port checks each flit's CRC-32C and its sequence number (one counter
-per VC, stamped by the sending port), and stops: from the next cycle it delivers nothing,
-stores nothing and returns no credit. The TX port reports a credit return past
-``link_credits`` and, by its watchdog, credits outstanding with none returned for ``watchdog``
-cycles (a lost credit, a silent or stopped receiver); the RX port's watchdog reports a link silent for
-``watchdog`` cycles while ``expect`` is high. After an error a TX port takes (and drops) every
-offered flit, so nothing upstream waits on it.
+per VC, stamped by the sending port), and stops: from the next cycle it delivers nothing, stores
+nothing and returns no credit. The TX port reports a credit return past ``link_credits`` and, by
+its watchdog, credits outstanding with none returned for ``watchdog`` cycles (a lost credit, a
+silent or stopped receiver); the RX port's watchdog reports a link silent for ``watchdog``
+cycles while ``expect`` is high. After an error a TX port takes (and drops) every offered flit,
+so nothing upstream waits on it.
 """
 
 from __future__ import annotations
