@@ -22,7 +22,7 @@ import math
 from typing import NamedTuple
 
 from golden.collective.algos import MOVE_DTYPES, REDUCE_DTYPES, check_dtype
-from golden.collective.link import hop_latency, link_rate
+from golden.collective.link import credit_round_trip, hop_latency
 from golden.collective.schedule import (all_to_all_schedule, check_perm, check_ranks,
                                         chunk_bounds, link_loads, permute_schedule)
 from rtl.config import FORMATS, FP32, CoreConfig
@@ -62,6 +62,13 @@ def _flits(nbytes, cfg):
     return math.ceil(nbytes * 8 / cfg.link_bits)
 
 
+def _stream(flits, cfg):
+    """Cycles one VC takes to send ``flits`` at :func:`~golden.collective.link.link_rate`
+    (``link_credits`` flits per credit round trip when that is below one a cycle), exact."""
+    rt = credit_round_trip(cfg)
+    return flits if cfg.link_credits >= rt else -(-flits * rt // cfg.link_credits)
+
+
 def ring_cycles(step_flits, cfg, core_cycles=0):
     """Cycles of a pipelined ring of steps carrying ``step_flits[s]`` flits per link.
 
@@ -72,9 +79,8 @@ def ring_cycles(step_flits, cfg, core_cycles=0):
     """
     if not step_flits:
         return 0
-    rate = link_rate(cfg)
     lat = hop_latency(cfg) + core_cycles
-    d = [math.ceil(f / rate) for f in step_flits]
+    d = [_stream(f, cfg) for f in step_flits]
     start = 0
     for s in range(len(d) - 1):
         start += max(d[s], lat)
@@ -127,7 +133,7 @@ def estimate(op, n, elems, dtype, cfg: CoreConfig, *, out_dtype=None, perm=None,
             bflits = _flits(elems * esize, cfg)
         load = max(link_loads(sched, n, lambda c: bflits), default=0)
         hops = max((t.step + 1 for t in sched), default=0)
-        cycles = math.ceil(load / link_rate(cfg)) + hops * hop_latency(cfg) if load else 0
+        cycles = _stream(load, cfg) + hops * hop_latency(cfg) if load else 0
     peak = cfg.link_bits / 8
     if cycles == 0:
         return Estimate(0, size, 0.0, 0.0, peak, 0.0)
