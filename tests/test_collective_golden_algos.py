@@ -59,7 +59,7 @@ def _bits(x):
 
 
 def _ref_sum_order(vals, n, size):
-    """Expected FP32 bits of the all-reduce: chunk c (docs/collectives.md §11: ranks
+    """Expected FP32 bits of the all-reduce: chunk c (docs/collectives.md §9: ranks
     c+1, c+2, ..., c, left fold, each step rounded to FP32)."""
     q, r = divmod(size, n)
     out, lo = [], 0

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The collectives' multi-rank data model, bit-exact (docs/collectives.md §10-§11).
+"""The collectives' multi-rank data model, bit-exact (docs/collectives.md §9-§10).
 
 Each function takes one array of element *codes* per rank (``data[r]``, unsigned integers of
 the ``dtype``'s width, as in memory), executes the ring schedule of
 :mod:`golden.collective.schedule` transfer by transfer, and returns a
 :class:`CollectiveResult`: the per-rank outputs (codes) and the schedule it ran.
 
-Numerics (§11): codes are widened exactly to FP32 on entry; ``add`` is the FP32 adder
+Numerics (§10): codes are widened exactly to FP32 on entry; ``add`` is the FP32 adder
 (RNE, subnormals, canonical NaN, ``x + (-x) = +0``), ``max``/``min`` the vector engine's
 (NaN if either is NaN, ``-0 < +0``), both from :func:`golden.vector.alu`. Partial results
 travel as FP32 and are rounded once, RNE, into ``out_dtype`` by the rank that owns the

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Cycle estimates of the ring collectives from the link model, and NCCL's bandwidths
-(docs/collectives.md §12).
+(docs/collectives.md §11).
 
 An analytic estimate, not a simulation: one flit of ``link_bits`` payload per cycle per link,
 at most :func:`golden.collective.link.link_rate` flits per cycle on one VC (credits), a hop of

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The ring schedules of the collectives as data (docs/collectives.md §10).
+"""The ring schedules of the collectives as data (docs/collectives.md §9).
 
 One unidirectional ring: rank ``i`` sends to rank ``(i + 1) mod n`` only. A schedule is a list
 of :class:`Transfer` rows, one per chunk crossing one link, sorted by ``(step, src, chunk)``:
