@@ -251,3 +251,23 @@ def test_bad_input(call, exc, words):
         call()
     for w in words:
         assert w in str(e.value)
+
+
+def test_add_zeros_inf_nan():
+    """IEEE specials of the FP32 add, each written out: -0 + -0 = -0, x + (-x) = +0,
+    Inf + (-Inf) = NaN, any NaN (payload or sign) gives the canonical 0x7FC00000."""
+    cols = [  # one column per element: the value of each of 3 ranks, then the expected bits
+        ([-0.0, -0.0, -0.0], 0x80000000),
+        ([1.5, -1.5, -0.0], 0x00000000),
+        ([np.inf, 1.0, -np.inf], QNAN),
+        ([np.inf, 1.0, 2.0], 0x7F800000),
+        ([3.4e38, 3.4e38, -3.4e38], 0x7F800000),      # overflow at rank 2's step stays Inf
+    ]
+    data = [_bits(np.float32([c[0][r] for c in cols])) for r in range(3)]
+    payload = np.uint32(0xFFA00001)                    # a negative NaN with a payload
+    data = [np.append(d, payload if r == 1 else np.uint32(0x3F800000)) for r, d in
+            enumerate(data)]
+    ref = np.array([c[1] for c in cols] + [QNAN], dtype=np.uint32)
+    res = all_reduce(data, "fp32")
+    for r in range(3):
+        assert np.array_equal(res.outputs[r], ref), [hex(v) for v in res.outputs[r]]
