@@ -271,3 +271,18 @@ def test_add_zeros_inf_nan():
     res = all_reduce(data, "fp32")
     for r in range(3):
         assert np.array_equal(res.outputs[r], ref), [hex(v) for v in res.outputs[r]]
+
+
+@pytest.mark.parametrize("n, shape", [(4, (1,)), (64, (3,)), (3, (2, 5)), (2, (0,))])
+def test_small_and_shaped_messages(n, shape):
+    """Fewer elements than ranks (empty chunks), 2-D buffers (all-reduce keeps the shape),
+    empty messages."""
+    seed = n + sum(shape)
+    rng = np.random.default_rng(seed)
+    vals = [np.float32(rng.integers(-8, 8, shape)) for _ in range(n)]
+    res = all_reduce([_bits(v) for v in vals], "fp32")
+    ref = _bits(np.sum(np.stack(vals).astype(np.float64), axis=0).astype(np.float32))
+    for o in res.outputs:
+        assert o.shape == shape and np.array_equal(o, ref), f"seed {seed}"
+    rs = reduce_scatter([_bits(v) for v in vals], "fp32").outputs
+    assert np.array_equal(np.concatenate(rs), ref.reshape(-1)), f"seed {seed}"
