@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 
+from golden.collective.link import LinkModel, credit_round_trip
 from golden.collective.perf import OPS, bus_factor, estimate, ring_cycles
 from golden.collective.schedule import (all_gather_schedule, all_reduce_schedule,
                                         all_to_all_schedule, chunk_bounds, owner,
@@ -139,6 +140,33 @@ def test_ring_cycles_by_hand():
     assert ring_cycles([10], few) == 30 + 6
     assert ring_cycles([], SMALL) == 0
     assert ring_cycles([4, 4], SMALL, core_cycles=3) == 9 + 4 + 9
+
+
+@pytest.mark.parametrize("credits, latency", [(12, 4), (32, 8), (4, 4), (8, 8)])
+@pytest.mark.parametrize("flits", [1, 7, 50])
+def test_one_step_against_the_link_cycle_model(credits, latency, flits):
+    """One step of F flits through golden's cycle-level link (sender always valid, receiver
+    always ready): at full rate the estimate is the cycle after the last flit arrives; with
+    too few credits it is at most one credit round trip later (it spreads the last burst)."""
+    cfg = SMALL.replace(link_credits=credits, link_latency=latency)
+    link = LinkModel(cfg)
+    p = {"data": 1, "src": 0, "last": 0, "stream": 0, "chunk": 0}
+    sent = got = 0
+    last = None
+    for t in range(20 * flits * credit_round_trip(cfg)):
+        ready, taken = link.step([int(sent < flits), 0], [p, None], [1, 1])
+        sent += int(sent < flits and ready[0])
+        if taken[0] is not None:
+            got += 1
+            if got == flits:
+                last = t
+                break
+    assert last is not None
+    est = ring_cycles([flits], cfg)
+    if credits >= credit_round_trip(cfg):
+        assert est == last + 1
+    else:
+        assert last + 1 <= est <= last + 1 + credit_round_trip(cfg)
 
 
 def test_estimate_figures():
