@@ -19,6 +19,8 @@ __all__ = [
     "preset_from_env", "AP_MAX_DIMS", "AP_STEP_BITS", "AP_NUM_BITS", "AP_OFFSET_BITS",
     "AP_PART_BITS", "SPARSE_PATTERN_NAMES", "parse_sparse_pattern", "ACT_DEGREE",
     "ACT_BINADES", "ACT_MAP_BASE", "ACT_SEG_BASE", "ACT_SEG_STRIDE",
+    "LINK_VCS", "LINK_STREAM_BITS", "LINK_CHUNK_BITS", "LINK_CRC_BITS", "LINK_CRC_POLY",
+    "LINK_FAULTS", "link_flit_fields",
 ]
 
 
@@ -212,6 +214,31 @@ ACT_MAP_BASE = 0x80
 ACT_SEG_BASE = 0x200
 ACT_SEG_STRIDE = 16
 
+#: Ring-link flit format (docs/collectives.md §2): virtual channels per link, the fixed header
+#: fields' widths, and the CRC: CRC-32C (Castagnoli), reflected polynomial 0x82F63B78
+#: (normal form 0x1EDC6F41), init and final XOR 0xFFFFFFFF. Fixed by the format, not knobs.
+LINK_VCS = 2
+LINK_STREAM_BITS = 4
+LINK_CHUNK_BITS = 8
+LINK_CRC_BITS = 32
+LINK_CRC_POLY = 0x82F63B78
+#: What a link port reports with E_LINK (its ``err_info``; docs/collectives.md §5).
+LINK_FAULTS = {"crc": 1, "seq": 2, "overflow": 3, "credit_timeout": 4, "credit_overflow": 5,
+               "silent": 6}
+
+
+def link_flit_fields(cfg):
+    """The flit's fields ``((name, width), ...)``, least significant first: the payload
+    ``data`` (``link_bits``), the header ``src`` (``link_src_bits``), ``vc``, ``last``,
+    ``stream``, ``chunk``, ``seq`` (``link_seq_bits``), zero ``pad`` to a whole byte, then
+    ``crc``: CRC-32C over the little-endian bytes of every field below it."""
+    f = [("data", cfg.link_bits), ("src", cfg.link_src_bits), ("vc", 1), ("last", 1),
+         ("stream", LINK_STREAM_BITS), ("chunk", LINK_CHUNK_BITS), ("seq", cfg.link_seq_bits)]
+    covered = sum(w for _, w in f)
+    pad = -covered % 8
+    return tuple(f + ([("pad", pad)] if pad else []) + [("crc", LINK_CRC_BITS)])
+
+
 #: N:M structured-sparsity patterns a config may enable (the Trainium2 set, architecture §6.6):
 #: n kept weights in every group of m consecutive K elements.
 SPARSE_PATTERN_NAMES = ("4:16", "4:12", "4:8", "2:8", "2:4", "1:4", "1:2")
@@ -321,6 +348,16 @@ class CoreConfig:
         Segments of the Scalar engine's loadable activation table (a power of two in
         [16, 4096]); each segment is a centre, ``ACT_DEGREE + 1`` FP32 coefficients and 3 flags
         per lane (docs/scalar.md). 512 holds every built-in function's table.
+    ring_size : int
+        Cores on the collective ring: 1 (a core alone, no links), 2, 4 or 8.
+    link_bits : int
+        Payload bits of one ring-link flit (one flit per cycle per link), a power of two in
+        [32, 512] (docs/collectives.md).
+    link_credits : int
+        Receive-buffer flits per virtual channel of a link, 2..256; the link runs at one flit
+        per cycle when ``link_credits >= 2 * link_latency + 4`` (the credit round trip).
+    link_latency : int
+        Cycles of the wire between two cores (the delay line), 4..256.
     """
 
     name: str = "custom"
@@ -354,6 +391,10 @@ class CoreConfig:
     watchdog_reset: int = 1 << 24
     sparse_patterns: Optional[tuple] = None
     act_segments: int = 512
+    ring_size: int = 4
+    link_bits: int = 128
+    link_credits: int = 32
+    link_latency: int = 8
 
     def __post_init__(self):
         c = "CoreConfig"
@@ -434,6 +475,16 @@ class CoreConfig:
         if not _is_pow2(self.act_segments):
             raise ValueError(f"{c} field 'act_segments' must be a power of two in [16, 4096], "
                              f"not {self.act_segments!r}")
+        _check_int(c, "ring_size", self.ring_size, 1, 8)
+        if not _is_pow2(self.ring_size):
+            raise ValueError(f"{c} field 'ring_size' must be 1, 2, 4 or 8, "
+                             f"not {self.ring_size!r}")
+        _check_int(c, "link_bits", self.link_bits, 32, 512)
+        if not _is_pow2(self.link_bits):
+            raise ValueError(f"{c} field 'link_bits' must be a power of two in [32, 512], "
+                             f"not {self.link_bits!r}")
+        _check_int(c, "link_credits", self.link_credits, 2, 256)
+        _check_int(c, "link_latency", self.link_latency, 4, 256)
         if self.sparse_patterns is not None:
             if not isinstance(self.sparse_patterns, tuple):
                 raise TypeError(f"{c} field 'sparse_patterns' must be a tuple or None, "
@@ -517,6 +568,22 @@ class CoreConfig:
                      and self.mx_block % 4 == 0) else 0
 
     @property
+    def link_src_bits(self):
+        """Width of a flit's source rank: ``max(1, ceil(log2(ring_size)))``."""
+        return max(1, (self.ring_size - 1).bit_length())
+
+    @property
+    def link_seq_bits(self):
+        """Width of a flit's sequence number: ``bit_length(link_credits) + 1``, so that
+        ``2**link_seq_bits > 2 * link_credits`` (no drop a link can survive aliases)."""
+        return self.link_credits.bit_length() + 1
+
+    @property
+    def link_flit_bits(self):
+        """Bits of a whole flit on the wire: payload, header, pad and CRC."""
+        return sum(w for _, w in link_flit_fields(self))
+
+    @property
     def psum_bank_bytes(self):
         return 4 * self.psum_bank_fp32
 
@@ -586,10 +653,11 @@ def check_config(cfg, owner):
 
 
 DEFAULT = CoreConfig(name="default")
-#: Fast tests: 4 partitions, 4x4 array, small PSUM banks.
+#: Fast tests: 4 partitions, 4x4 array, small PSUM banks, 32-bit links at the shortest latency.
 SMALL = DEFAULT.replace(name="small", partitions=4, pe_rows=4, pe_cols=4, psum_banks=4,
                         psum_bank_fp32=64, sbuf_bytes_per_partition=4096, axi_data_bits=64,
-                        semaphores=16)
+                        semaphores=16, ring_size=2, link_bits=32, link_credits=12,
+                        link_latency=4)
 #: Trainium scale: 128 partitions, 128x128 array, 8 x 2 KiB PSUM banks, 192 KiB SBUF/partition
 #: (rounded to the power of two 256 KiB, the NeuronCore-v4 figure).
 TRAINIUM = DEFAULT.replace(name="trainium", partitions=128, pe_rows=128, pe_cols=128,

@@ -44,15 +44,64 @@ __all__ = [
     "INSTR_BYTES", "AP_BYTES", "IMM_BYTE", "F32Bits", "FIELD_KINDS", "Field", "HEADER", "AP_SLOTS", "AP_FIELDS",
     "FLAG_BITS", "CTL_BITS", "DTYPES", "DTYPE_CODES", "dtype_name", "dtype_code", "ENGINES",
     "Op", "OPCODES", "OPS_BY_NAME", "OPS_BY_CODE", "header_bits", "ap_bits", "imm_bits",
-    "E_OPCODE", "Instr", "APEnc", "encode", "decode", "check_reserved",
+    "Instr", "APEnc", "encode", "decode", "check_reserved",
+    "ERROR_BITS", "ERRORS", "ERROR_NAMES", "E_OK", "E_OPCODE", "E_FORMAT", "E_AP_PART",
+    "E_AP_RANGE", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG", "E_SEM", "E_TIMEOUT", "E_AXI", "E_QUEUE",
+    "E_LINK", "E_DESC", "E_AP_ALIGN", "E_AP_FORM",
 ]
 
 INSTR_BYTES = 128
 AP_BYTES = 24
 #: First byte of the immediates.
 IMM_BYTE = 88
-#: Error code of a malformed instruction (docs/architecture.md §11.2).
+
+# ---- error codes (docs/architecture.md §11.2) ------------------------------------------------
+#: Width of an error code: every status register and error signal holding one.
+ERROR_BITS = 8
+#: No error.
+E_OK = 0x00
+#: Unknown or foreign opcode, reserved bit set (sequencer / decoder).
 E_OPCODE = 0x01
+#: Dtype not enabled in ``cfg.formats``/``mx_formats``; FP32/TF32 mixed with another format.
+E_FORMAT = 0x02
+#: Partitions outside [0, P), misaligned start, count 0.
+E_AP_PART = 0x03
+#: An element outside the partition (SBUF) or bank (PSUM); DMA: a byte outside SBUF.
+E_AP_RANGE = 0x04
+#: K > R, M > C, N > ``psum_bank_fp32``, AP shapes disagree.
+E_SHAPE = 0x05
+#: Invalid flag combination (accumulate + transpose, MX without scales).
+E_FLAGS = 0x06
+#: Sparse tag >= m, duplicate position in a group, pattern not enabled or not the weights'.
+E_SPARSE_TAG = 0x07
+#: Semaphore overflow or underflow.
+E_SEM = 0x08
+#: Semaphore wait or AXI response longer than the watchdog.
+E_TIMEOUT = 0x09
+#: AXI SLVERR/DECERR, or an address outside the DRAM window.
+E_AXI = 0x0A
+#: ``Q_SIZE`` not a power of two, ``Q_TAIL >= Q_SIZE``.
+E_QUEUE = 0x0B
+#: Collective link: credit timeout or sequence gap.
+E_LINK = 0x0C
+#: Malformed DMA descriptor.
+E_DESC = 0x0D
+#: AP offset not a multiple of the element size; DMA: address/stride not element-aligned, or a
+#: copy's source and destination at different offsets in the AXI word.
+E_AP_ALIGN = 0x0E
+#: Malformed AP: memory code 0 or 3, element size 8, no free dimension, a dimension after one
+#: with num = 0, more than ``ap_dims`` dimensions.
+E_AP_FORM = 0x0F
+#: Every error code: name -> code (§11.2; codes 0x10-0xFF are unassigned).
+ERRORS = {
+    "E_OK": E_OK, "E_OPCODE": E_OPCODE, "E_FORMAT": E_FORMAT, "E_AP_PART": E_AP_PART,
+    "E_AP_RANGE": E_AP_RANGE, "E_SHAPE": E_SHAPE, "E_FLAGS": E_FLAGS,
+    "E_SPARSE_TAG": E_SPARSE_TAG, "E_SEM": E_SEM, "E_TIMEOUT": E_TIMEOUT, "E_AXI": E_AXI,
+    "E_QUEUE": E_QUEUE, "E_LINK": E_LINK, "E_DESC": E_DESC, "E_AP_ALIGN": E_AP_ALIGN,
+    "E_AP_FORM": E_AP_FORM,
+}
+#: Inverse of :data:`ERRORS`: code -> name.
+ERROR_NAMES = {code: name for name, code in ERRORS.items()}
 
 
 #: How :class:`Field` kinds read in the documentation.

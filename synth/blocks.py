@@ -218,6 +218,11 @@ def _build_vector_alu(cfg, variant):
     return LaneALU(cfg)
 
 
+def _build_link_port(cfg, variant):
+    from rtl.collective.link import LinkPort
+    return LinkPort(cfg)
+
+
 def _build_tensor_sbuf(cfg, variant):
     from rtl.emit import Design
     from rtl.tensor.engine import leaf_modules, leaf_pragmas
@@ -431,6 +436,12 @@ BLOCKS = (
     Block(name="vector_alu", module="rtl.vector.alu", build=_build_vector_alu,
           description="one vector lane ALU stage: FP32 FMA (add/sub/mul) + compare/minmax/bitwise",
           sources=("rtl/vector/alu.py",), tests=_VECTOR),
+    Block(name="link_port", module="rtl.collective.link", build=_build_link_port, sweep=False,
+          default_pnr=False,
+          description="one ring-link port: TX (credits, sequence numbers, CRC-32C) + RX (2 VC "
+                      "FIFOs of link_credits flits, CRC and sequence check, watchdogs)",
+          sources=("rtl/collective/link.py", "rtl/collective/crc.py"),
+          tests=("tests/test_collective_link.py", "tests/test_collective_formal.py")),
 )
 
 

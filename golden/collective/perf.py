@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Cycle estimates of the ring collectives from the link model, and NCCL's bandwidths
+(docs/collectives.md §11).
+
+An analytic estimate, not a simulation: one flit of ``link_bits`` payload per cycle per link,
+at most :func:`golden.collective.link.link_rate` flits per cycle on one VC (credits), a hop of
+:func:`golden.collective.link.hop_latency` cycles, and ``core_cycles`` more in each core that
+takes a chunk in and sends the next (the reduce path's latency; 0 = a forwarding core).
+
+Bandwidths follow nccl-tests (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md):
+``algbw = S / t`` with ``S`` the per-rank buffer in the user's dtype (all-reduce: the buffer;
+reduce-scatter: its input, ``n`` chunks; all-gather: its output, ``n`` chunks; all-to-all: the
+``n`` blocks; permute: the message) and ``busbw = algbw * factor``, ``factor`` =
+``2(n - 1)/n`` (all-reduce), ``(n - 1)/n`` (reduce-scatter, all-gather, all-to-all), 1
+(send/recv). Bandwidths here are in bytes per cycle; the link peak is ``link_bits / 8`` bytes
+per cycle (one TX link per core on a unidirectional ring).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from golden.collective.algos import MOVE_DTYPES, REDUCE_DTYPES, check_dtype
+from golden.collective.link import credit_round_trip, hop_latency
+from golden.collective.schedule import (all_to_all_schedule, check_perm, check_ranks,
+                                        chunk_bounds, link_loads, permute_schedule)
+from rtl.config import FORMATS, FP32, CoreConfig
+
+__all__ = ["OPS", "bus_factor", "Estimate", "estimate", "ring_cycles"]
+
+#: Collectives :func:`estimate` knows.
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "permute")
+
+
+def bus_factor(op, n):
+    """NCCL's busbw / algbw factor of ``op`` on ``n`` ranks."""
+    check_ranks(n)
+    f = {"all_reduce": 2 * (n - 1) / n, "reduce_scatter": (n - 1) / n,
+         "all_gather": (n - 1) / n, "all_to_all": (n - 1) / n, "permute": 1.0}
+    if op not in f:
+        raise ValueError(f"op must be one of {list(OPS)}, not {op!r}")
+    return f[op]
+
+
+class Estimate(NamedTuple):
+    """Cycles and bandwidths (bytes per cycle) of one collective.
+
+    ``size`` is NCCL's ``S`` in bytes; ``fraction`` is ``busbw / peak``. With one rank (or
+    nothing to move) ``cycles`` is 0 and the bandwidths are reported as 0.
+    """
+
+    cycles: int
+    size: int
+    algbw: float
+    busbw: float
+    peak: float
+    fraction: float
+
+
+def _flits(nbytes, cfg):
+    return math.ceil(nbytes * 8 / cfg.link_bits)
+
+
+def _stream(flits, cfg):
+    """Cycles one VC takes to send ``flits`` at :func:`~golden.collective.link.link_rate`
+    (``link_credits`` flits per credit round trip when that is below one a cycle), exact."""
+    rt = credit_round_trip(cfg)
+    return flits if cfg.link_credits >= rt else -(-flits * rt // cfg.link_credits)
+
+
+def ring_cycles(step_flits, cfg, core_cycles=0):
+    """Cycles of a pipelined ring of steps carrying ``step_flits[s]`` flits per link.
+
+    Each link streams a step in ``D_s = ceil(F_s / rate)`` cycles; a core starts step ``s + 1``
+    once the first flit of step ``s`` has arrived (``L = hop_latency + core_cycles``) and its
+    link has finished step ``s``: ``start_{s+1} = start_s + max(D_s, L)``; the last flit
+    arrives at ``start_last + D_last + L``.
+    """
+    if not step_flits:
+        return 0
+    lat = hop_latency(cfg) + core_cycles
+    d = [_stream(f, cfg) for f in step_flits]
+    start = 0
+    for s in range(len(d) - 1):
+        start += max(d[s], lat)
+    return start + d[-1] + lat
+
+
+def estimate(op, n, elems, dtype, cfg: CoreConfig, *, out_dtype=None, perm=None,
+             core_cycles=0):
+    """:class:`Estimate` of ``op`` (one of :data:`OPS`) on ``n`` ranks for a per-rank buffer of
+    ``elems`` elements of ``dtype`` (NCCL's ``S`` is ``elems`` times the element size; for
+    permute ``perm`` defaults to the ring neighbour, ``r -> r + 1``).
+
+    Reduce-scatter steps carry FP32 partial sums (4 bytes an element); all-gather steps carry
+    ``out_dtype`` (all-reduce) or ``dtype``; routed blocks ``dtype``.
+    """
+    check_ranks(n)
+    if isinstance(elems, bool) or not isinstance(elems, int) or elems < 0:
+        raise ValueError(f"elems must be an int >= 0, not {elems!r}")
+    if isinstance(core_cycles, bool) or not isinstance(core_cycles, int) or core_cycles < 0:
+        raise ValueError(f"core_cycles must be an int >= 0, not {core_cycles!r}")
+    reduce = op in ("all_reduce", "reduce_scatter")
+    factor = bus_factor(op, n)
+    fmt = FORMATS[check_dtype(dtype, REDUCE_DTYPES if reduce else MOVE_DTYPES)]
+    ofmt = FORMATS[check_dtype(dtype if out_dtype is None else out_dtype, REDUCE_DTYPES,
+                               "out_dtype")] if reduce else fmt
+    esize = fmt.width // 8
+    chunk = max((hi - lo for lo, hi in chunk_bounds(elems, n)), default=0)
+    if op == "all_gather":
+        chunk, size = elems, elems * n * esize         # elems: each rank's block
+    else:
+        size = elems * esize
+    rs = [_flits(chunk * FP32.width // 8, cfg)] * (n - 1)
+    ag = [_flits(chunk * ofmt.width // 8, cfg)] * (n - 1)
+    if op == "all_reduce":
+        cycles = ring_cycles(rs + ag, cfg, core_cycles)
+    elif op == "reduce_scatter":
+        cycles = ring_cycles(rs, cfg, core_cycles)
+    elif op == "all_gather":
+        cycles = ring_cycles(ag, cfg, core_cycles)
+    else:
+        if op == "all_to_all":
+            if elems % n:
+                raise ValueError(f"elems must be a multiple of n = {n} for all_to_all, "
+                                 f"not {elems}")
+            sched = all_to_all_schedule(n)
+            bflits = _flits(elems // n * esize, cfg)
+        else:
+            p = check_perm([(r + 1) % n for r in range(n)] if perm is None else perm, n)
+            sched = permute_schedule(p)
+            bflits = _flits(elems * esize, cfg)
+        load = max(link_loads(sched, n, lambda c: bflits), default=0)
+        hops = max((t.step + 1 for t in sched), default=0)
+        cycles = _stream(load, cfg) + hops * hop_latency(cfg) if load else 0
+    peak = cfg.link_bits / 8
+    if cycles == 0:
+        return Estimate(0, size, 0.0, 0.0, peak, 0.0)
+    algbw = size / cycles
+    busbw = algbw * factor
+    return Estimate(cycles, size, algbw, busbw, peak, busbw / peak)
