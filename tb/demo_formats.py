@@ -4,14 +4,14 @@
 import json
 
 from rtl.config import preset_from_env
-from tb import units
+from tb.fp import build as fp_build
 from tb.demo_formats_sim import demo_params
 
 
 def _run(cfg, unit):
     """Build ``unit``, run its demo test case, return the JSON summary it wrote."""
     params = demo_params(cfg, unit)
-    sim = units.sim(unit, cfg, params)
+    sim = fp_build.sim(unit, cfg, params)
     out = sim.build_dir / f"demo_{unit}.json"
     sim.run("tb.demo_formats_sim", testcase=f"{unit}_demo", params={**params, "out": str(out)})
     return json.loads(out.read_text())

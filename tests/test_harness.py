@@ -3,8 +3,8 @@
 
 import pytest
 
-from tb.harness import VectorHarness
-from tb.pipeline_fixture import AffinePipeline
+from tb.fp.harness import VectorHarness
+from tb.fp.pipeline_fixture import AffinePipeline
 from tb.runner import SimBuild
 
 
@@ -14,5 +14,5 @@ def test_harness_streams_in_order(cfg, seed, latency):
     top = VectorHarness(AffinePipeline(width=16, latency=latency), depth=depth)
     sim = SimBuild(top, unit="harness_selftest", cfg=cfg, variant={"latency": latency},
                    public_depth=1)
-    sim.run("tb.tb_harness_selftest", params={"seed": seed, "width": 16, "depth": depth,
+    sim.run("tb.fp.tb_fp_harness", params={"seed": seed, "width": 16, "depth": depth,
                                               "count": 150})

@@ -9,8 +9,8 @@ harness, one word per SR element in stream order.
 import cocotb
 import numpy as np
 
-from tb.fp_convert.common import StreamChecker
-from tb.fp_convert.vectors import (GoldenXorWow, midpoints, format_corners, random_fp32,
+from tb.fp_convert.driver import StreamChecker
+from tb.fp_convert.program import (GoldenXorWow, midpoints, format_corners, random_fp32,
                                    expected_convert)
 
 

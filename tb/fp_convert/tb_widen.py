@@ -9,8 +9,8 @@ Params: ``seed``, ``formats``, ``depth``, ``tier``, ``n_random``, optional ``met
 import cocotb
 import numpy as np
 
-from tb.fp_convert.common import StreamChecker
-from tb.fp_convert.vectors import expected_widen
+from tb.fp_convert.driver import StreamChecker
+from tb.fp_convert.program import expected_widen
 
 
 class WidenChecker(StreamChecker):

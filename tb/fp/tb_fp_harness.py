@@ -5,7 +5,7 @@ import random
 
 import cocotb
 
-from tb.vectors import VectorTB
+from tb.fp.driver import VectorTB
 
 
 @cocotb.test()

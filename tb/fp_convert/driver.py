@@ -1,17 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """The conversion testbenches' checker: stream fields through the unit, compare with golden."""
 
-from tb.units import DEPTH, signature
-from tb.vectors import PipelineTB
+from tb.fp.build import DEPTH, signature
+from tb.fp.driver import PipelineTB
 
 
 class StreamChecker(PipelineTB):
-    """A :class:`~tb.vectors.PipelineTB` of ``unit`` that compares ``out_field`` with golden.
+    """A :class:`~tb.fp.driver.PipelineTB` of ``unit`` that compares ``out_field`` with golden.
 
     Parameters
     ----------
     dut : cocotb handle of the harness top.
-    unit : ``"convert"`` or ``"widen"`` (see :mod:`tb.units`).
+    unit : ``"convert"`` or ``"widen"`` (see :mod:`tb.fp.build`).
     out_field : name of the output field compared.
     """
 
