@@ -11,6 +11,7 @@ JOBS   ?= 2
 SIM_CONFIG  := $(or $(CONFIG),default)
 TEST_CONFIG := $(or $(CONFIG),small)
 FULL_CONFIG := $(or $(CONFIG),default)
+MUTATE_CONFIG := $(or $(CONFIG),small)
 
 .PHONY: all sim lint docs test test-full bench synth synth-sweep verilog mutate clean distclean venv
 
@@ -19,7 +20,7 @@ all: test
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e '.[test,plot]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -62,7 +63,7 @@ verilog: $(STAMP)
 
 ## make mutate [BLOCK=name] [N=count] [SEED=s]: mutation testing of the RTL (docs/mutation.md)
 mutate: $(STAMP)
-	CONFIG=small $(PY) -m synth.mutate $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) $(if $(SEED),--seed $(SEED))
+	CONFIG=$(MUTATE_CONFIG) $(PY) -m synth.mutate $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) $(if $(SEED),--seed $(SEED))
 
 clean:
 	rm -rf build

@@ -136,7 +136,7 @@ def engine_throughput():
     from golden.ap import AP, PSUM, SBUF
     from rtl.config import get_preset
     from tb.amsim import SimBench
-    from tb.scalar.engine_sim import EngineRig, run_program
+    from tb.scalar.rig import EngineRig, run_program
     small = get_preset("small")
     P = small.partitions
     rng = np.random.default_rng(3)

@@ -84,7 +84,7 @@ def _run(cfg, kernels, optimize, dram_bytes, sparse=False, hier=False):
     metrics = out / f"core_{cfg.name}_{'opt' if optimize else 'o0'}.jsonl"
     metrics.unlink(missing_ok=True)
     t0 = time.monotonic()
-    sim.run("tb.core.tb_kernels", params={"kernels": kernels, "metrics": str(metrics),
+    sim.run("tb.core.tb_core_kernels", params={"kernels": kernels, "metrics": str(metrics),
                                           "dram_bytes": dram_bytes}, tag="bench")
     wall = time.monotonic() - t0
     recs = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``make bench BENCH=dma``: DMA bandwidth (fraction of ``axi_data_bits`` x clock) DRAM->SBUF
 and SBUF->DRAM with zero and 64 cycles of memory latency, and the descriptor overhead (Verilator,
-cocotbext-axi ``AxiRam`` as DRAM; ``tb/dma/tb_bench.py`` says exactly what is measured)."""
+cocotbext-axi ``AxiRam`` as DRAM; ``tb/dma/tb_dma_bench.py`` says exactly what is measured)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def run(cfg, seed=1):
     n = min(64 * 1024, total // 2)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "metrics.jsonl"
-        sim.run("tb.dma.tb_bench", params={"seed": seed, "metrics": str(path), "bytes": n,
+        sim.run("tb.dma.tb_dma_bench", params={"seed": seed, "metrics": str(path), "bytes": n,
                                            "dram_bytes": max(2 * n, 8192)}, tag="bench")
         rows = [json.loads(line) for line in path.read_text().splitlines()]
     m = {r["metric"]: r["value"] for r in rows}

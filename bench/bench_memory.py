@@ -2,7 +2,7 @@
 """``make bench BENCH=memory``: the memory system's figures, every result checked bit for bit
 against golden.
 
-* ``tensor_util_with_dma`` (Verilator, ``tb/mem/dma_fed.py``, the preset of the run): 8
+* ``tensor_util_with_dma`` (Verilator, ``tb/mem/harness.py``, the preset of the run): 8
   back-to-back BF16 tiles (K = rows, M = cols, N = one PSUM bank, each with its own
   LoadStationary) on the tensor engine fed from SBUF (stationary operands in bank 0, moving
   ones in bank 1, random access patterns) while the real DMA engine moves DRAM (cocotbext-axi
@@ -33,7 +33,7 @@ def run(cfg, seed=1):
     from rtl.mem.sbuf import SBUF, YIELD_AFTER
     from rtl.tensor.psum import PsumUnit
     from tb.amsim import SimBench
-    from tb.mem.dma_fed import run_bench
+    from tb.mem.build import run_bench
     from tb.mem.scenarios import tensor_with_dma
     from tb.mem.traffic import run_traffic
 

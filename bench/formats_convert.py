@@ -10,7 +10,7 @@ streaming them (harness memory writes, simulation, read-back; golden model exclu
 
 from bench.unit_bench import cold_run
 from tb.fp_convert import designs
-from tb.units import DEPTH
+from tb.fp.build import DEPTH
 
 NAME = "formats_convert"  # part of bench_formats
 SEED = 12345

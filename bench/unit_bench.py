@@ -4,19 +4,19 @@
 import json
 import shutil
 
-from tb import units
+from tb.fp import build as fp_build
 from tb.runner import build_dir_for
 
 
 def cold_run(cfg, *, unit, test_module, params):
-    """Build ``unit`` (see :mod:`tb.units`) from scratch as ``bench_<unit>``, run
+    """Build ``unit`` (see :mod:`tb.fp.build`) from scratch as ``bench_<unit>``, run
     ``test_module`` with ``params`` (the module appends ``{"cases", "seconds"}`` rows to
     ``params["metrics"]``), and return the per-unit metrics: cases, cases per second of
     streaming, cold build seconds, latency."""
     name = f"bench_{unit}"
     shutil.rmtree(build_dir_for(cfg, name), ignore_errors=True)   # measure a cold build
-    sim = units.sim(unit, cfg, params, name=name)
-    latency = units.signature(unit, cfg, params).latency
+    sim = fp_build.sim(unit, cfg, params, name=name)
+    latency = fp_build.signature(unit, cfg, params).latency
     metrics_path = sim.build_dir / "metrics.jsonl"
     metrics_path.unlink(missing_ok=True)
     sim.run(test_module, params={**params, "metrics": str(metrics_path)}, tag="bench")

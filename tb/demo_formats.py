@@ -4,16 +4,16 @@
 import json
 
 from rtl.config import preset_from_env
-from tb import units
-from tb.demo_formats_sim import demo_params
+from tb.fp import build as fp_build
+from tb.fp.tb_fp_demo import demo_params
 
 
 def _run(cfg, unit):
     """Build ``unit``, run its demo test case, return the JSON summary it wrote."""
     params = demo_params(cfg, unit)
-    sim = units.sim(unit, cfg, params)
+    sim = fp_build.sim(unit, cfg, params)
     out = sim.build_dir / f"demo_{unit}.json"
-    sim.run("tb.demo_formats_sim", testcase=f"{unit}_demo", params={**params, "out": str(out)})
+    sim.run("tb.fp.tb_fp_demo", testcase=f"{unit}_demo", params={**params, "out": str(out)})
     return json.loads(out.read_text())
 
 

@@ -32,7 +32,7 @@ def main(cfg=None):
 
 def other_format(cfg, run):
     """A preset without BF16: 8 back-to-back tiles in its first format (FP8 or FP32)."""
-    from tb.tensor.tb_bench import scenarios
+    from tb.tensor.tb_tensor_bench import scenarios
     names = [n for n in scenarios(cfg) if n.startswith("b2b_")]
     if not names:
         print(f"[tensor] preset {cfg.name}: no dense format to run a GEMM in")

@@ -193,11 +193,14 @@ class SimBuild:
                               log_file=self.build_dir / "build.log")
             self.build_seconds = time.monotonic() - t0
 
-    def run(self, test_module: str, *, params=None, testcase=None, seed=None, tag="run"):
+    def run(self, test_module: str, *, params=None, testcase=None, seed=None, tag="run",
+            expect_skip=()):
         """Run the cocotb ``test_module`` (dotted name under ``tb``); raise on any failure.
 
-        ``params`` (a JSON-able dict) reaches the module as ``tb.env.params()``.
-        Returns the parsed results: a list of ``(test name, passed)``.
+        ``params`` (a JSON-able dict) reaches the module as ``tb.env.params()``. A skipped
+        test is a failure (it checked nothing) unless its name is in ``expect_skip``; a test
+        named there must skip (:func:`verdict`).
+        Returns the parsed results: a list of ``(test name, status)``.
         """
         env = {
             "NC_CONFIG": json.dumps(self.cfg.to_dict()),
@@ -206,6 +209,7 @@ class SimBuild:
         }
         results = self.build_dir / f"results_{tag}_{os.getpid()}.xml"
         log = self.build_dir / f"sim_{tag}_{os.getpid()}.log"
+        results.unlink(missing_ok=True)     # a stale file must not stand in for this run
         try:
             self.runner.test(test_module=test_module, hdl_toplevel=self.name,
                              build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
@@ -216,10 +220,10 @@ class SimBuild:
             # (which holds the assertion message, seed included) instead of a bare exit code.
             pass
         outcome = parse_results(results)
-        failed = [n for n, ok in outcome if not ok]
-        if not outcome or failed:
+        problems = verdict(outcome, expect_skip)
+        if problems:
             tail = log.read_text()[-6000:] if log.exists() else "(no log)"
-            raise AssertionError(f"cocotb {test_module}: {'no test ran' if not outcome else 'failed: ' + ', '.join(failed)}\n"
+            raise AssertionError(f"cocotb {test_module}: {'; '.join(problems)}\n"
                                  f"log {log}:\n{tail}")
         return outcome
 
@@ -239,11 +243,41 @@ def write_public_config(path: Path, public_vars) -> Path:
 
 
 def parse_results(path: Path):
-    """(name, passed) for every testcase in a cocotb results.xml."""
+    """``(name, status)`` for every testcase in a cocotb results.xml, ``status`` one of
+    ``"passed"``, ``"failed"`` (a ``failure`` or ``error`` element) and ``"skipped"`` (a
+    ``skipped`` element)."""
     if not Path(path).exists():
         return []
     out = []
     for case in ET.parse(path).getroot().iter("testcase"):
-        bad = any(ch.tag in ("failure", "error") for ch in case)
-        out.append((case.get("name"), not bad))
+        tags = {ch.tag for ch in case}
+        status = ("failed" if tags & {"failure", "error"} else
+                  "skipped" if "skipped" in tags else "passed")
+        out.append((case.get("name"), status))
     return out
+
+
+def verdict(outcome, expect_skip=()):
+    """What is wrong with a run's ``outcome`` (:func:`parse_results`), as a list of texts
+    (empty: the run passed). Wrong: no test ran, a test failed, a test skipped that is not
+    named in ``expect_skip`` (a skip checks nothing, so it cannot count as a pass), or a test
+    named in ``expect_skip`` did not skip (ran, or is not in the results)."""
+    if isinstance(expect_skip, str):
+        raise TypeError(f"expect_skip must be a collection of test names, not {expect_skip!r}")
+    expect_skip = set(expect_skip)
+    if not outcome:
+        return ["no test ran"]
+    problems = []
+    failed = [n for n, s in outcome if s == "failed"]
+    if failed:
+        problems.append("failed: " + ", ".join(failed))
+    skipped = [n for n, s in outcome if s == "skipped" and n not in expect_skip]
+    if skipped:
+        problems.append("skipped (not in expect_skip): " + ", ".join(skipped))
+    ran = [n for n, s in outcome if s != "skipped" and n in expect_skip]
+    if ran:
+        problems.append("expected to skip but ran: " + ", ".join(ran))
+    absent = sorted(expect_skip - {n for n, _ in outcome})
+    if absent:
+        problems.append("expected to skip but absent: " + ", ".join(absent))
+    return problems

@@ -15,7 +15,7 @@ from golden.activation import (E_FORMAT, E_OPCODE, E_SHAPE, FUNCTION_IDS, FUNCTI
 from golden.ap import AP, PSUM, SBUF
 from rtl.config import ACT_BINADES, get_preset
 from tb.amsim import SimBench
-from tb.scalar.engine_sim import EngineRig, run_program
+from tb.scalar.rig import EngineRig, run_program
 
 CFG = get_preset("small")
 P = CFG.partitions

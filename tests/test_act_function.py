@@ -13,7 +13,7 @@ from golden.activation import evaluate, table, table_image
 from rtl.config import get_preset
 from rtl.scalar.function import FunctionUnit
 from tb.amsim import SimBench
-from tb.scalar.function_sim import FunctionDriver
+from tb.scalar.rig import FunctionDriver
 
 CFG = get_preset("small")
 

@@ -4,7 +4,7 @@
 TX -> delay line -> RX with random flits, random gaps and random back-pressure: every port
 output equals golden's every cycle (tb/collective/rig.py), and what the RX delivers is what the
 TX took, in order, per VC (checked here from the traces, not from golden). Every fault injected
-on the wire (tb/collective/faults.py): a flipped bit (CRC), a dropped, duplicated or reordered
+on the wire (tb/collective/program.py): a flipped bit (CRC), a dropped, duplicated or reordered
 flit (sequence), a lost or duplicated credit and a silent link (watchdogs) ends in E_LINK with
 the documented kind within a bounded number of cycles, and nothing is delivered from the
 faulty flit on. The dateline rule on rings of 2 and 4 ports; and without the dateline, a ring
@@ -22,7 +22,7 @@ from rtl.collective.link import LinkRX, LinkTX
 from rtl.config import LINK_FAULTS, get_preset
 from rtl.isa import E_LINK
 from tb.amsim import SimBench
-from tb.collective.faults import (DropFlit, DuplicateCredit, DuplicateFlit, FlipBit,
+from tb.collective.program import (DropFlit, DuplicateCredit, DuplicateFlit, FlipBit,
                                   LoseCredit, ReorderFlits, Silence)
 from tb.collective.rig import LinkRig, RingRig, random_payload, run_link, run_ring
 

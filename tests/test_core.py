@@ -29,25 +29,25 @@ def test_core(cfg, seed):
 def test_core_kernels(cfg, seed):
     """The kernels of ``tb/core/kernels.py`` on the core, outputs bit for bit vs golden."""
     sim = _sim(cfg)
-    sim.run("tb.core.tb_kernels", params={"seed": seed, "kernels": [{"name": "gemm"}]},
+    sim.run("tb.core.tb_core_kernels", params={"seed": seed, "kernels": [{"name": "gemm"}]},
             tag="kernels")
 
 
 @pytest.mark.xdist_group("core")
 def test_core_random_programs(cfg, seed):
     """Random all-engine programs, clean and corrupted, on the core against the golden ISA
-    simulator (tb/core/tb_fuzz.py): DRAM images byte for byte, first errors."""
+    simulator (tb/core/tb_core_fuzz.py): DRAM images byte for byte, first errors."""
     sim = _sim(cfg)
-    sim.run("tb.core.tb_fuzz", params={"seed": seed, "programs": 6, "n_ops": 24}, tag="fuzz")
+    sim.run("tb.core.tb_core_fuzz", params={"seed": seed, "programs": 6, "n_ops": 24}, tag="fuzz")
 
 
 @pytest.mark.xdist_group("core")
 def test_core_scalar_hazard(cfg, seed):
     """The scalar engine's read-after-write wait (same memory, partition and bytes) on the core
-    against the golden simulator (tb/core/tb_scalar_hazard.py): outputs bit for bit, the gap
+    against the golden simulator (tb/core/tb_core_scalar_hazard.py): outputs bit for bit, the gap
     between two activations' retires within a tolerance, the overlapping read alone waiting."""
     sim = _sim(cfg)
-    sim.run("tb.core.tb_scalar_hazard", params={"seed": seed}, tag="scalar_hazard")
+    sim.run("tb.core.tb_core_scalar_hazard", params={"seed": seed}, tag="scalar_hazard")
 
 
 #: make test-full: 8 shards of 90 random programs of 96 operations (about 143 instructions
@@ -72,7 +72,7 @@ def test_core_random_programs_long(cfg, seed, shard, tmp_path):
     import json
     sim = _sim_opt(cfg)
     metrics = tmp_path / "fuzz.jsonl"
-    sim.run("tb.core.tb_fuzz", params={"seed": seed + 1 + 7919 * shard,
+    sim.run("tb.core.tb_core_fuzz", params={"seed": seed + 1 + 7919 * shard,
                                        "programs": LONG_PROGRAMS, "n_ops": LONG_OPS,
                                        "metrics": str(metrics)}, tag=f"fuzz_long{shard}")
     recs = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]

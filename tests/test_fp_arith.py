@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """FP arithmetic units (exact multiplier, FMA, FP32 adder) against ``golden.arith``, bit for bit.
 
-cocotb + Verilator through ``tb.units.sim`` (a ``tb.harness.VectorHarness`` around the unit): one build
+cocotb + Verilator through ``tb.fp.build.sim`` (a ``tb.fp.harness.VectorHarness`` around the unit): one build
 per unit covers every enabled format pair through the run-time format selects. The fast tier
 runs the exhaustive FP8 x FP8 products, directed corners and ~50-100k random cases per unit;
 ``@pytest.mark.full`` runs >= 1,000,000 random cases per unit.
@@ -11,7 +11,7 @@ import gc
 
 import pytest
 
-from tb import units
+from tb.fp import build as fp_build
 
 #: Constructors that raise leave a never-elaborated object behind: intended in those tests
 #: (which collect it with ``gc.collect()`` while this filter is active).
@@ -21,7 +21,7 @@ NOT_ELABORATED = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaborat
 def run_unit(unit, cfg, seed, *, tier, **params):
     """Build (cached) and run one unit's cocotb module; returns the SimBuild."""
     params = {"seed": seed, **params}
-    sim = units.sim(unit, cfg, params)
+    sim = fp_build.sim(unit, cfg, params)
     print(f"{unit}: verilator build {sim.build_seconds:.1f} s")
     sim.run(f"tb.fp_arith.tb_{unit}", params=params, tag=tier)
     return sim
@@ -102,10 +102,10 @@ def test_fma_pipeline_depths(cfg, seed, mul_stages, add_stages):
     """Every pipeline depth gives the golden results with ``latency`` = mul + add stages and
     keeps order through valid gaps (the Verilator tests cover the preset's depth)."""
     import numpy as np
-    from tb.fp_arith import vectors as v
+    from tb.fp_arith import program as v
     from tb.pack import pack, unpack
     c2 = cfg.replace(mul_stages=mul_stages, add_stages=add_stages)
-    d = units.dut("fma", c2)
+    d = fp_build.dut("fma", c2)
     assert d.latency == mul_stages + add_stages
     rng = np.random.default_rng([seed, mul_stages, add_stages])
     fm = d.formats_a
@@ -183,7 +183,7 @@ def test_multiplier_few_formats(cfg, seed, formats_a, formats_b):
     preset, whose 8 formats fill their select field."""
     import numpy as np
     from rtl.fp.multiplier import ExactMultiplier
-    from tb.fp_arith import vectors as v
+    from tb.fp_arith import program as v
     from tb.pack import pack, unpack
     d = ExactMultiplier(cfg, formats_a=formats_a, formats_b=formats_b)
     rng = np.random.default_rng([seed, len(formats_a), len(formats_b)])

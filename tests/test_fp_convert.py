@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """FP32 conversion units against the golden model, bit for bit.
 
-cocotb + Verilator through ``tb.runner.SimBuild`` and ``tb.harness.VectorHarness``: one build
+cocotb + Verilator through ``tb.runner.SimBuild`` and ``tb.fp.harness.VectorHarness``: one build
 per unit covers every format through the runtime format select. The XORWOW generator is also
 checked step by step in ``amaranth.sim`` (no build) against ``golden.prng``.
 """
@@ -14,7 +14,7 @@ from rtl.config import E8M0
 from rtl.fp.convert import ConvertFromFP32, default_convert_formats
 from rtl.fp.prng import XorWow
 from rtl.fp.widen import WidenToFP32, default_widen_formats
-from tb import units
+from tb.fp import build as fp_build
 from tb.fp_convert import designs
 
 #: A constructor that raises still leaves a half-built Elaboratable for the garbage collector,
@@ -29,9 +29,9 @@ def run_unit(unit, cfg, seed, *, tier, n_random, formats=None, lane=0):
     """Build (cached) and run one unit's cocotb module; returns the SimBuild."""
     formats = formats or (designs.CONVERT_FORMATS if unit == "convert"
                           else designs.WIDEN_FORMATS)
-    params = {"seed": seed, "formats": list(formats), "lane": lane, "depth": units.DEPTH,
+    params = {"seed": seed, "formats": list(formats), "lane": lane, "depth": fp_build.DEPTH,
               "tier": tier, "n_random": n_random}
-    sim = units.sim(unit, cfg, params)
+    sim = fp_build.sim(unit, cfg, params)
     print(f"{unit}: verilator build {sim.build_seconds:.1f} s")
     sim.run(f"tb.fp_convert.tb_{unit}", params=params, tag=tier)
     return sim

@@ -17,8 +17,8 @@ from rtl.config import get_preset
 from rtl.tensor.layouts import OP_MATMUL, TensorLayouts
 from rtl.tensor.sbuf_fed import E_FLAGS, E_SHAPE
 from tb.amsim import SimBench
-from tb.mem.fed import FedSystem, fed_program
-from tb.mem.rig import preload_sbuf
+from tb.mem.program import fed_program
+from tb.mem.rig import FedSystem, preload_sbuf
 from tb.tensor.program import Program, allowed_pairs, rand_codes
 
 SMALL = get_preset("small")

@@ -19,7 +19,8 @@ from rtl.config import get_preset
 from rtl.core.tensor_decode import sparse_load_formats
 from rtl.tensor.layouts import ERR_SPARSE, TensorLayouts
 from tb.amsim import SimBench
-from tb.mem.fed import FedSystem, fed_program
+from tb.mem.program import fed_program
+from tb.mem.rig import FedSystem
 from tb.tensor.program import Program, rand_codes
 
 from tests.test_mem_tensor_fed import compare, run

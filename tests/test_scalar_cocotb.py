@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Scalar engine alone in Verilator (cocotb family ``tb.scalar.tb_engine``), small preset:
+"""The Scalar engine alone in Verilator (cocotb family ``tb.scalar.tb_scalar``), small preset:
 random programs bit for bit against golden.activation under contention and back-pressure.
 Only under ``full`` (its Verilator build took 4 of ``make test``'s 25 minutes): a sample of
 functions covering every table mode, one program of 10 each; all 17, four programs of 12; the
@@ -26,19 +26,19 @@ def sim():
 
 @pytest.mark.full
 def test_scalar_engine_random_programs(sim, seed):
-    sim.run("tb.scalar.tb_engine", params={"seed": seed, "functions": SAMPLE, "batches": 1,
+    sim.run("tb.scalar.tb_scalar", params={"seed": seed, "functions": SAMPLE, "batches": 1,
                                           "per_batch": 10},
             testcase="random_programs")
 
 
 @pytest.mark.full
 def test_scalar_engine_every_function(sim, seed):
-    sim.run("tb.scalar.tb_engine", params={"seed": seed, "functions": list(FUNCTIONS),
+    sim.run("tb.scalar.tb_scalar", params={"seed": seed, "functions": list(FUNCTIONS),
                                           "batches": 4, "per_batch": 12},
             testcase="random_programs", tag="full")
 
 
 @pytest.mark.full
 def test_scalar_engine_stream_cycles(sim, seed):
-    sim.run("tb.scalar.tb_engine", params={"seed": seed, "free": 512, "stream": 4},
+    sim.run("tb.scalar.tb_scalar", params={"seed": seed, "free": 512, "stream": 4},
             testcase="stream_cycles", tag="stream")

@@ -14,14 +14,14 @@ from tb.tensor.build import depths_for, tensor_sim
 
 def test_tensor_engine(cfg, seed):
     sim = tensor_sim(cfg)
-    sim.run("tb.tensor.tb_engine", params={"seed": seed, "depths": sim.depths, "scale": 1})
+    sim.run("tb.tensor.tb_tensor", params={"seed": seed, "depths": sim.depths, "scale": 1})
 
 
 @pytest.mark.full
 @pytest.mark.parametrize("rep", range(3))
 def test_tensor_engine_more_seeds(seed, rep):
     sim = tensor_sim(get_preset("small"))
-    sim.run("tb.tensor.tb_engine", params={"seed": seed + 1000 * rep, "depths": sim.depths,
+    sim.run("tb.tensor.tb_tensor", params={"seed": seed + 1000 * rep, "depths": sim.depths,
                                            "scale": 4}, tag=f"full{rep}")
 
 
@@ -29,5 +29,5 @@ def test_tensor_engine_more_seeds(seed, rep):
 def test_tensor_engine_default_preset(seed):
     cfg = get_preset("default")
     sim = tensor_sim(cfg, depths_for(cfg), name="tensor_bench")     # shares the bench build
-    sim.run("tb.tensor.tb_engine", params={"seed": seed, "depths": sim.depths, "scale": 1},
+    sim.run("tb.tensor.tb_tensor", params={"seed": seed, "depths": sim.depths, "scale": 1},
             tag="default_preset")

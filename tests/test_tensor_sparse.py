@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tensor engine N:M structured-sparse matmul on Verilator (``tb/tensor/tb_sparse.py``): every
+"""Tensor engine N:M structured-sparse matmul on Verilator (``tb/tensor/tb_tensor_sparse.py``): every
 enabled pattern and moving format, adversarial masks, sparse/dense accumulate chains with
 back-pressure, every sparse error; bit for bit against ``golden.sparse``. Shares the Verilator
 build of ``tests/test_tensor_engine.py``.
@@ -13,7 +13,7 @@ from tb.tensor.build import tensor_sim
 
 def test_tensor_sparse(cfg, seed):
     sim = tensor_sim(cfg)
-    sim.run("tb.tensor.tb_sparse", params={"seed": seed, "depths": sim.depths, "scale": 1},
+    sim.run("tb.tensor.tb_tensor_sparse", params={"seed": seed, "depths": sim.depths, "scale": 1},
             tag="sparse")
 
 
@@ -21,5 +21,5 @@ def test_tensor_sparse(cfg, seed):
 @pytest.mark.parametrize("rep", range(2))
 def test_tensor_sparse_more_seeds(seed, rep):
     sim = tensor_sim(get_preset("small"))
-    sim.run("tb.tensor.tb_sparse", params={"seed": seed + 1000 * rep, "depths": sim.depths,
+    sim.run("tb.tensor.tb_tensor_sparse", params={"seed": seed + 1000 * rep, "depths": sim.depths,
                                            "scale": 3}, tag=f"sparse_full{rep}")

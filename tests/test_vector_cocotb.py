@@ -15,7 +15,7 @@ CFG = get_preset("small")
 
 @pytest.fixture(scope="module")
 def sim():
-    from tb.vector.top import vector_sim
+    from tb.vector.build import vector_sim
     return vector_sim(CFG)
 
 

@@ -6,7 +6,7 @@
 :class:`rtl.collective.delay.DelayLine` (flits), a :class:`rtl.collective.link.LinkRX` and the
 reverse delay line (credits). The testbench itself carries each cycle's TX output into the
 forward wire and the RX credit return into the reverse wire, through a fault injector
-(:mod:`tb.collective.faults`), so that one injected fault reaches the RTL and the golden model
+(:mod:`tb.collective.program`), so that one injected fault reaches the RTL and the golden model
 alike. :func:`run_link` drives random flits with random gaps into both TX inputs and takes the
 RX outputs with random back-pressure, and compares every port output with
 :class:`golden.collective.link.TxModel` / :class:`RxModel` each cycle.

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """``make sim`` on the whole core: kernels (``tb/core/kernels.py``) run on the Verilator build
-of the NeuronCore (``tb/core/tb_kernels.py``). Prints each kernel's cycles, instruction counts
+of the NeuronCore (``tb/core/tb_core_kernels.py``). Prints each kernel's cycles, instruction counts
 and each engine's busy fraction, checks every output bit for bit (the cocotb test fails
 otherwise), and writes an engine-activity timeline per kernel as a PNG under
 ``build/sim/``. ``WAVES=1`` builds with tracing and writes a VCD."""
@@ -33,7 +33,7 @@ def run_kernels(cfg, kernels, *, waves=False, tag="sim"):
     out.mkdir(parents=True, exist_ok=True)
     metrics = out / f"core_{cfg.name}_{tag}.jsonl"
     metrics.unlink(missing_ok=True)
-    sim.run("tb.core.tb_kernels", params={"kernels": kernels, "metrics": str(metrics)},
+    sim.run("tb.core.tb_core_kernels", params={"kernels": kernels, "metrics": str(metrics)},
             tag=tag)
     recs = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     return recs, sim

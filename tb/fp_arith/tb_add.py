@@ -6,8 +6,8 @@ subnormals)."""
 import cocotb
 
 from golden import arith as ga
-from tb.fp_arith import vectors as v
-from tb.units import pipeline_tb
+from tb.fp_arith import program as v
+from tb.fp.build import pipeline_tb
 
 
 async def check(st, what, a, b, bubbles=False):

@@ -5,8 +5,8 @@ of every format pair, special rules, ties, and random cases of every format pair
 import cocotb
 import numpy as np
 
-from tb.fp_arith import vectors as v
-from tb.units import pipeline_tb
+from tb.fp_arith import program as v
+from tb.fp.build import pipeline_tb
 
 
 async def check(st, what, ia, a, ib, b, c, bubbles=False):

@@ -5,8 +5,8 @@ each enabled FP8 format, for directed corners of every format pair and for rando
 import cocotb
 import numpy as np
 
-from tb.fp_arith import vectors as v
-from tb.units import pipeline_tb
+from tb.fp_arith import program as v
+from tb.fp.build import pipeline_tb
 
 
 async def check(st, what, ia, a, ib, b, bubbles=False):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The format sets the conversion tests build their units with (``params["formats"]``, see
-:mod:`tb.units`)."""
+:mod:`tb.fp.build`)."""
 
 #: Every format the converters support (``"cfp8"`` is the config's).
 CONVERT_FORMATS = ("tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "fp8_e4m3fn", "cfp8",

@@ -9,47 +9,8 @@ harness, one word per SR element in stream order.
 import cocotb
 import numpy as np
 
-from tb.fp_convert.common import StreamChecker
-from tb.fp_convert.vectors import (GoldenXorWow, midpoints, format_corners, random_fp32,
-                                   expected_convert)
-
-
-class ConvertChecker(StreamChecker):
-    def __init__(self, dut):
-        super().__init__(dut, "convert", "code")
-        self.prng = GoldenXorWow(self.cfg.sr_seed, self.params.get("lane", 0))
-
-    async def reset(self):
-        await super().reset()
-        self.prng.reset()
-
-    async def run(self, what, xbits, fsel, sr, bubbles=False):
-        xbits = np.asarray(xbits, dtype=np.uint32)
-        fsel, sr = np.asarray(fsel, dtype=np.int64), np.asarray(sr, dtype=np.int64)
-        want = expected_convert(self.formats, xbits, fsel, sr, self.prng)
-
-        def describe(j):
-            return (f"x={int(xbits[j]):#010x} fmt={self.formats[fsel[j]].name} "
-                    f"{'sr' if sr[j] else 'rne'} (element {j})")
-        await self.check(what, want, describe, bubbles=bubbles, x=xbits, fmt=fsel, sr=sr)
-
-    def per_format(self, make):
-        """Concatenate ``make(fmt)`` bit arrays over the formats, with format indices."""
-        xs, fs = [], []
-        for k, f in enumerate(self.formats):
-            b = make(f)
-            xs.append(b)
-            fs.append(np.full(len(b), k))
-        return np.concatenate(xs), np.concatenate(fs)
-
-    def random_mixed(self, rng, n):
-        """``n`` random elements: random format, random mode, values near the format."""
-        fsel = rng.integers(0, len(self.formats), n)
-        xbits = np.zeros(n, dtype=np.uint32)
-        for k, f in enumerate(self.formats):
-            sel = fsel == k
-            xbits[sel] = random_fp32(rng, int(sel.sum()), f)
-        return xbits, fsel, rng.integers(0, 2, n)
+from tb.fp_convert.driver import ConvertChecker
+from tb.fp_convert.program import format_corners, midpoints
 
 
 @cocotb.test()

@@ -9,24 +9,7 @@ Params: ``seed``, ``formats``, ``depth``, ``tier``, ``n_random``, optional ``met
 import cocotb
 import numpy as np
 
-from tb.fp_convert.common import StreamChecker
-from tb.fp_convert.vectors import expected_widen
-
-
-class WidenChecker(StreamChecker):
-    def __init__(self, dut):
-        super().__init__(dut, "widen", "x")
-
-    async def run(self, what, codes, fsel, bubbles=False):
-        """``codes`` may have bits set above the selected format's width (the RTL ignores
-        them); golden sees the format's bits only."""
-        codes, fsel = np.asarray(codes, dtype=np.int64), np.asarray(fsel, dtype=np.int64)
-        widths = np.array([f.width for f in self.formats])[fsel]
-        want = expected_widen(self.formats, codes & ((1 << widths) - 1), fsel)
-
-        def describe(j):
-            return f"code={int(codes[j]):#x} fmt={self.formats[fsel[j]].name} (element {j})"
-        await self.check(what, want, describe, bubbles=bubbles, code=codes, fmt=fsel)
+from tb.fp_convert.driver import WidenChecker
 
 
 @cocotb.test()

@@ -1,23 +1,26 @@
 # SPDX-License-Identifier: Apache-2.0
 """Test rigs of the AP reader/writer: an :class:`APReader` and an :class:`APWriter` on the row
 ports of an SBUF (with a priority "hog" row port a testbench drives to steal cycles) or of a
-PSUM unit, plus the per-cycle amaranth.sim driver that streams descriptors and elements."""
+PSUM unit, plus the per-cycle amaranth.sim driver that streams descriptors and elements; and
+:class:`FedSystem`, the SBUF-fed tensor engine on an SBUF (its programs: :mod:`tb.mem.program`)."""
 
 from __future__ import annotations
 
 import numpy as np
-from amaranth.hdl import Elaboratable, Module, Value
-from amaranth.lib import wiring
+from amaranth.hdl import Elaboratable, Module, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from golden.ap import E_OK, addresses, error_code, partition_mask
 from rtl.mem.apport import APReader, APWriter
 from rtl.mem.port import SBUF
 from rtl.mem.sbuf import SBUF as SbufMem
 from rtl.tensor.psum import PsumUnit
+from rtl.tensor.sbuf_fed import SbufTensorEngine
 from tb.ap.program import pack_ap
 
 __all__ = ["APRig", "reader_job", "writer_job", "run_jobs", "lane_of", "expected_reads",
-           "apply_writes", "preload_sbuf", "dump_sbuf"]
+           "apply_writes", "preload_sbuf", "dump_sbuf", "FedSystem"]
 
 
 class APRig(Elaboratable):
@@ -243,3 +246,61 @@ def dump_sbuf(ctx, sbuf):
                     ((word >> (p * WB * 8)) & ((1 << (8 * WB)) - 1)).to_bytes(WB, "little"),
                     np.uint8)
     return out
+
+
+class FedSystem(wiring.Component):
+    """SBUF (row ports ``tensor_st``/``tensor_mv`` with priority, partition port ``dma``) and an
+    :class:`SbufTensorEngine` on it; with ``writer`` a synthetic DMA that, while ``wr_en`` is
+    high, writes one full word per cycle to partition ``wr_part`` of bank ``wr_bank``
+    (addresses cycling through the bank), counting writes granted and cycles stalled.
+
+    Members: ``cmd``, ``res`` (the engine's), ``busy``, ``mv_fire``, ``psum_we``, ``err``,
+    ``err_code``, ``ap_err``, ``ap_err_code``; ``wr_en``, ``wr_bank`` in; ``wr_count``,
+    ``wr_stall`` out.
+    """
+
+    def __init__(self, cfg, *, use_instances=False, writer=True, yield_after=16):
+        self.cfg = cfg
+        self.sbuf = SbufMem(cfg, row_ports=("tensor_st", "tensor_mv"), part_ports=("dma",),
+                            priority=("tensor_st", "tensor_mv"), yield_after=yield_after)
+        self.fed = SbufTensorEngine(cfg, use_instances=use_instances)
+        self.writer = writer
+        fs = self.fed.signature
+        super().__init__({
+            "cmd": In(stream.Signature(fs.cmd_layout)),
+            "res": Out(stream.Signature(fs.tl.lanes_out)),
+            "busy": Out(1), "mv_fire": Out(1), "psum_we": Out(1), "err": Out(1),
+            "err_code": Out(3), "ap_err": Out(1), "ap_err_code": Out(8),
+            "wr_en": In(1), "wr_bank": In(range(max(2, cfg.sbuf_banks))),
+            "wr_count": Out(32), "wr_stall": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        m.submodules.sbuf = sb = self.sbuf
+        m.submodules.fed = fed = self.fed
+        wiring.connect(m, fed.st_port, sb.tensor_st)
+        wiring.connect(m, fed.mv_port, sb.tensor_mv)
+        wiring.connect(m, wiring.flipped(self.cmd), fed.cmd)
+        wiring.connect(m, fed.res, wiring.flipped(self.res))
+        for n in ("busy", "mv_fire", "psum_we", "err", "err_code", "ap_err", "ap_err_code"):
+            m.d.comb += getattr(self, n).eq(getattr(fed, n))
+        req = sb.dma.req
+        if self.writer:
+            WB = cfg.sbuf_word_bytes
+            words = cfg.sbuf_bank_bytes // WB
+            idx = Signal(range(words))
+            word_bits = (words - 1).bit_length()
+            bank_shift = (cfg.sbuf_bank_bytes - 1).bit_length()
+            addr = (self.wr_bank << bank_shift) | (idx << (WB.bit_length() - 1)) \
+                if word_bits else self.wr_bank << bank_shift
+            m.d.comb += [req.valid.eq(self.wr_en), req.payload.addr.eq(addr),
+                         req.payload.part.eq(idx[:max(1, (cfg.partitions - 1).bit_length())]),
+                         req.payload.we.eq(1), req.payload.be.eq(-1),
+                         req.payload.wdata.eq(self.wr_count)]
+            with m.If(req.valid & req.ready):
+                m.d.sync += [idx.eq(idx + 1), self.wr_count.eq(self.wr_count + 1)]
+            with m.If(req.valid & ~req.ready):
+                m.d.sync += self.wr_stall.eq(self.wr_stall + 1)
+        return m

@@ -12,8 +12,8 @@ import numpy as np
 from amaranth.hdl import Value
 
 from tb.amsim import SimBench
-from tb.mem.fed import FedSystem, fed_program
-from tb.mem.rig import preload_sbuf
+from tb.mem.program import fed_program
+from tb.mem.rig import FedSystem, preload_sbuf
 from tb.tensor.program import Program, rand_codes
 
 __all__ = ["b2b_program", "run_fed", "tensor_with_dma"]
@@ -22,7 +22,7 @@ __all__ = ["b2b_program", "run_fed", "tensor_with_dma"]
 def b2b_program(cfg, rng, *, tiles=8, n=None):
     """``tiles`` back-to-back full-array BF16 matmuls (K = rows, M = cols, N = one PSUM bank),
     each with its own LoadStationary, into banks ``i % psum_banks``; then one read of the last
-    bank (the tensor bench's scenario, ``tb/tensor/tb_bench.py``)."""
+    bank (the tensor bench's scenario, ``tb/tensor/tb_tensor_bench.py``)."""
     prog = Program(cfg, rng)
     R, C = cfg.pe_rows, cfg.pe_cols
     N = n or cfg.psum_bank_fp32
@@ -35,7 +35,7 @@ def b2b_program(cfg, rng, *, tiles=8, n=None):
 
 
 def run_fed(bench, prog, fp, *, wr_bank=None, limit=None):
-    """Run ``fp`` (a :class:`~tb.mem.fed.FedProgram` of ``prog``) on ``bench`` (a SimBench of a
+    """Run ``fp`` (a :class:`~tb.mem.program.FedProgram` of ``prog``) on ``bench`` (a SimBench of a
     :class:`FedSystem`); with ``wr_bank`` the synthetic DMA writes that bank every cycle.
     Checks the result beats against golden and returns the timing: ``window`` (first operand
     beat accepted by the engine to the last PSUM write, inclusive), ``utilization`` (MACs /

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """A Verilator harness around one :class:`~rtl.scalar.engine.ScalarEngine` on an SBUF and a
-PSUM unit (the real memory blocks), for the cocotb family ``tb.scalar.tb_engine``.
+PSUM unit (the real memory blocks), for the cocotb family ``tb.scalar.tb_scalar``.
 
 * ``imem`` (``IDEPTH`` decoded instructions, ``instr_layout``) is written by cocotb; ``start``
   feeds ``n_instr`` of them in order to the engine's ``instr`` stream, holding ``valid`` low in

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """GEMM scenarios on the tensor engine (Verilator) with their metrics: cycles, utilization, the
 cycle formula, simulation speed. Used by ``make sim`` (``tb.demo_tensor``) and by
-``make bench BENCH=tensor_engine``; every result is checked bit for bit (``tb.tensor.tb_bench``).
+``make bench BENCH=tensor_engine``; every result is checked bit for bit (``tb.tensor.tb_tensor_bench``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def scalesim_ws(cfg, *, N):
 
 def run(cfg, seed=1, scenarios=None):
     """Metrics of the GEMM scenarios ``scenarios`` (default: every one of ``cfg``, see
-    ``tb.tensor.tb_bench.scenarios``) on ``cfg``."""
+    ``tb.tensor.tb_tensor_bench.scenarios``) on ``cfg``."""
     exe = build_dir_for(cfg, "tensor_bench") / "tensor_bench"
     cold = not exe.exists()
     sim = tensor_sim(cfg, depths_for(cfg), name="tensor_bench")
@@ -35,7 +35,7 @@ def run(cfg, seed=1, scenarios=None):
     params = {"seed": seed, "depths": sim.depths, "out": str(out)}
     if scenarios:
         params["scenarios"] = list(scenarios)
-    sim.run("tb.tensor.tb_bench", params=params, tag="bench")
+    sim.run("tb.tensor.tb_tensor_bench", params=params, tag="bench")
     r = json.loads(out.read_text())
     N, M = cfg.psum_bank_fp32, cfg.pe_cols
     lat = TensorEngine.Signature(cfg).latency

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Sparse GEMM timing on the tensor engine (Verilator): the speed-up of every enabled N:M
 pattern over dense on the same array, and the 4:16-vs-dense-twin GEMM of ``make sim``. Every
-result is checked bit for bit (``tb.tensor.tb_sparse_bench``).
+result is checked bit for bit (``tb.tensor.tb_tensor_sparse_bench``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def bench_n(cfg):
 def _run(cfg, seed, **params):
     sim = tensor_sim(cfg, depths_for(cfg), name="tensor_bench")
     out = build_dir_for(cfg, "tensor_bench") / "sparse_bench_result.json"
-    sim.run("tb.tensor.tb_sparse_bench", params={"seed": seed, "depths": sim.depths,
+    sim.run("tb.tensor.tb_tensor_sparse_bench", params={"seed": seed, "depths": sim.depths,
                                                  "out": str(out), **params},
             tag="sparse_bench")
     return json.loads(out.read_text()), sim.build_seconds

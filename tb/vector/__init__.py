@@ -1,2 +1,3 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Vector-engine test rig and driver (amaranth.sim)."""
+"""Testbench of the Vector engine: the Verilator harness (engine + real SBUF and PSUM), its build,
+driver and cocotb tests, and the amaranth.sim rig."""

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""cocotb tests of the Vector engine alone on Verilator (:class:`tb.vector.top.VecTop`: engine +
+"""cocotb tests of the Vector engine alone on Verilator (:class:`tb.vector.harness.VecTop`: engine +
 real SBUF + PSUM), bit for bit against :mod:`golden.vector`.
 
 The memories are preloaded through the priority ``hog`` row ports with random contents; a
@@ -24,88 +24,10 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 import golden.vector as gv
 from golden.prng import XorWowLanes
-from tb.base import TB
+from tb.vector.driver import PSUM, SBUF, VecTB
 from tb.vector.program import bad_instrs, max8_find_pair, random_instr, random_memories
 from tb.vector.rig import apply_write, pack_instr
 from rtl.vector.isa import instr_layout
-
-SBUF, PSUM = 1, 2
-
-
-class VecTB(TB):
-    def __init__(self, dut):
-        super().__init__(dut)
-        c = self.cfg
-        self.P = c.partitions
-        self.full = (1 << self.P) - 1
-
-    def _req(self, mem, addr, we=0, wdata=0, mask=None, be=0xF):
-        """The packed request of a hog row port (``req_layout``: addr, mask, we, be, wdata)."""
-        from rtl.mem.port import RowPort
-        lay = RowPort.Signature(self.cfg, "sbuf" if mem == SBUF else "psum").req_layout
-        v = 0
-        for name, f in lay:
-            x = {"addr": addr, "mask": self.full if mask is None else mask, "we": we,
-                 "be": be, "wdata": wdata}[name]
-            v |= (x & ((1 << f.width) - 1)) << f.offset
-        return v
-
-    def hog(self, mem):
-        return self.dut.sbuf_hog__req__valid if mem == SBUF else self.dut.psum_hog__req__valid
-
-    async def poke_rows(self, mem, words):
-        """Write ``words`` (``(P, n)`` uint32 lanes) into lanes 0..n-1 of ``mem`` through its
-        hog port, one lane of every partition per granted request (bounded)."""
-        d = self.dut
-        pre = "sbuf_hog" if mem == SBUF else "psum_hog"
-        valid, payload = getattr(d, f"{pre}__req__valid"), getattr(d, f"{pre}__req__payload")
-        ready = getattr(d, f"{pre}__req__ready")
-        n = words.shape[1]
-        for e in range(n):
-            wdata = 0
-            for p in range(self.P):
-                wdata |= int(words[p, e]) << (32 * p)
-            payload.value = self._req(mem, 4 * e if mem == SBUF else e, we=1, wdata=wdata)
-            valid.value = 1
-            for _ in range(50):
-                await ReadOnly()
-                granted = int(ready.value)
-                await RisingEdge(d.clk)
-                if granted:
-                    break
-            else:
-                raise AssertionError(self.fail_text("preload", f"{pre} write {e} not granted"))
-        valid.value = 0
-
-    async def peek_rows(self, mem, n):
-        """Read lanes 0..n-1 of ``mem`` through its hog port: ``(P, n)`` uint32."""
-        d = self.dut
-        pre = "sbuf_hog" if mem == SBUF else "psum_hog"
-        valid, payload = getattr(d, f"{pre}__req__valid"), getattr(d, f"{pre}__req__payload")
-        ready = getattr(d, f"{pre}__req__ready")
-        rv, rd = getattr(d, f"{pre}__rsp__valid"), getattr(d, f"{pre}__rsp__payload")
-        out = np.zeros((self.P, n), np.uint32)
-        issued = got = 0
-        for _ in range(4 * n + 100):
-            if issued < n:
-                payload.value = self._req(mem, 4 * issued if mem == SBUF else issued)
-            valid.value = int(issued < n)
-            await ReadOnly()
-            fire = issued < n and int(ready.value)
-            if int(rv.value):
-                v = int(rd.value)
-                for p in range(self.P):
-                    out[p, got] = (v >> (32 * p)) & 0xFFFFFFFF
-                got += 1
-            await RisingEdge(d.clk)
-            issued += int(bool(fire))
-            if got == n:
-                break
-        valid.value = 0
-        if got != n:
-            raise AssertionError(self.fail_text("dump", f"{pre}: {got} of {n} lanes read"))
-        return out
-
 
 async def _monitor(tb, writes, state):
     """Record every granted engine write under the index of the instruction running (the
@@ -142,7 +64,7 @@ async def _hogs(tb, rng, p_hog, state):
             getattr(d, f"{pre}__req__valid").value = int(on)
             if on:
                 a = int(rng.integers(0, 1 << bits[mem]))
-                getattr(d, f"{pre}__req__payload").value = tb._req(mem, a, mask=1)
+                getattr(d, f"{pre}__req__payload").value = tb.req(mem, a, mask=1)
         await RisingEdge(d.clk)
     d.sbuf_hog__req__valid.value = 0
     d.psum_hog__req__valid.value = 0

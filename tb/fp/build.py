@@ -16,7 +16,7 @@ from rtl.fp.convert import ConvertFromFP32
 from rtl.fp.fma import FMA
 from rtl.fp.multiplier import ExactMultiplier
 from rtl.fp.widen import WidenToFP32
-from tb.harness import VectorHarness
+from tb.fp.harness import VectorHarness
 from tb.runner import SimBuild
 
 __all__ = ["UNITS", "DEPTH", "signature", "dut", "sim", "pipeline_tb"]
@@ -67,17 +67,17 @@ def variant(unit, params=None):
 
 
 def sim(unit, cfg, params=None, **kw):
-    """A (cached) Verilator build of the unit in a :class:`~tb.harness.VectorHarness`."""
+    """A (cached) Verilator build of the unit in a :class:`~tb.fp.harness.VectorHarness`."""
     top = VectorHarness(dut(unit, cfg, params), depth=(params or {}).get("depth", DEPTH))
     kw.setdefault("public_depth", 1)  # the harness top holds the memories cocotb loads
     return SimBuild(top, unit=f"fp_{unit}", cfg=cfg, variant=variant(unit, params), **kw)
 
 
 def pipeline_tb(dut_handle, unit):
-    """Inside cocotb: a :class:`~tb.vectors.PipelineTB` for ``unit`` with the config and
+    """Inside cocotb: a :class:`~tb.fp.driver.PipelineTB` for ``unit`` with the config and
     parameters the runner passed."""
     from tb import env
-    from tb.vectors import PipelineTB
+    from tb.fp.driver import PipelineTB
     p = env.params()
     return PipelineTB(dut_handle, signature(unit, env.config(), p), unit,
                       depth=p.get("depth", DEPTH))

@@ -1,82 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The SBUF-fed tensor engine in a testable system: :class:`FedSystem` (SBUF + the fed engine +
-an optional synthetic full-rate writer on a partition port) and :func:`fed_program`, which lays a
-:class:`tb.tensor.program.Program`'s stationary and moving beats out in SBUF behind random access
-patterns (contiguous, reversed, strided, two-dimensional) and turns its commands into fed
+"""Programs of the SBUF-fed tensor engine (:class:`tb.mem.rig.FedSystem`): :func:`fed_program`
+lays a :class:`tb.tensor.program.Program`'s stationary and moving beats out in SBUF behind random
+access patterns (contiguous, reversed, strided, two-dimensional) and turns its commands into fed
 commands. Expected results stay the program's golden ones (``golden/tensor.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
-from amaranth.hdl import Module, Signal
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data
 
 from golden.ap import AP, ELEM_BYTES, addresses, check
-from rtl.mem.sbuf import SBUF
 from rtl.tensor.layouts import OP_LOAD, OP_MATMUL, TensorLayouts
 from rtl.tensor.sbuf_fed import SbufTensorEngine
 from tb.ap.program import pack_ap
 
-__all__ = ["FedSystem", "fed_program", "FedProgram"]
-
-
-class FedSystem(wiring.Component):
-    """SBUF (row ports ``tensor_st``/``tensor_mv`` with priority, partition port ``dma``) and an
-    :class:`SbufTensorEngine` on it; with ``writer`` a synthetic DMA that, while ``wr_en`` is
-    high, writes one full word per cycle to partition ``wr_part`` of bank ``wr_bank``
-    (addresses cycling through the bank), counting writes granted and cycles stalled.
-
-    Members: ``cmd``, ``res`` (the engine's), ``busy``, ``mv_fire``, ``psum_we``, ``err``,
-    ``err_code``, ``ap_err``, ``ap_err_code``; ``wr_en``, ``wr_bank`` in; ``wr_count``,
-    ``wr_stall`` out.
-    """
-
-    def __init__(self, cfg, *, use_instances=False, writer=True, yield_after=16):
-        self.cfg = cfg
-        self.sbuf = SBUF(cfg, row_ports=("tensor_st", "tensor_mv"), part_ports=("dma",),
-                         priority=("tensor_st", "tensor_mv"), yield_after=yield_after)
-        self.fed = SbufTensorEngine(cfg, use_instances=use_instances)
-        self.writer = writer
-        fs = self.fed.signature
-        super().__init__({
-            "cmd": In(stream.Signature(fs.cmd_layout)),
-            "res": Out(stream.Signature(fs.tl.lanes_out)),
-            "busy": Out(1), "mv_fire": Out(1), "psum_we": Out(1), "err": Out(1),
-            "err_code": Out(3), "ap_err": Out(1), "ap_err_code": Out(8),
-            "wr_en": In(1), "wr_bank": In(range(max(2, cfg.sbuf_banks))),
-            "wr_count": Out(32), "wr_stall": Out(32),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        cfg = self.cfg
-        m.submodules.sbuf = sb = self.sbuf
-        m.submodules.fed = fed = self.fed
-        wiring.connect(m, fed.st_port, sb.tensor_st)
-        wiring.connect(m, fed.mv_port, sb.tensor_mv)
-        wiring.connect(m, wiring.flipped(self.cmd), fed.cmd)
-        wiring.connect(m, fed.res, wiring.flipped(self.res))
-        for n in ("busy", "mv_fire", "psum_we", "err", "err_code", "ap_err", "ap_err_code"):
-            m.d.comb += getattr(self, n).eq(getattr(fed, n))
-        req = sb.dma.req
-        if self.writer:
-            WB = cfg.sbuf_word_bytes
-            words = cfg.sbuf_bank_bytes // WB
-            idx = Signal(range(words))
-            word_bits = (words - 1).bit_length()
-            bank_shift = (cfg.sbuf_bank_bytes - 1).bit_length()
-            addr = (self.wr_bank << bank_shift) | (idx << (WB.bit_length() - 1)) \
-                if word_bits else self.wr_bank << bank_shift
-            m.d.comb += [req.valid.eq(self.wr_en), req.payload.addr.eq(addr),
-                         req.payload.part.eq(idx[:max(1, (cfg.partitions - 1).bit_length())]),
-                         req.payload.we.eq(1), req.payload.be.eq(-1),
-                         req.payload.wdata.eq(self.wr_count)]
-            with m.If(req.valid & req.ready):
-                m.d.sync += [idx.eq(idx + 1), self.wr_count.eq(self.wr_count + 1)]
-            with m.If(req.valid & ~req.ready):
-                m.d.sync += self.wr_stall.eq(self.wr_stall + 1)
-        return m
+__all__ = ["fed_program", "FedProgram"]
 
 
 class FedProgram:

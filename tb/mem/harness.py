@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The real DMA engine and the SBUF-fed tensor engine on one real SBUF, run unattended on
-Verilator: :class:`DmaFedHarness` and its build :func:`dma_fed_sim`.
+Verilator: :class:`DmaFedHarness` (its build: :func:`tb.mem.build.dma_fed_sim`).
 
 The SBUF (``rtl/mem/sbuf.py``) has the tensor engine's two row ports (priority) and two
 partition ports: ``dma``, driven by a :class:`rtl.dma.engine.DMAEngine` whose AXI4 master is the
@@ -19,14 +19,10 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.dma.axi import AXI4Signature
 from rtl.dma.engine import DMAEngine
-from rtl.emit import Design
 from rtl.mem.sbuf import SBUF, YIELD_AFTER
-from rtl.tensor.engine import leaf_modules, leaf_pragmas
 from rtl.tensor.sbuf_fed import SbufTensorEngine
-from tb.runner import SimBuild
-from tb.tensor.build import HIER_BUILD_ARGS, PSUM_BANKS
 
-__all__ = ["DmaFedHarness", "dma_fed_sim", "run_bench", "DESC_BITS", "IDLE_CYCLES"]
+__all__ = ["DmaFedHarness", "DESC_BITS", "IDLE_CYCLES"]
 
 #: Bits of one descriptor word in ``desc_mem`` below the queue number.
 DESC_BITS = 512
@@ -44,7 +40,7 @@ class DmaFedHarness(wiring.Component):
     cmd_depth, desc_depth, res_depth : int
         Depths of the command, descriptor and result memories.
     use_instances : bool
-        The tensor engine's leaf modules by name (Verilator: with :func:`dma_fed_sim`).
+        The tensor engine's leaf modules by name (Verilator: with :func:`tb.mem.build.dma_fed_sim`).
 
     Members
     -------
@@ -156,7 +152,7 @@ class DmaFedHarness(wiring.Component):
         with m.If(fed.res.valid):
             m.d.sync += self.n_res.eq(self.n_res + 1)
 
-        # --- synthetic full-rate writer on ``syn`` (as tb.mem.fed.FedSystem's) -------------------
+        # --- synthetic full-rate writer on ``syn`` (as tb.mem.program.FedSystem's) -------------------
         req = sb.syn.req
         WB = cfg.sbuf_word_bytes
         words = cfg.sbuf_bank_bytes // WB
@@ -212,31 +208,3 @@ class DmaFedHarness(wiring.Component):
                          self.dma_wr_last.eq(0), self.syn_wr.eq(0), self.syn_stall.eq(0),
                          self.sem_posts.eq(0)]
         return m
-
-
-def dma_fed_sim(cfg, *, cmd_depth=64, desc_depth=32) -> SimBuild:
-    """A (cached) Verilator build of :class:`DmaFedHarness` (the tensor engine's leaf modules
-    emitted once, the PE a ``hier_block``, ``verilator --hierarchical``: tb/tensor/build.py)."""
-    top = DmaFedHarness(cfg, cmd_depth=cmd_depth, desc_depth=desc_depth)
-    variant = dict(top.depths)
-    design = Design(top=top, modules=leaf_modules(cfg), pragmas=leaf_pragmas(cfg))
-    sim = SimBuild(design, unit="dma_fed", cfg=cfg, variant=variant,
-                   build_args=HIER_BUILD_ARGS, public_depth=1,
-                   public_vars=[PSUM_BANKS, ("*sbuf", "bank*")])
-    sim.depths = variant
-    return sim
-
-
-def run_bench(cfg, seed=1, *, tiles=8):
-    """The Verilator part of ``bench/bench_memory.py``: 8 back-to-back BF16 tiles fed from SBUF
-    alone, with the synthetic full-rate writer on bank 3 and with the real DMA moving DRAM ->
-    bank 3 (``tb.mem.tb_dma_fed.bench``; every result checked against golden). Returns
-    ``{scenario: figures}`` plus ``verilator_build_seconds``."""
-    import json
-    sim = dma_fed_sim(cfg)
-    out = sim.build_dir / "bench_result.json"
-    sim.run("tb.mem.tb_dma_fed", testcase="bench", tag="bench",
-            params={"seed": seed, "tiles": tiles, "depths": sim.depths, "out": str(out)})
-    r = json.loads(out.read_text())
-    r["verilator_build_seconds"] = sim.build_seconds
-    return r

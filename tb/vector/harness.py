@@ -19,14 +19,8 @@ from rtl.mem.sbuf import SBUF as SbufMem
 from rtl.tensor.psum import PsumUnit
 from rtl.vector.engine import VectorEngine
 from rtl.vector.frame import PORT_NAMES
-from tb.runner import SimBuild
 
-__all__ = ["VecTop", "vector_sim", "VECTOR_BUILD_ARGS"]
-
-#: The top's C++ compiled without optimization: the build dominates a test of a few thousand
-#: cycles (as ``tb/core/build.py``).
-VECTOR_BUILD_ARGS = ("-CFLAGS", "-O0")
-
+__all__ = ["VecTop"]
 
 class VecTop(wiring.Component):
     """Engine + SBUF + PSUM; members ``instr``, ``done``, ``busy`` (the engine's),
@@ -70,9 +64,3 @@ class VecTop(wiring.Component):
             mon = getattr(self, f"{mem}_w")
             m.d.comb += [mon.fire.eq(port.req.valid & port.req.ready), mon.req.eq(port.req.payload)]
         return m
-
-
-def vector_sim(cfg) -> SimBuild:
-    """A (cached) Verilator build of :class:`VecTop` for ``cfg``."""
-    return SimBuild(VecTop(cfg), unit="vector", cfg=cfg, build_args=VECTOR_BUILD_ARGS,
-                    public_depth=1)

@@ -15,7 +15,7 @@ from rtl import isa
 from rtl.core.neuroncore import ENGINES_BUILT
 from golden.kernel import DramTensor
 from tb.core.kernels import build_case, dram_traffic
-from tb.core.tb_core import CoreTB
+from tb.core.driver import CoreTB
 
 
 async def run_kernel(tb, case):

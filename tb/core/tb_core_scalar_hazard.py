@@ -12,7 +12,7 @@ import cocotb
 from golden.isasim import IsaSim
 from rtl import isa
 from tb.core.scalar_hazard import VARIANTS, act_gap, hazard_program
-from tb.core.tb_core import CoreTB
+from tb.core.driver import CoreTB
 
 #: ``|RTL gap - golden gap|`` allowed: the golden cycle model's scalar engine is an estimate
 #: (docs/kernels.md §4), the hazard's cost (the pipeline drain) is several times this.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""cocotb side of :class:`tb.harness.VectorHarness`: preload, start, await done, read back.
+"""cocotb side of :class:`tb.fp.harness.VectorHarness`: preload, start, await done, read back.
 
 :class:`VectorTB` streams packed words; :class:`PipelineTB` adds the unit's layouts (from its
 ``Signature``, rebuilt from the config and parameters, never elaborated): fields in, fields out,

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb tests and bench of the real DMA engine on the real SBUF next to the SBUF-fed tensor
-engine (``tb/mem/dma_fed.py``).
+engine (``tb/mem/harness.py``).
 
 * ``test_dma_sbuf_with_tensor``: rounds of back-to-back tensor tiles (operands in SBUF banks 0
   and 1 behind random access patterns) while the DMA runs a batch of random copies in every
@@ -25,8 +25,8 @@ import numpy as np
 
 from golden import dma as G
 from tb.dma.driver import golden_batch
-from tb.mem.dma_fed_driver import DmaFedTB, bank_fill, dram_layout, random_dma_batch
-from tb.mem.fed import fed_program
+from tb.mem.driver import DmaFedTB, bank_fill, dram_layout, random_dma_batch
+from tb.mem.program import fed_program
 from tb.mem.scenarios import b2b_program
 from tb.tensor.driver import compare
 

@@ -9,14 +9,14 @@ import numpy as np
 
 from golden import arith, formats as gf
 from golden.prng import XorWow
-from tb.units import pipeline_tb
+from tb.fp.build import pipeline_tb
 
 DEMO_VALUES = [1 / 3, 0.1, 1 + 2 ** -8, 300.0, 1e-7, -2.5e-3, float("inf"), float("nan")]
 SR_DRAWS = 2000
 
 
 def demo_params(cfg, unit):
-    """The unit variant the demo builds (``params`` of :func:`tb.units.sim`)."""
+    """The unit variant the demo builds (``params`` of :func:`tb.fp.build.sim`)."""
     if unit == "convert":
         names = [n for n in ("bf16", "fp16", "fp8_e4m3fn", "fp8_e5m2") if n in cfg.formats]
         return {"formats": names or [cfg.formats[0]], "depth": 4096}

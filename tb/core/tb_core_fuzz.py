@@ -29,8 +29,8 @@ from golden.kernel import ELEM_BYTES, Kernel
 from rtl import isa
 from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
 from rtl.core.neuroncore import ENGINES_BUILT
+from tb.core.driver import MAX_CYCLES, CoreTB
 from tb.core.isagen import random_program
-from tb.core.tb_core import MAX_CYCLES, CoreTB
 
 #: WATCHDOG for the fuzz runs: twice the golden model's cycle estimate of the program (the
 #: model is within a few per cent of the RTL, docs/kernels.md §4; a wait cannot last longer than

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The cocotb driver of :class:`tb.mem.dma_fed.DmaFedHarness`: DRAM as cocotbext-axi
+"""The cocotb driver of :class:`tb.mem.harness.DmaFedHarness`: DRAM as cocotbext-axi
 ``AxiRam`` (through :class:`tb.dma.driver.DMATB`), SBUF preloaded and read back through the bank
 memories, fed commands and DMA descriptors loaded, one unattended run per call, and the
 stimulus of the tests and the bench (back-to-back tiles, DMA batches with disjoint
