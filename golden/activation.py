@@ -903,16 +903,19 @@ def check_instr(cfg, ins, loaded=None):
 
 
 def _read(cfg, mems, ap, dtype):
-    """FP32 bits (num_partitions, count) of the elements of ``ap`` in AP order."""
+    """FP32 bits (num_partitions, count) of the elements of ``ap`` in AP order. An element is
+    its format's code in its low bits, the bits above ignored (a 4-byte TF32 element: the low
+    19 bits; the engine's ``WidenToFP32`` and the DMA element path do the same)."""
     from golden.ap import addresses
     from golden.formats import decode_bits
     a = addresses(ap)
     p0, n = ap.start_partition, ap.num_partitions
     mem = mems[ap.memory]
+    fmt = _dtype_fmt(cfg, dtype)
     codes = np.zeros((n, len(a)), np.uint32)
     for j in range(ap.elem_bytes):
         codes |= mem[p0:p0 + n][:, a + j].astype(np.uint32) << np.uint32(8 * j)
-    return np.asarray(decode_bits(codes, _dtype_fmt(cfg, dtype)), np.uint32)
+    return np.asarray(decode_bits(codes & np.uint32((1 << fmt.width) - 1), fmt), np.uint32)
 
 
 def sr_words(ins, prng):
