@@ -25,7 +25,7 @@ DOCUMENTED = {
     "tanh": (1.102, 0x3EFF5639), "sigmoid": (1.008, 0xC05F7FCB), "gelu": (1.498, 0x3A7F9406),
     "gelu_tanh": (1.498, 0x3A7F9406), "silu": (1.691, 0xC05B9D93),
     "softplus": (0.998, 0xC1851932), "erf": (1.537, 0x3EF3B6BE), "log": (1.485, 0x3F7C0A32),
-    "sqrt": (0.956, 0x3F5FC97E), "rsqrt": (0.834, 0x3E0FB345),
+    "sqrt": (0.956, 0x1F5FC97E), "rsqrt": (0.834, 0x110FB345),
     "reciprocal": (0.983, 0xFEEFEDC2), "square": (0.5, None), "sign": (0.0, None),
     "abs": (0.0, None),
 }
