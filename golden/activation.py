@@ -25,8 +25,11 @@ Datapath of one element (``x`` FP32 bits; every ``fma`` is ``RNE_fp32(a * b + c)
    Horner ``p = c6; p = fma(p, t, c_i)`` for ``i = 5 .. 0`` (six fused MACs).
 5. **Post.** ``mulx``: ``p = fma(p, zc, -0)``. ``log_add``: ``p = fma(E, LN2_HI, fma(E, LN2_LO,
    p))``. Scale: ``y = RNE_fp32(p * 2^PE)`` (subnormal results rounded once, overflow to Inf)
-   with ``PE = k`` (segment flag ``scale``) ``+ E * q2 / 2``. Odd symmetry flips the sign for
-   negative ``x``.
+   with ``PE = k`` (segment flag ``scale``) ``+ E * q2 / 2``. ``tiny_odd`` tables (gelu,
+   gelu_tanh, silu): in the tiny segment the magnitude ``Y`` of that result becomes
+   ``(Y - d) | 1`` (``d``: :func:`_tiny_odd_down`), which turns ``RNE(x/2)`` into ``x/2 + 0``
+   rounded to odd, so a later rounding to a narrower format is correct (``docs/scalar.md`` §2).
+   Odd symmetry flips the sign for negative ``x``.
 6. **Specials.** NaN -> canonical NaN; +-Inf and +-0 -> table constants; ``neg_nan`` tables
    give NaN for ``x < 0``.
 """
@@ -120,6 +123,8 @@ class ActTable:
     var_r, scale, mulx : np.ndarray (S,) bool
     spec : dict
         FP32 bits for ``"+inf"``, ``"-inf"``, ``"+0"``, ``"-0"``.
+    tiny_odd : bool
+        The tiny segment's result is rounded to odd towards ``f(x) > x/2`` (:func:`evaluate`).
     """
 
     name: str
@@ -145,6 +150,7 @@ class ActTable:
     scale: np.ndarray
     mulx: np.ndarray
     spec: dict
+    tiny_odd: bool = False
 
     @property
     def segments(self):
@@ -174,6 +180,22 @@ def _split(a):
     man_n = np.where(sub, (man << nlz) & 0x7FFFFF, man)
     e_n = np.where(sub, 1 - nlz, e) - 127
     return e_n, man_n
+
+
+def _tiny_odd_down(x):
+    """The ``tiny_odd`` direction bit of FP32 inputs ``x``: 1 where ``x/2 + 0`` (a value just
+    above ``x/2``) rounded to odd lies one unit below ``RNE(x/2)`` in magnitude.
+
+    ``x/2`` is exact unless ``x``'s biased exponent is 0 or 1 and its last bit is set (then the
+    FP32 bits, read as an integer, are proportional to the value, and ``x/2`` is the midpoint of
+    ``k = |x| >> 1`` and ``k + 1``). Exact: the value just above ``x/2`` is one unit up in
+    magnitude for ``x > 0`` (``d = 0``: ``Y | 1``), down for ``x < 0`` (``d = 1``: ``(Y - 1) |
+    1``). A midpoint: ``RNE`` gave the even one of ``k``, ``k + 1``, round-to-odd wants the
+    other one: ``k + 1`` (``d = 0``) when ``k`` is even, else ``k`` (``d = 1``).
+    """
+    x = np.asarray(x, np.uint32)
+    exact = (((x >> 24) & 0x7F) != 0) | ((x & 1) == 0)
+    return np.where(exact, x >> 31, (x >> 1) & 1).astype(np.uint32)
 
 
 def evaluate(tab, x_bits):
@@ -237,6 +259,9 @@ def evaluate(tab, x_bits):
         p = fma32(ef, np.uint32(LN2_HI), fma32(ef, np.uint32(LN2_LO), p))
     pe = np.where(tab.scale[seg] & in_exp, k, 0) + (big_e * tab.q2) // 2
     y = _ldexp_rne(p, pe)
+    if tab.tiny_odd:
+        mag = ((y & np.uint32(0x7FFFFFFF)) - _tiny_odd_down(x)) & np.uint32(0x7FFFFFFF)
+        y = np.where(zb < tab.bmin, (y & np.uint32(NEG_ZERO)) | mag | np.uint32(1), y)
     if tab.sym == SYM_ODD:
         y = np.where(sign == 1, y ^ np.uint32(NEG_ZERO), y)
 
@@ -326,7 +351,10 @@ def reference(name, x):
     if name not in FUNCTION_IDS:
         raise ValueError(f"function must be one of {FUNCTIONS}, not {name!r}")
     x = np.asarray(x, dtype=np.float64)
-    return np.asarray(_ref_impl(name, x), dtype=np.float64)
+    y = np.asarray(_ref_impl(name, x), dtype=np.float64)
+    if name in ("gelu", "gelu_tanh", "silu"):       # x * (0 at -inf): the limit is -0, not NaN
+        y = np.where(x == -np.inf, -0.0, y)
+    return y
 
 
 def _ulp(v, fmt):
@@ -488,7 +516,7 @@ class _Builder:
 
 
 def _direct(name, fid, g, *, sym, bmin, bmax, halves, zero_at_0, tiny, big, spec, exp=None,
-            pre=PRE_DIRECT, q2=0, log_add=False, neg_nan=False):
+            pre=PRE_DIRECT, q2=0, log_add=False, neg_nan=False, tiny_odd=False):
     """A table with a binade map (``halves``: signs of z covered, (+1,) or (+1, -1)).
 
     ``tiny``/``big``: per half a callable ``(builder, sgn) -> segment``. ``exp``: optional
@@ -517,7 +545,7 @@ def _direct(name, fid, g, *, sym, bmin, bmax, halves, zero_at_0, tiny, big, spec
                     mb=tuple(map(tuple, mb)), base=tuple(map(tuple, base)), tiny=tuple(tinys),
                     big=tuple(bigs), exp_base=exp_base, kmin=kmin, kmax=kmax, centre=centre,
                     coef=coef, var_r=var_r, scale=scale, mulx=mulx,
-                    spec={k: int(v) for k, v in spec.items()}), bd.worst
+                    spec={k: int(v) for k, v in spec.items()}, tiny_odd=tiny_odd), bd.worst
 
 
 def _spec(name):
@@ -611,12 +639,12 @@ def _build(name):
         return _direct(name, fid, f, sym=SYM_NONE, bmin=97, bmax=131, halves=(1, -1),
                        zero_at_0=True, tiny=_tiny_fit(f, 97, True),
                        big=lambda bd, s: bd.add(_const(0.0, 1.0) if s > 0 else _const(neg0=True)),
-                       spec=spec)
+                       spec=spec, tiny_odd=True)
     if name in ("sigmoid", "silu", "softplus"):
         z0 = name == "silu"
         return _direct(name, fid, f, sym=SYM_NONE, bmin=97, bmax=127, halves=(1, -1),
                        zero_at_0=z0, tiny=_tiny_fit(f, 97, z0), big=None, spec=spec,
-                       exp=(-26, 26, _logistic_k(name)))
+                       exp=(-26, 26, _logistic_k(name)), tiny_odd=z0)
     if name == "log":
         return _direct(name, fid, np.log, sym=SYM_NONE, bmin=126, bmax=128, halves=(1,),
                        zero_at_0=False, tiny=_lin(), big=_lin(), spec=spec, pre=PRE_LOG,
@@ -650,8 +678,8 @@ def table_image(tab, cfg=None):
     write port takes; address map in ``rtl.config``: header, binade map, segments).
 
     Header words: 0 ``sym | pre << 2 | exp_en << 4 | log_add << 5 | neg_nan << 6 |
-    (q2 & 7) << 8 | bmin << 16 | bmax << 24``; 1 ``tiny0 | tiny1 << 16``; 2 ``big0 | big1 << 16``;
-    3 ``exp_base | (kmin & 0xFFFF) << 16``; 4 ``kmax & 0xFFFF``; 5..8 the specials for +Inf,
+    tiny_odd << 7 | (q2 & 7) << 8 | bmin << 16 | bmax << 24``; 1 ``tiny0 | tiny1 << 16``; 2
+    ``big0 | big1 << 16``; 3 ``exp_base | (kmin & 0xFFFF) << 16``; 4 ``kmax & 0xFFFF``; 5..8 the specials for +Inf,
     -Inf, +0, -0; 9 the function id (the engine runs ACTIVATION only for the loaded id). Map
     entry: ``mb | base << 16``. Segment flags: ``var_r | scale << 1 |
     mulx << 2``. Raises ValueError when the table does not fit ``cfg.act_segments``.
@@ -664,7 +692,7 @@ def table_image(tab, cfg=None):
         raise ValueError(f"table {tab.name!r} spans {nb} binades, more than {ACT_BINADES}")
     img = {
         0: (tab.sym | tab.pre << 2 | int(tab.exp_en) << 4 | int(tab.log_add) << 5
-            | int(tab.neg_nan) << 6 | (tab.q2 & 7) << 8 | (tab.bmin & 0xFF) << 16
+            | int(tab.neg_nan) << 6 | int(tab.tiny_odd) << 7 | (tab.q2 & 7) << 8 | (tab.bmin & 0xFF) << 16
             | (tab.bmax & 0xFF) << 24),
         1: tab.tiny[0] | tab.tiny[1] << 16,
         2: tab.big[0] | tab.big[1] << 16,
@@ -875,16 +903,19 @@ def check_instr(cfg, ins, loaded=None):
 
 
 def _read(cfg, mems, ap, dtype):
-    """FP32 bits (num_partitions, count) of the elements of ``ap`` in AP order."""
+    """FP32 bits (num_partitions, count) of the elements of ``ap`` in AP order. An element is
+    its format's code in its low bits, the bits above ignored (a 4-byte TF32 element: the low
+    19 bits; the engine's ``WidenToFP32`` and the DMA element path do the same)."""
     from golden.ap import addresses
     from golden.formats import decode_bits
     a = addresses(ap)
     p0, n = ap.start_partition, ap.num_partitions
     mem = mems[ap.memory]
+    fmt = _dtype_fmt(cfg, dtype)
     codes = np.zeros((n, len(a)), np.uint32)
     for j in range(ap.elem_bytes):
         codes |= mem[p0:p0 + n][:, a + j].astype(np.uint32) << np.uint32(8 * j)
-    return np.asarray(decode_bits(codes, _dtype_fmt(cfg, dtype)), np.uint32)
+    return np.asarray(decode_bits(codes & np.uint32((1 << fmt.width) - 1), fmt), np.uint32)
 
 
 def sr_words(ins, prng):

@@ -102,6 +102,31 @@ def test_engine_program(rig, seed):
     assert st[2:9] == [E_OPCODE, E_OPCODE, E_OPCODE, E_FORMAT, E_SHAPE, 0x04, 0x04], st
 
 
+def test_engine_tf32_and_tiny_odd(rig, seed):
+    """TF32 elements (4 bytes, random bits above the 19-bit code: read as the code) as source,
+    per-partition scale and destination; silu of tiny FP32 inputs (x/2 a BF16 midpoint or an
+    FP32 one: the tiny segment's round-to-odd) to BF16."""
+    rng = np.random.default_rng(seed)
+    sb = rng.integers(0, 256, (P, CFG.sbuf_bytes_per_partition), dtype=np.uint8)
+    tiny = rng.integers(0, 1 << 25, (P, 12), dtype=np.uint32)
+    tiny[:, :4] = [0x00010000, 0x00030000, 0x00000001, 0x00800003]
+    tiny |= rng.integers(0, 2, (P, 12), dtype=np.uint32) << np.uint32(31)
+    sb[:, 800:848] = tiny.view(np.uint8).reshape(P, 48)
+    silu = FUNCTION_IDS["silu"]
+    src = AP(memory=SBUF, num_partitions=P, dims=((1, 10),))
+    ins = [ActInstr(opcode=OP_COPY, src=src, src_dtype=1,
+                    dst=AP(memory=SBUF, num_partitions=P, offset=1024, dims=((1, 10),))),
+           ActInstr(func=silu, src=src, src_dtype=1, dst_dtype=1,
+                    dst=AP(memory=SBUF, num_partitions=P, offset=1536, dims=((1, 10),)),
+                    scale_ap=AP(memory=SBUF, num_partitions=P, offset=400, dims=((1, 1),)),
+                    scale_dtype=1, reduce_cmd=REDUCE_RESET_REDUCE),
+           ActInstr(func=silu, src=AP(memory=SBUF, num_partitions=P, offset=800,
+                                      dims=((1, 12),)),
+                    dst=AP(memory=SBUF, num_partitions=P, offset=2048, elem_bytes=2,
+                           dims=((1, 12),)), dst_dtype=2)]
+    assert check(rig, "silu", ins, sb) == [0, 0, 0]
+
+
 def test_engine_log_via_psum(rig, seed):
     """log (neg_nan, log_add, mantissa split) over random bit patterns: SBUF -> PSUM by COPY,
     PSUM -> SBUF by ACTIVATION (the PSUM reader and writer, no backdoor), then SBUF -> SBUF with

@@ -59,6 +59,35 @@ def test_function_unit_bit_exact(drv, name, seed):
                                        for i in bad[:6]])
 
 
+#: The BF16 inputs whose x/2 is not a BF16 value (subnormals, first normal binade), where the
+#: ``tiny_odd`` rule decides the BF16 rounding of gelu, gelu_tanh and silu, as FP32 bits.
+TINY_BF16 = np.concatenate([np.arange(0x100, dtype=np.uint32),
+                            np.arange(0x8000, 0x8100, dtype=np.uint32)]) << 16
+#: FP32 inputs of the tiny segment: x/2 exact or a midpoint, k = |x| >> 1 even or odd.
+TINY_FP32 = np.array([0x00000001, 0x00000002, 0x00000003, 0x00000006, 0x007FFFFF, 0x007FFFFE,
+                      0x00800001, 0x00800003, 0x00800002, 0x01000001, 0x30000001, 0x307FFFFF],
+                     np.uint32)
+
+
+@pytest.mark.parametrize("name", ["silu", pytest.param("gelu", marks=pytest.mark.full),
+                                  pytest.param("gelu_tanh", marks=pytest.mark.full)])
+def test_function_unit_tiny_odd(drv, name, seed):
+    """The tiny segment's round-to-odd: every BF16 input it decides, tiny FP32 inputs of both
+    signs and both directions, and a random sample, bit for bit against golden (one header
+    bit: silu in ``make test``, its larger-table siblings under ``full``)."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([TINY_BF16, TINY_FP32, TINY_FP32 | np.uint32(0x80000000),
+                        rng.integers(0, 97 << 23, 24, dtype=np.uint32)
+                        | (rng.integers(0, 2, 24, dtype=np.uint32) << 31),
+                        inputs(rng, 8)]).astype(np.uint32)
+    y = drv.run(table_image(table(name), CFG), x)
+    want = evaluate(table(name), x)
+    assert len(y) == len(x), (name, seed, len(y))
+    bad = np.nonzero(y != want)[0]
+    assert not len(bad), (name, seed, [(hex(int(x[i])), hex(int(y[i])), hex(int(want[i])))
+                                       for i in bad[:6]])
+
+
 def test_function_unit_gaps_and_reload(drv, seed):
     """Idle cycles between elements (valid, not position, carries data) and a second table
     loaded over the first (every header/map/segment word rewritten)."""

@@ -63,8 +63,8 @@ class FunctionUnit(Pipeline):
 
     A chain of ``N_FMA`` = 12 FP32 fused MACs (:class:`rtl.fp.fma.FMA`): the exp reduction
     (``s``, ``r1``, ``r``), ``t = v - centre``, six Horner steps and two post steps (``mulx`` or
-    the ``E * ln 2`` add), then the exact power-of-two scale with one RNE rounding and the
-    specials. Every step and its rounding is the one of :func:`golden.activation.evaluate`.
+    the ``E * ln 2`` add), then the exact power-of-two scale with one RNE rounding, the
+    ``tiny_odd`` round-to-odd of the tiny segment and the specials. Every step and its rounding is the one of :func:`golden.activation.evaluate`.
 
     Parameters
     ----------
@@ -123,7 +123,7 @@ class FunctionUnit(Pipeline):
             with m.If(tw.valid & (tw.payload.addr == j)):
                 m.d.sync += r.eq(tw.payload.data)
         sym, pre = hdr[0][0:2], hdr[0][2:4]
-        exp_en, log_add, neg_nan = hdr[0][4], hdr[0][5], hdr[0][6]
+        exp_en, log_add, neg_nan, tiny_odd = hdr[0][4], hdr[0][5], hdr[0][6], hdr[0][7]
         q2 = hdr[0][8:11].as_signed()
         bmin, bmax = hdr[0][16:24], hdr[0][24:32]
         tiny = (hdr[1][0:16], hdr[1][16:32])
@@ -187,9 +187,13 @@ class FunctionUnit(Pipeline):
         zc0 = Signal(32)
         m.d.comb += zc0.eq(Mux(znan, 0, Mux(z0[:31] > ZCLAMP, Cat(Const(ZCLAMP, 31), z0[31]),
                                              z0)))
+        # tiny_odd direction (golden.activation._tiny_odd_down): x/2 exact -> the sign, a
+        # midpoint of k = |x| >> 1 and k + 1 -> k's last bit
+        ro_exact = (e[1:] != 0) | ~x[0]
         st1 = {
             "sign": sign, "z": z0, "zc": zc0, "h": direct & (sym == 0) & sign,
             "E": Mux(direct, 0, e_adj), "isnan": a > INF, "isinf": a == INF, "iszero": a == 0,
+            "rodn": Mux(ro_exact, sign, x[1]),
         }
         r1 = {}
         for key, v in st1.items():
@@ -200,6 +204,8 @@ class FunctionUnit(Pipeline):
         m.d.sync += v1.eq(self.i.valid)
         zb = r1["z"][23:31]
         zm = r1["z"][:23]
+        is_tiny = Signal()
+        m.d.comb += is_tiny.eq(zb < bmin)
 
         # --- FMA helper ------------------------------------------------------------------------
         n_fma = [0]
@@ -341,10 +347,16 @@ class FunctionUnit(Pipeline):
 
         # sign, specials (T1 + tq + 1 -> T1 + tq + 2 = output)
         d = tq + 1
-        sgn, isnan, isinf, iszero = (dl(r1[n], d, f"{n}_o")
-                                     for n in ("sign", "isnan", "isinf", "iszero"))
+        sgn, isnan, isinf, iszero, rodn = (dl(r1[n], d, f"{n}_o")
+                                           for n in ("sign", "isnan", "isinf", "iszero", "rodn"))
+        # tiny_odd: the tiny segment's RNE(x/2) becomes x/2 + 0 rounded to odd
+        ro = tiny_odd & dl(is_tiny, d, "tiny_o")
+        ro_mag = Signal(31)
+        m.d.comb += ro_mag.eq((y1[:31] - rodn)[:31] | 1)
+        y1r = Signal(32)
+        m.d.comb += y1r.eq(Mux(ro, Cat(ro_mag, y1[31]), y1))
         y2 = Signal(32)
-        m.d.comb += y2.eq(Mux((sym == 1) & sgn, y1 ^ NEG0, y1))
+        m.d.comb += y2.eq(Mux((sym == 1) & sgn, y1r ^ NEG0, y1r))
         yout = Signal(32)
         with m.If(isnan | (neg_nan & sgn & ~iszero)):
             m.d.comb += yout.eq(QNAN)

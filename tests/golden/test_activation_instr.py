@@ -78,6 +78,30 @@ def test_copy_fp8_to_fp32(seed):
                           want.view(np.uint32)[~np.isnan(want)])
 
 
+def test_tf32_element_is_its_low_19_bits(seed):
+    """A 4-byte TF32 element with bits set above bit 18 is read as its low 19 bits (the engine's
+    widen, the DMA element path): COPY TF32 -> FP32 gives the code's value, per-partition TF32
+    scale likewise; a TF32 destination is written with the upper 13 bits 0."""
+    rng = np.random.default_rng(seed)
+    m = mems(rng)
+    code = rng.integers(0, 1 << 19, (P, 8), dtype=np.uint32)
+    code[:, 0] = 0x1FC00                                   # 1.0
+    code[(code & 0x3FC00) == 0x3FC00] &= 0x7FC00           # no NaN / Inf codes
+    garbage = rng.integers(1, 1 << 13, (P, 8), dtype=np.uint32) << np.uint32(19)
+    m[SBUF][:, 0:32] = (code | garbage).view(np.uint8).reshape(P, 32)
+    want = code << np.uint32(13)                           # TF32 is FP32's top 19 bits
+    src = AP(memory=SBUF, num_partitions=P, dims=((1, 8),))
+    dst = AP(memory=SBUF, num_partitions=P, offset=512, dims=((1, 8),))
+    ins = ActInstr(opcode=OP_COPY, src=src, dst=dst, src_dtype=1, dst_dtype=0)
+    assert execute(CFG, ins, m, np.zeros(P, np.uint32)) == E_OK
+    assert (m[SBUF][:, 512:544].copy().view(np.uint32) == want).all()
+    sc = AP(memory=SBUF, num_partitions=P, dims=((1, 1),))     # element 0: 1.0 + garbage
+    ins = ActInstr(opcode=OP_COPY, src=src, dst=dst, src_dtype=1, dst_dtype=1, scale_ap=sc,
+                   scale_dtype=1)
+    assert execute(CFG, ins, m, np.zeros(P, np.uint32)) == E_OK
+    assert (m[SBUF][:, 512:544].copy().view(np.uint32) == code).all()
+
+
 @pytest.mark.parametrize("change, code", [
     (dict(opcode=OP_TENSOR_SCALAR), E_OPCODE),
     (dict(opcode=0x20), E_OPCODE),
