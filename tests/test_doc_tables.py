@@ -125,3 +125,16 @@ def test_figures_in_prose():
     assert (int(m[1]), int(m[2])) == (dt.pe_significand_width(PRESETS["bf16_only"]),
                                       dt.pe_significand_width(PRESETS["fp8_only"]))
     assert f"({e5m2} · 2¹²⁷)" in (ROOT / "docs/tensor-engine.md").read_text()
+
+
+def test_gelu_table_size_in_kernels_md():
+    """docs/kernels.md states the GELU load size and its per-partition share on small in prose
+    (the table of docs/scalar.md §3 is generated)."""
+    from golden.activation import table, table_words
+    from golden.isasim import table_words as partition_words
+    text = (ROOT / "docs/kernels.md").read_text()
+    n = len(table_words(table("gelu")))
+    small = PRESETS["small"]
+    per_part = partition_words(table("gelu"), small.partitions).shape[1]
+    assert f"GELU: {n:,} words" in text and f"GELU table is {n:,}" in text
+    assert f"{per_part:,} words ({per_part * 4 / 1024:.1f} KB) per partition on small" in text
