@@ -33,9 +33,9 @@ sim: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check rtl golden tb tests bench synth
 
-## make docs: regenerate the documentation's tables of figures from rtl/config.py
+## make docs: regenerate the documentation's tables from rtl/config.py, rtl/isa.py, golden and build/bench/*.json (after make bench)
 docs: $(STAMP)
-	$(PY) -m golden.doc_tables
+	$(PY) -m bench.doc_tables
 
 ## make test: lint, then the regression (small preset), RTL against the golden model bit for bit
 test: $(STAMP) lint

@@ -800,7 +800,7 @@ def activation_reduce(x_bits, name, scale=ONE, bias=NEG_ZERO, reduce_cmd=REDUCE_
     return y, acc
 
 
-# --- the instruction on memory images (the engine's contract; the engine RTL is not built) ----
+# --- the instruction on memory images (the engine's contract; rtl/scalar/engine.py matches it) ---
 
 OP_ACTIVATION, OP_ACT_TABLE_LOAD, OP_TENSOR_SCALAR, OP_COPY = 0x30, 0x31, 0x32, 0x33
 E_OK, E_OPCODE, E_FORMAT, E_SHAPE = 0x00, 0x01, 0x02, 0x05

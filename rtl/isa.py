@@ -5,7 +5,7 @@ pattern (AP) and every opcode with its APs and immediates (``docs/architecture.m
 Like :mod:`rtl.config` this module imports only the standard library: the RTL decoders build
 their layouts from these tables, the golden ISA simulator and the assembler (``golden/asm.py``)
 encode and decode with them, and ``docs/isa.md`` is generated from them
-(``python -m golden.doc_tables``). Nothing else restates a field position.
+(``python -m bench.doc_tables``). Nothing else restates a field position.
 
 An instruction is little-endian: bit ``b`` of the instruction is bit ``b % 8`` of byte
 ``b // 8``. :class:`Field` positions below are bit offsets from bit 0 of byte 0.

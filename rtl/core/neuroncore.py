@@ -202,7 +202,7 @@ class NeuronCore(wiring.Component):
         for k, port in enumerate((act.psum_rd, act.psum_wr)):
             wiring.connect(m, port, smux.up[k])
         wiring.connect(m, smux.down, fed.psum_scalar)
-        m.d.comb += act.tw.valid.eq(0)          # tables load by act_table_load [later]
+        m.d.comb += act.tw.valid.eq(0)          # tables load by ACT_TABLE_LOAD from SBUF
 
         # ---- sync engine and DMA -----------------------------------------------------------
         wiring.connect(m, seqs["sp"].issue, sync.issue)

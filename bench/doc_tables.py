@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tables of the documentation that state figures of ``rtl/config.py``, generated from it.
+"""Tables of the documentation generated from the code and the benchmarks' results.
 
 Each table sits between ``<!-- <name>:begin ... -->`` and ``<!-- <name>:end -->`` marker comments
-in its Markdown file; ``python -m golden.doc_tables`` rewrites them, ``--check`` only compares
-(``tests/golden/test_doc_tables.py`` runs the comparison). Only descriptive words (references,
-remarks, formulas as text) are written here; every number comes from :mod:`rtl.config`.
+in its Markdown file; ``python -m bench.doc_tables`` (``make docs``) rewrites them, ``--check``
+only compares (``tests/test_doc_tables.py`` runs the comparison). Only descriptive words
+(references, remarks, formulas as text) are written here; every number comes from
+:mod:`rtl.config`, :mod:`rtl.isa`, :mod:`golden.activation` or ``build/bench/*.json``.
 
 - ``formats-table`` in ``docs/number-formats.md``: every :class:`~rtl.config.FPFormat`, cfp8
   and E8M0 with their derived figures;
@@ -12,13 +13,16 @@ remarks, formulas as text) are written here; every number comes from :mod:`rtl.c
 - ``cycles-table`` in ``docs/architecture.md``: the §6.8 cycle formulas for the presets;
 - ``params-table`` in ``README.md``: the ``CoreConfig`` fields of the presets;
 - ``isa-header``, ``isa-ap``, ``isa-dtypes``, ``isa-opcodes`` in ``docs/isa.md``: the
-  instruction encoding of :mod:`rtl.isa`.
-
-This module imports only :mod:`rtl.config`, :mod:`rtl.isa` and the standard library (see the
-package graph).
+  instruction encoding of :mod:`rtl.isa`;
+- ``act-table-sizes`` in ``docs/scalar.md``: segments and words of every activation table;
+- ``figures-table`` in ``README.md``: the benchmarks' headline metrics from the JSON records
+  ``make bench`` writes (``build/bench/<name>.json``), each with its preset, command and commit.
+  A metric without a record is shown as "not measured". With no record at all the table is
+  left as it is (a fresh clone keeps the committed figures).
 """
 
 import argparse
+import json
 import re
 import sys
 from fractions import Fraction
@@ -27,11 +31,11 @@ from pathlib import Path
 from rtl.config import DENSE_FORMAT_NAMES, E8M0, FORMATS, PRESETS, cfp8_format
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMAND = "python -m golden.doc_tables"
+COMMAND = "python -m bench.doc_tables"
+#: Where ``make bench`` writes its JSON records.
+BENCH_DIR = ROOT / "build" / "bench"
 #: Presets shown as columns of the preset tables.
 COLUMNS = ("small", "default", "trainium")
-#: Proposed (not yet in CoreConfig) SBUF bank count, docs/architecture.md §14.
-PROPOSED_SBUF_BANKS = 4
 
 
 # --- number formatting ----------------------------------------------------------------------
@@ -182,7 +186,6 @@ def _preset_rows():
     """``(parameter, formula, function of a config)`` rows of the architecture preset table."""
     mx_block = {PRESETS[n].mx_block for n in COLUMNS}
     mxb = f" ({mx_block.pop()})" if len(mx_block) == 1 else ""
-    nb = PROPOSED_SBUF_BANKS
     return [
         ("partitions P", "`partitions`", lambda c: str(c.partitions)),
         ("PE array R × C (K × M)", "`pe_rows × pe_cols`", lambda c: f"{c.pe_rows} × {c.pe_cols}"),
@@ -193,8 +196,8 @@ def _preset_rows():
         ("SBUF total", "`sbuf_bits / 8`", lambda c: _bytes(c.sbuf_bits // 8)),
         ("SBUF byte-address bits", "log2(bytes/partition)",
          lambda c: str(_log2_exact(c.sbuf_bytes_per_partition))),
-        (f"SBUF bank size ({nb} banks) [invented]", f"bytes/partition / {nb}",
-         lambda c: _bytes(c.sbuf_bytes_per_partition // nb)),
+        ("SBUF banks × bank size [invented]", "`sbuf_banks` × `sbuf_bank_bytes`",
+         lambda c: f"{c.sbuf_banks} × {_bytes(c.sbuf_bank_bytes)}"),
         ("PSUM banks × FP32 entries", "`psum_banks × psum_bank_fp32`",
          lambda c: f"{c.psum_banks} × {c.psum_bank_fp32}"),
         ("PSUM bank bytes", "`psum_bank_bytes`", lambda c: _bytes(c.psum_bank_bytes)),
@@ -365,6 +368,143 @@ def isa_opcode_table():
                      rows)
 
 
+# --- act-table-sizes (docs/scalar.md §3): from golden.activation ---------------------------
+
+def act_table_sizes_table():
+    """Segments, image words and ``ACT_TABLE_LOAD`` stream words of every activation table."""
+    from golden import activation as act
+    rows = []
+    for name in act.FUNCTIONS:
+        tab = act.table(name)
+        rows.append((f"`{name}`", str(tab.segments), _thousands(len(act.table_image(tab))),
+                     _thousands(len(act.table_words(tab)))))
+    return _markdown(("function", "segments", "image words (`table_image`)",
+                      "load words (`table_words`)"), rows)
+
+
+def _thousands(n):
+    return f"{n:,}"
+
+
+# --- figures-table (README.md): from build/bench/*.json --------------------------------------
+
+#: Per bench, in order: ``(metric, what it is, format)``; format ``"f3"`` three decimals,
+#: ``"f2"`` two, ``"f1"`` one, ``"int"`` a whole number with thousands commas, ``"pct"`` a
+#: fraction as a percentage. The metrics the issues name, and the few that explain them.
+FIGURES = (
+    ("tensor_engine", (
+        ("utilization_back_to_back_bf16", "8 back-to-back BF16 tiles, K = rows, M = cols, "
+         "N = one PSUM bank", "f3"),
+        ("utilization_single_tile_bf16", "one BF16 tile", "f3"),
+        ("rate_vs_bf16_fp8", "FP8 MACs per cycle over BF16's (double-rate FP8)", "f2"),
+        ("rate_vs_bf16_fp32", "FP32 over BF16 (`fp32_passes` = 4)", "f2"),
+        ("rate_vs_bf16_mx", "MX over BF16 (x4 MX)", "f2"),
+        ("sim_cycles_per_second", "Verilator cycles/s, best scenario", "int"),
+        ("sim_cycles_per_second_all_scenarios", "Verilator cycles/s, every scenario", "int"),
+        ("verilator_build_seconds_cold", "cold Verilator build (s)", "f1"),
+        ("pe_um2_per_fp8_mac_per_cycle", "PE sky130 µm² per FP8 MAC per cycle "
+         "(needs `python -m synth.pe_settings`)", "int"),
+    )),
+    ("core", (
+        ("gemm_tensor_util_from_dram", "tiled GEMM from DRAM on the whole core (Verilator)",
+         "f3"),
+        ("mlp_roofline_fraction", "MLP layer from DRAM: roofline cycles / RTL cycles", "f3"),
+        ("golden_cycle_error", "golden cycle model vs RTL, mean over the `make sim` kernels "
+         "(small)", "pct"),
+        ("golden_cycle_error_max", "the same, worst kernel", "pct"),
+        ("sim_cycles_per_second", "whole core, cycles/s (hierarchical `-O3` build)", "int"),
+        ("small_sim_cycles_per_second", "whole core (small), cycles/s", "int"),
+    )),
+    ("dma", (
+        ("bw_fraction_zero_latency", "DRAM → SBUF, 64 KiB, beats per cycle, no DRAM latency",
+         "f3"),
+        ("bw_fraction_latency64", "the same, 64-cycle DRAM latency", "f3"),
+        ("bw_fraction_latency64_4k", "the same, 4 KiB", "f3"),
+        ("bw_fraction_latency64_write", "SBUF → DRAM, 64 KiB, 64-cycle latency", "f3"),
+        ("descriptor_overhead_cycles", "cycles per extra descriptor", "f1"),
+        ("element_elems_per_cycle", "element path: SBUF → SBUF FP32 → BF16 cast", "f3"),
+        ("element_elems_per_cycle_add_sbuf", "element path: BF16 add into SBUF", "f3"),
+    )),
+    ("memory", (
+        ("tensor_util_with_dma", "tensor engine fed from SBUF while the DMA writes another "
+         "bank", "f3"),
+        ("tensor_util_alone", "the same without DMA traffic", "f3"),
+        ("tensor_util_with_synthetic_writer", "a full-rate writer on the moving operand's "
+         "bank", "f3"),
+    )),
+    ("vector_scalar", (
+        ("vector_elems_per_lane_cycle", "vector tensor_tensor, elements per lane per cycle",
+         "f3"),
+        ("instruction_overhead_cycles", "vector instruction overhead (cycles)", "int"),
+    )),
+    ("activation", (
+        ("scalar_elems_per_lane_cycle", "scalar engine, 512-element instructions in a stream",
+         "f3"),
+        ("instruction_overhead_cycles", "scalar instruction overhead in a stream (cycles)",
+         "f1"),
+        ("max_ulp_fp32_worst_function", "worst FP32-output error over the functions (ULP; "
+         "every BF16 input and 2^20 sampled FP32 inputs)", "f3"),
+        ("max_ulp_bf16_worst_function", "worst BF16-output error (ULP; every BF16 input)",
+         "f3"),
+        ("functions_within_goal", "functions within 2 ULP (FP32) and 1 ULP (BF16)", "int"),
+    )),
+    ("sparsity", (
+        ("speedup_4_16", "4:16 sparse over dense, steady state", "f2"),
+        ("speedup_2_4", "2:4 sparse over dense, steady state", "f2"),
+        ("decoder_area_fraction", "sparsity decoder's share of the array's sky130 area",
+         "pct"),
+    )),
+    ("formats", (
+        ("cases_per_second", "FP units, Verilator cases/s (every case checked bit for bit)",
+         "int"),
+        ("verilator_build_seconds", "FP units, cold Verilator builds (s)", "f1"),
+    )),
+)
+NOT_MEASURED = "not measured"
+
+
+def _figure(v, fmt):
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return str(v)
+    if fmt == "int":
+        return f"{round(v):,}"
+    if fmt == "pct":
+        return f"{100 * v:.1f} %"
+    return f"{v:.{fmt[1:]}f}"
+
+
+def bench_records(bench_dir=None):
+    """``{bench name: record}`` of the JSON files in ``bench_dir`` (default ``build/bench``)."""
+    d = Path(bench_dir) if bench_dir is not None else BENCH_DIR
+    out = {}
+    for f in sorted(d.glob("*.json")) if d.is_dir() else ():
+        rec = json.loads(f.read_text())
+        if isinstance(rec, dict) and "metrics" in rec:
+            out[rec.get("name", f.stem)] = rec
+    return out
+
+
+def figures_table(records=None, commit=None):
+    """The README's figures table from bench ``records`` (default: :func:`bench_records`): per
+    bench a row with its preset, command and commit, then a row per metric. ``commit`` is shown
+    for a record that has none (one written before ``bench/__main__.py`` recorded it)."""
+    records = bench_records() if records is None else records
+    rows = []
+    for bench, metrics in FIGURES:
+        rec = records.get(bench)
+        if rec is None:
+            rows.append((f"**{bench}**", "", "—", f"`make bench BENCH={bench}`", "—"))
+        else:
+            rows.append((f"**{bench}**", "", rec.get("preset", "—"),
+                         f"`{rec.get('command', f'make bench BENCH={bench}')}`",
+                         rec.get("commit") or commit or "not recorded"))
+        for metric, what, fmt in metrics:
+            v = rec["metrics"].get(metric) if rec is not None else None
+            rows.append((f"`{metric}`: {what}",
+                         NOT_MEASURED if v is None else f"**{_figure(v, fmt)}**", "", "", ""))
+    return _markdown(("metric", "value", "preset", "command", "commit"), rows)
+
+
 # --- Markdown and files ---------------------------------------------------------------------
 
 def _markdown(head, rows):
@@ -373,7 +513,8 @@ def _markdown(head, rows):
     return "\n".join(lines) + "\n"
 
 
-#: ``(file relative to the repository, marker name, generator)``.
+#: ``(file relative to the repository, marker name, generator)`` of the tables generated from
+#: the code alone (always current; checked in every regression).
 TABLES = (
     ("docs/number-formats.md", "formats-table", formats_table),
     ("docs/architecture.md", "presets-table", presets_table),
@@ -383,7 +524,10 @@ TABLES = (
     ("docs/isa.md", "isa-ap", isa_ap_table),
     ("docs/isa.md", "isa-dtypes", isa_dtype_table),
     ("docs/isa.md", "isa-opcodes", isa_opcode_table),
+    ("docs/scalar.md", "act-table-sizes", act_table_sizes_table),
 )
+#: The table generated from ``build/bench/*.json`` (only when there is a record).
+FIGURES_TABLE = ("README.md", "figures-table")
 
 
 def _block_re(name):
@@ -399,26 +543,39 @@ def render(text, name, table):
     return pat.sub(lambda m: m.group(1) + table + m.group(3), text)
 
 
-def stale(root=ROOT):
-    """``[(file, marker name)]`` of the tables that differ from the generated ones."""
+def _jobs(records, commit):
+    """``(file, marker name, generator)`` of every table to write: the figures table only when
+    there are bench records."""
+    jobs = list(TABLES)
+    if records:
+        jobs.append((*FIGURES_TABLE, lambda: figures_table(records, commit)))
+    return jobs
+
+
+def stale(root=ROOT, records=None, commit=None):
+    """``[(file, marker name)]`` of the tables that differ from the generated ones (the
+    figures table only when ``records``, default those of ``build/bench``, exist)."""
+    records = bench_records(Path(root) / "build" / "bench") if records is None else records
     out = []
-    for rel, name, gen in TABLES:
+    for rel, name, gen in _jobs(records, commit):
         text = (Path(root) / rel).read_text()
         if render(text, name, gen()) != text:
             out.append((rel, name))
     return out
 
 
-def update(root=ROOT):
+def update(root=ROOT, records=None, commit=None):
     """Rewrite every table; returns the files changed."""
+    records = bench_records(Path(root) / "build" / "bench") if records is None else records
     changed = []
-    for rel, name, gen in TABLES:
+    for rel, name, gen in _jobs(records, commit):
         path = Path(root) / rel
         text = path.read_text()
         new = render(text, name, gen())
         if new != text:
             path.write_text(new)
-            changed.append(rel)
+            if rel not in changed:
+                changed.append(rel)
     return changed
 
 
@@ -426,13 +583,19 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true",
                     help="only compare; exit status 1 when a table is out of date")
+    ap.add_argument("--commit", help="commit to show for bench records that do not name one "
+                    "(written before bench/__main__.py recorded it)")
     args = ap.parse_args(argv)
+    records = bench_records()
+    if not records:
+        print(f"no bench records in {BENCH_DIR}: the figures table is left as it is "
+              "(run make bench first)")
     if args.check:
-        bad = stale()
+        bad = stale(records=records, commit=args.commit)
         for rel, name in bad:
-            print(f"{rel}: table '{name}' differs from rtl/config.py; run {COMMAND}")
+            print(f"{rel}: table '{name}' is out of date; run {COMMAND}")
         return 1 if bad else 0
-    for rel in update():
+    for rel in update(records=records, commit=args.commit):
         print(f"updated {rel}")
     return 0
 
