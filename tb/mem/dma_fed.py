@@ -18,6 +18,7 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.dma.axi import AXI4Signature
+from rtl.dma.descriptor import DESC_BITS
 from rtl.dma.engine import DMAEngine
 from rtl.emit import Design
 from rtl.mem.sbuf import SBUF, YIELD_AFTER
@@ -28,8 +29,7 @@ from tb.tensor.build import HIER_BUILD_ARGS, PSUM_BANKS
 
 __all__ = ["DmaFedHarness", "dma_fed_sim", "run_bench", "DESC_BITS", "IDLE_CYCLES"]
 
-#: Bits of one descriptor word in ``desc_mem`` below the queue number.
-DESC_BITS = 512
+# ``desc_mem`` words hold one descriptor (rtl.dma.descriptor.DESC_BITS) below the queue number.
 #: Consecutive idle cycles (every command and descriptor taken, both engines idle) before
 #: ``done`` rises.
 IDLE_CYCLES = 4
