@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """The instruction set of the core, defined once: the 128-byte instruction, the 24-byte access
-pattern (AP) and every opcode with its APs and immediates (``docs/architecture.md`` §8.2-8.4).
+pattern (AP) and every opcode with its APs and immediates (``docs/architecture.md`` §8.2-8.4),
+the error codes (§11.2, :data:`ERRORS`, :data:`ERROR_BITS`), the dtype codes (:data:`DTYPES`),
+the opcodes by name (``OP_*``), the vector and scalar engines' immediate codes and the 64-byte
+DMA descriptor's encodings (``DESC_*``, ``DMA_*``, docs/dma.md §2-3).
 
 Like :mod:`rtl.config` this module imports only the standard library: the RTL decoders build
 their layouts from these tables, the golden ISA simulator and the assembler (``golden/asm.py``)
 encode and decode with them, and ``docs/isa.md`` is generated from them
-(``python -m golden.doc_tables``). Nothing else restates a field position.
+(``python -m golden.doc_tables``). Nothing else restates a field position or a code: every other
+module imports them (``tests/test_constants.py`` fails on a second definition).
 
 An instruction is little-endian: bit ``b`` of the instruction is bit ``b % 8`` of byte
 ``b // 8``. :class:`Field` positions below are bit offsets from bit 0 of byte 0.
