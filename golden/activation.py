@@ -44,8 +44,12 @@ import numpy as np
 
 from golden.arith import fma_fp32_f64
 from golden.formats import FP32_QNAN, convert_rne_bits
-from rtl.config import (ACT_BINADES, ACT_DEGREE, ACT_MAP_BASE, ACT_SEG_BASE, ACT_SEG_STRIDE,
-                        FP32)
+from rtl.config import (ACT_BINADES, ACT_DEGREE, ACT_HEADER_WORDS as TABLE_HEADER_WORDS,
+                        ACT_MAP_BASE, ACT_SEG_BASE, ACT_SEG_STRIDE, DENSE_FORMAT_NAMES, FP32)
+from rtl.isa import (ACT_FUNCTIONS as FUNCTIONS, ACT_REDUCE_IDLE as REDUCE_IDLE,
+                     ACT_REDUCE_REDUCE as REDUCE_REDUCE, ACT_REDUCE_RESET as REDUCE_RESET,
+                     ACT_REDUCE_RESET_REDUCE as REDUCE_RESET_REDUCE, DTYPES, E_FORMAT, E_OK, E_OPCODE, E_SHAPE, OP_ACT_COPY as OP_COPY,
+                     OP_ACT_TABLE_LOAD, OP_ACT_TENSOR_SCALAR as OP_TENSOR_SCALAR, OP_ACTIVATION)
 
 __all__ = [
     "FUNCTIONS", "FUNCTION_IDS", "DEGREE", "NCOEF", "SYM_NONE", "SYM_ODD", "SYM_EVEN",
@@ -73,9 +77,7 @@ ZCLAMP = 0x43480000                # 200.0: |z| clamped before the exp reduction
 ONE = 0x3F800000
 NEG_ZERO = 0x80000000
 
-#: Function names in function-id order (the id is the index).
-FUNCTIONS = ("identity", "relu", "exp", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",
-             "softplus", "erf", "log", "sqrt", "rsqrt", "reciprocal", "square", "sign", "abs")
+# FUNCTIONS: the function names in function-id order (rtl.isa.ACT_FUNCTIONS).
 FUNCTION_IDS = {n: i for i, n in enumerate(FUNCTIONS)}
 
 
@@ -713,8 +715,7 @@ def table_image(tab, cfg=None):
     return img
 
 
-#: Header words of a table image (rtl/scalar/isa.py ``TABLE_HEADER_WORDS``).
-TABLE_HEADER_WORDS = 10
+# TABLE_HEADER_WORDS: header words of a table image (rtl.config.ACT_HEADER_WORDS).
 
 
 def table_words(tab, cfg=None):
@@ -769,8 +770,7 @@ def table_load(cfg, ins, mems):
     return (E_FORMAT if bad else E_OK), image
 
 
-#: ``reduce_cmd`` codes (rtl/scalar/isa.py).
-REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE = 0, 1, 2, 3
+# REDUCE_*: the ``reduce_cmd`` codes (rtl.isa's ACT_REDUCE_*).
 
 
 def activation_reduce(x_bits, name, scale=ONE, bias=NEG_ZERO, reduce_cmd=REDUCE_IDLE,
@@ -802,11 +802,9 @@ def activation_reduce(x_bits, name, scale=ONE, bias=NEG_ZERO, reduce_cmd=REDUCE_
 
 # --- the instruction on memory images (the engine's contract; rtl/scalar/engine.py matches it) ---
 
-OP_ACTIVATION, OP_ACT_TABLE_LOAD, OP_TENSOR_SCALAR, OP_COPY = 0x30, 0x31, 0x32, 0x33
-E_OK, E_OPCODE, E_FORMAT, E_SHAPE = 0x00, 0x01, 0x02, 0x05
-#: §8.3 dtype codes.
-DTYPE_NAMES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
-               6: "fp8_e4m3fn", 7: "cfp8"}
+# Opcodes (OP_TENSOR_SCALAR, OP_COPY: rtl.isa's OP_ACT_*) and error codes come from rtl.isa.
+#: §8.3 dtype codes of the dense formats: code -> name.
+DTYPE_NAMES = {code: name for code, name in enumerate(DTYPES) if name in DENSE_FORMAT_NAMES}
 
 
 @dataclass(frozen=True, kw_only=True)

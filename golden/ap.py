@@ -50,6 +50,8 @@ import numpy as np
 
 from rtl.config import (AP_MAX_DIMS, AP_NUM_BITS, AP_OFFSET_BITS, AP_PART_BITS, AP_STEP_BITS,
                         CoreConfig)
+from rtl.isa import (E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_OK, ERROR_NAMES, MEM_NONE,
+                     MEM_PSUM as PSUM, MEM_RESERVED, MEM_SBUF as SBUF)
 
 __all__ = [
     "MEM_NONE", "SBUF", "PSUM", "MEM_RESERVED", "MEMORY_NAMES", "ELEM_BYTES",
@@ -58,7 +60,6 @@ __all__ = [
     "error_code", "validate",
 ]
 
-MEM_NONE, SBUF, PSUM, MEM_RESERVED = 0, 1, 2, 3
 MEMORY_NAMES = {MEM_NONE: "none", SBUF: "SBUF", PSUM: "PSUM", MEM_RESERVED: "reserved"}
 
 #: Element size in bytes of each dense format an AP may address (docs/architecture.md §8.3
@@ -66,13 +67,6 @@ MEMORY_NAMES = {MEM_NONE: "none", SBUF: "SBUF", PSUM: "PSUM", MEM_RESERVED: "res
 ELEM_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e5m2": 1, "fp8_e4m3": 1,
               "fp8_e4m3fn": 1, "cfp8": 1, "e8m0": 1}
 
-E_OK = 0x00
-E_AP_PART = 0x03
-E_AP_RANGE = 0x04
-E_AP_ALIGN = 0x0E
-E_AP_FORM = 0x0F
-ERROR_NAMES = {E_OK: "OK", E_AP_PART: "E_AP_PART", E_AP_RANGE: "E_AP_RANGE",
-               E_AP_ALIGN: "E_AP_ALIGN", E_AP_FORM: "E_AP_FORM"}
 
 _STEP_LO, _STEP_HI = -(1 << (AP_STEP_BITS - 1)), (1 << (AP_STEP_BITS - 1)) - 1
 _NUM_HI = (1 << AP_NUM_BITS) - 1

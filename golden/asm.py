@@ -13,7 +13,11 @@ One instruction per line; ``#`` starts a comment. A line is the mnemonic with it
   (``1.5``, ``-inf``) or its bits written ``bits:0x7fc00001`` (how NaNs print).
 
 :func:`disassemble` prints exactly this form, and ``assemble(disassemble(b)) == b`` for every
-well-formed program ``b`` (the tests check it on random instructions).
+well-formed program ``b`` whose disabled waits and posts have zero fields (the tests check it on
+random instructions). A wait or post whose ``ctl`` enable bit is clear with a nonzero
+``wait_sem``/``wait_val`` (``post_sem``/``post_inc``) is well-formed too, since the sequencer
+ignores those fields; it disassembles as the same instruction without them and so reassembles
+with them zero.
 """
 
 from __future__ import annotations

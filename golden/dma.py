@@ -18,9 +18,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from golden.ap import ELEM_BYTES
 from golden.formats import FP32_QNAN, convert_rne_bits, convert_sr_bits, decode_bits
 from golden.prng import XorWow
+from rtl import isa
 from rtl.config import CoreConfig
+from rtl.isa import (DESC_BYTES, DESC_DIMS as DIMS, DMA_DRAM as DRAM,
+                     DMA_F_ADDR_ALIGN as F_ADDR_ALIGN, DMA_F_BRESP as F_BRESP, DMA_F_DIM0 as F_DIM0, DMA_F_DTYPE as F_DTYPE,
+                     DMA_F_ELEMWISE as F_ELEMWISE, DMA_F_LANE as F_LANE, DMA_F_NUM as F_NUM,
+                     DMA_F_OP as F_OP, DMA_F_RANGE as F_RANGE, DMA_F_RESERVED as F_RESERVED,
+                     DMA_F_RRESP as F_RRESP, DMA_F_SEM as F_SEM, DMA_F_SPACE as F_SPACE,
+                     DMA_F_STRIDE_ALIGN as F_STRIDE_ALIGN, DMA_F_TIMEOUT as F_TIMEOUT,
+                     DMA_OP_ADD as OP_ADD, DMA_OP_COPY as OP_COPY, DMA_OP_MAX as OP_MAX,
+                     DMA_OP_MIN as OP_MIN, DMA_OP_NAMES as OP_NAMES, DMA_RING as RING,
+                     DMA_RND_RNE as RND_RNE, DMA_RND_SR as RND_SR, DMA_SBUF as SBUF,
+                     DMA_SR_LANE_BASE as SR_LANE_BASE, E_AP_ALIGN,
+                     E_AP_RANGE, E_AXI, E_DESC, E_OK, E_SEM, E_TIMEOUT, ERROR_NAMES)
 
 __all__ = [
     "DRAM", "SBUF", "RING", "OP_COPY", "OP_ADD", "OP_MAX", "OP_MIN", "OP_NAMES", "RND_RNE",
@@ -32,41 +45,19 @@ __all__ = [
     "sr_stream", "sr_draws",
 ]
 
-#: Address spaces (2 bits each).
-DRAM, SBUF, RING = 0, 1, 2
-#: Operations into the destination.
-OP_COPY, OP_ADD, OP_MAX, OP_MIN = 0, 1, 2, 3
-OP_NAMES = {OP_COPY: "copy", OP_ADD: "add", OP_MAX: "max", OP_MIN: "min"}
-#: Rounding of the FP32 result into the destination format.
-RND_RNE, RND_SR = 0, 1
-#: dtype codes (architecture §8.3). 8 = fp4_e2m1 (packed, [later]) and 10..15 are rejected.
-DTYPES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
-          6: "fp8_e4m3fn", 7: "cfp8", 9: "e8m0"}
-DTYPE_CODES = {v: k for k, v in DTYPES.items()}
-ELEM_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e5m2": 1, "fp8_e4m3": 1,
-              "fp8_e4m3fn": 1, "cfp8": 1, "e8m0": 1}
-#: Descriptor size in bytes and dimension slots.
-DESC_BYTES = 64
-DIMS = 4
+# Address spaces (DRAM, SBUF, RING), descriptor ops and rounding, descriptor size and
+# dimension slots, error codes (E_TIMEOUT: the engine's AXI watchdog only, a run-time condition
+# that :func:`check` never returns) and the error detail's field ids are rtl.isa's (its DMA_*
+# names), as is the stochastic-rounding lane base: DMA engine ``e`` draws from XORWOW lane
+# ``SR_LANE_BASE + e`` of ``cfg.sr_seed`` (number-formats §4), one word per element of every
+# element descriptor with ``rounding`` = SR, in element order, descriptor after descriptor in
+# the order the engine runs them (all its queues share the stream); reset restores the seed
+# state (docs/dma.md §2).
 
-#: Error codes (architecture §11.2).
-E_OK, E_AP_RANGE, E_SEM, E_AXI, E_DESC, E_AP_ALIGN = 0x00, 0x04, 0x08, 0x0A, 0x0D, 0x0E
-#: Raised by the engine's AXI watchdog only (a run-time condition; :func:`check` never
-#: returns it).
-E_TIMEOUT = 0x09
-ERROR_NAMES = {E_OK: "OK", E_AP_RANGE: "E_AP_RANGE", E_SEM: "E_SEM", E_TIMEOUT: "E_TIMEOUT",
-               E_AXI: "E_AXI", E_DESC: "E_DESC", E_AP_ALIGN: "E_AP_ALIGN"}
-
-#: ``info`` field ids (bits [7:0] of the error detail, docs/dma.md §3).
-(F_RESERVED, F_OP, F_SPACE, F_DTYPE, F_NUM, F_DIM0, F_SEM, F_ELEMWISE, F_ADDR_ALIGN,
- F_STRIDE_ALIGN, F_LANE, F_RANGE, F_RRESP, F_BRESP, F_TIMEOUT) = range(1, 16)
-
-#: The stochastic-rounding random stream (docs/dma.md §2): DMA engine ``e`` draws from XORWOW
-#: lane ``SR_LANE_BASE + e`` of ``cfg.sr_seed`` (number-formats §4), one word per element of
-#: every element descriptor with ``rounding`` = SR, in element order, descriptor after
-#: descriptor in the order the engine runs them (all its queues share the stream); reset
-#: restores the seed state. Lanes 0..P-1 are the compute engines' partition lanes.
-SR_LANE_BASE = 1 << 16
+#: dtype codes (architecture §8.3) a descriptor may name: code -> name; fp4_e2m1 (packed,
+#: [later]) and the reserved codes are rejected.
+DTYPES = {code: name for code, name in enumerate(isa.DTYPES) if name in ELEM_BYTES}
+DTYPE_CODES = {name: code for code, name in DTYPES.items()}
 
 _U16, _U64 = (1 << 16) - 1, (1 << 64) - 1
 _I32_LO, _I32_HI = -(1 << 31), (1 << 31) - 1

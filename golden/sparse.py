@@ -37,14 +37,12 @@ import numpy as np
 from golden.arith import mul_exact
 from golden.formats import check_codes, decode
 from golden.fma_chain import check_pair, check_tensor_cfg, fma_chain, resolve_dense_format
-from rtl.config import parse_sparse_pattern
+from rtl.config import LANE_BITS, parse_sparse_pattern
 
 __all__ = ["pattern_params", "tag_bits", "sparse_formats", "metadata_bits_per_kept",
            "compress", "decompress", "validate", "matmul_sparse", "moving_lanes",
            "pack_tags", "unpack_tags", "LANE_BITS"]
 
-#: Bits of one moving lane (one partition's SBUF lane per beat): a sparse row's m/n elements.
-LANE_BITS = 32
 
 
 def tag_bits(m):

@@ -58,6 +58,15 @@ from golden.arith import fma_fp32
 from golden.formats import FP32_QNAN, convert_rne_bits, convert_sr_bits, decode_bits
 from golden.prng import XorWowLanes
 from rtl.config import FP32, CoreConfig, check_config
+from rtl.isa import (ALU_ADD, ALU_AND, ALU_BYPASS, ALU_EQ, ALU_GE, ALU_GT, ALU_LE, ALU_LT,
+                     ALU_MAX, ALU_MIN, ALU_MUL, ALU_NAMES, ALU_NE, ALU_OR, ALU_SEL, ALU_SUB,
+                     ALU_XOR, BN_AGGR_N, BN_NEWTON_STEPS, BN_RCP_MAGIC, BN_STATS_N, IOTA_BITS,
+                     MAX8_K, REDUCE_OPS, DTYPE_CODES, DTYPES, E_FORMAT, E_OPCODE, E_SHAPE,
+                     OP_AFFINE_SELECT,
+                     OP_BLOCK_TRANSPOSE as OP_TRANSPOSE, OP_BN_AGGR, OP_BN_STATS, OP_FIND_INDEX8,
+                     OP_IOTA, OP_MAX8, OP_MEMSET, OP_SELECT, OP_TENSOR_COPY, OP_TENSOR_REDUCE,
+                     OP_TENSOR_SCALAR, OP_TENSOR_TENSOR, OP_TENSOR_TENSOR_SCAN, OPS_BY_CODE,
+                     VECTOR_OPCODES)
 
 __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
@@ -73,44 +82,17 @@ __all__ = [
     "OP_FIND_INDEX8", "find_index8_lanes",
 ]
 
-#: Opcodes (docs/architecture.md §8.4, the vector range 0x20-0x2F).
-OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
-OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
-OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
-OP_BN_STATS, OP_BN_AGGR, OP_AFFINE_SELECT, OP_TRANSPOSE = 0x29, 0x2A, 0x2B, 0x2C
-OP_FIND_INDEX8 = 0x2D
-OPCODES = {OP_TENSOR_TENSOR: "tensor_tensor", OP_TENSOR_SCALAR: "tensor_scalar",
-           OP_TENSOR_REDUCE: "tensor_reduce", OP_TENSOR_COPY: "tensor_copy",
-           OP_MEMSET: "memset", OP_SELECT: "select", OP_IOTA: "iota",
-           OP_TENSOR_TENSOR_SCAN: "tensor_tensor_scan", OP_MAX8: "max8",
-           OP_BN_STATS: "bn_stats", OP_BN_AGGR: "bn_aggr", OP_AFFINE_SELECT: "affine_select",
-           OP_TRANSPOSE: "block_transpose", OP_FIND_INDEX8: "find_index8"}
-#: BN_STATS writes ``[n, S, Q]``; BN_AGGR reads triples and writes ``[mean, var]``.
-BN_STATS_N, BN_AGGR_N = 3, 2
-#: BN_AGGR's reciprocal seed (``bits(r0) = BN_RCP_MAGIC - bits(n)``) and Newton steps.
-BN_RCP_MAGIC, BN_NEWTON_STEPS = 0x7EF311C3, 3
-#: MAX8: values kept per partition.
-MAX8_K = 8
+#: Opcodes (rtl.isa, docs/architecture.md §8.4, the vector range 0x20-0x2F): code -> mnemonic.
+OPCODES = {code: OPS_BY_CODE[code].name for code in VECTOR_OPCODES}
+# BN_STATS_N / BN_AGGR_N, BN_RCP_MAGIC / BN_NEWTON_STEPS, MAX8_K, the ALU operations and their
+# names, REDUCE_OPS: rtl.isa's (the vector engine's immediates).
 #: IOTA's element index is taken modulo this (exact in FP32).
-IOTA_MOD = 1 << 24
+IOTA_MOD = 1 << IOTA_BITS
 
-#: ALU operations (4-bit ``op0`` / ``op1`` fields).
-(ALU_BYPASS, ALU_ADD, ALU_SUB, ALU_MUL, ALU_MAX, ALU_MIN, ALU_EQ, ALU_NE, ALU_LT, ALU_LE,
- ALU_GT, ALU_GE, ALU_AND, ALU_OR, ALU_XOR, ALU_SEL) = range(16)
-ALU_NAMES = ("bypass", "add", "subtract", "multiply", "max", "min", "is_equal", "not_equal",
-             "is_lt", "is_le", "is_gt", "is_ge", "bitwise_and", "bitwise_or", "bitwise_xor",
-             "select")
-#: The ``op1`` values TENSOR_REDUCE accepts.
-REDUCE_OPS = (ALU_ADD, ALU_MAX, ALU_MIN)
-
-#: dtype codes of an AP (docs/architecture.md §8.3).
-DTYPE_NAMES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
-               6: "fp8_e4m3fn", 7: "cfp8", 8: "fp4_e2m1", 9: "e8m0"}
-DTYPE_CODES = {v: k for k, v in DTYPE_NAMES.items()}
-
-#: Error codes (docs/architecture.md §11.2) raised by the engine itself; the AP codes come
-#: from :mod:`golden.ap`.
-E_OPCODE, E_FORMAT, E_SHAPE = 0x01, 0x02, 0x05
+#: dtype codes of an AP (rtl.isa.DTYPES, docs/architecture.md §8.3): code -> name
+#: (``DTYPE_CODES``, the inverse, is rtl.isa's). The engine's error codes E_OPCODE, E_FORMAT,
+#: E_SHAPE come from rtl.isa, the AP codes from :mod:`golden.ap`.
+DTYPE_NAMES = dict(enumerate(DTYPES))
 
 FP32_ONE = 0x3F800000
 _SIGN = np.uint32(0x80000000)

@@ -17,8 +17,8 @@ __all__ = [
     "FPFormat", "FORMATS", "FP32", "TF32", "BF16", "FP16", "FP8_E5M2", "FP8_E4M3", "FP8_E4M3FN",
     "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "check_config", "PRESETS", "get_preset",
     "preset_from_env", "AP_MAX_DIMS", "AP_STEP_BITS", "AP_NUM_BITS", "AP_OFFSET_BITS",
-    "AP_PART_BITS", "SPARSE_PATTERN_NAMES", "parse_sparse_pattern", "ACT_DEGREE",
-    "ACT_BINADES", "ACT_MAP_BASE", "ACT_SEG_BASE", "ACT_SEG_STRIDE",
+    "AP_PART_BITS", "LANE_BITS", "SPARSE_PATTERN_NAMES", "parse_sparse_pattern", "ACT_DEGREE",
+    "ACT_BINADES", "ACT_MAP_BASE", "ACT_SEG_BASE", "ACT_SEG_STRIDE", "ACT_HEADER_WORDS",
     "LINK_VCS", "LINK_STREAM_BITS", "LINK_CHUNK_BITS", "LINK_CRC_BITS", "LINK_CRC_POLY",
     "LINK_FAULTS", "link_flit_fields",
 ]
@@ -202,6 +202,11 @@ AP_NUM_BITS = 16
 AP_OFFSET_BITS = 32
 AP_PART_BITS = 8
 
+#: Bits of one partition's lane: an SBUF/PSUM row-port access moves one lane per partition (an
+#: element is right-aligned in it, FP32 filling it), and a sparse matmul's moving beat packs the
+#: ``m / n`` kept elements of a row into one. Fixed by the datapath, not a knob.
+LANE_BITS = 32
+
 #: Activation-table format of the Scalar engine (docs/scalar.md): polynomial degree per segment
 #: (Horner steps, each one fused MAC) and binade-map entries per sign half. Fixed by the table
 #: format, not knobs; the segment count is the field ``act_segments``.
@@ -213,6 +218,9 @@ ACT_BINADES = 64
 ACT_MAP_BASE = 0x80
 ACT_SEG_BASE = 0x200
 ACT_SEG_STRIDE = 16
+#: Header words of a table image that ``act_table_load`` takes before the binade map (word 9:
+#: the function id the table is for).
+ACT_HEADER_WORDS = 10
 
 #: Ring-link flit format (docs/collectives.md §2): virtual channels per link, the fixed header
 #: fields' widths, and the CRC: CRC-32C (Castagnoli), reflected polynomial 0x82F63B78

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """The instruction set of the core, defined once: the 128-byte instruction, the 24-byte access
-pattern (AP) and every opcode with its APs and immediates (``docs/architecture.md`` §8.2-8.4).
+pattern (AP) and every opcode with its APs and immediates (``docs/architecture.md`` §8.2-8.4),
+the error codes (§11.2, :data:`ERRORS`, :data:`ERROR_BITS`), the dtype codes (:data:`DTYPES`),
+the opcodes by name (``OP_*``), the vector and scalar engines' immediate codes and the 64-byte
+DMA descriptor's encodings (``DESC_*``, ``DMA_*``, docs/dma.md §2-3).
 
 Like :mod:`rtl.config` this module imports only the standard library: the RTL decoders build
 their layouts from these tables, the golden ISA simulator and the assembler (``golden/asm.py``)
 encode and decode with them, and ``docs/isa.md`` is generated from them
-(``python -m bench.doc_tables``). Nothing else restates a field position.
+(``python -m bench.doc_tables``). Nothing else restates a field position or a code: every other
+module imports them (``tests/test_constants.py`` fails on a second definition).
 
 An instruction is little-endian: bit ``b`` of the instruction is bit ``b % 8`` of byte
 ``b // 8``. :class:`Field` positions below are bit offsets from bit 0 of byte 0.
@@ -42,8 +46,23 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "INSTR_BYTES", "AP_BYTES", "IMM_BYTE", "F32Bits", "FIELD_KINDS", "Field", "HEADER", "AP_SLOTS", "AP_FIELDS",
-    "FLAG_BITS", "CTL_BITS", "DTYPES", "DTYPE_CODES", "dtype_name", "dtype_code", "ENGINES",
+    "FLAG_BITS", "CTL_BITS", "MEM_NONE", "MEM_SBUF", "MEM_PSUM", "MEM_RESERVED", "DTYPES", "DTYPE_CODES", "dtype_name", "dtype_code", "ENGINES",
     "Op", "OPCODES", "OPS_BY_NAME", "OPS_BY_CODE", "header_bits", "ap_bits", "imm_bits",
+    "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
+    "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "OP_MAX8", "OP_BN_STATS", "OP_BN_AGGR",
+    "OP_AFFINE_SELECT", "OP_BLOCK_TRANSPOSE", "OP_FIND_INDEX8", "VECTOR_OPCODES",
+    "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN", "ALU_EQ", "ALU_NE",
+    "ALU_LT", "ALU_LE", "ALU_GT", "ALU_GE", "ALU_AND", "ALU_OR", "ALU_XOR", "ALU_SEL",
+    "ALU_NAMES", "REDUCE_OPS", "MAX8_K", "BN_STATS_N", "BN_AGGR_N", "BN_RCP_MAGIC",
+    "BN_NEWTON_STEPS", "IOTA_BITS",
+    "ACT_FUNCTIONS", "ACT_REDUCE_IDLE", "ACT_REDUCE_RESET", "ACT_REDUCE_REDUCE",
+    "ACT_REDUCE_RESET_REDUCE",
+    "OP_ACTIVATION", "OP_ACT_TABLE_LOAD", "OP_ACT_TENSOR_SCALAR", "OP_ACT_COPY",
+    "DESC_BYTES", "DESC_DIMS", "DMA_DRAM", "DMA_SBUF", "DMA_RING", "DMA_OP_COPY", "DMA_OP_ADD",
+    "DMA_OP_MAX", "DMA_OP_MIN", "DMA_OP_NAMES", "DMA_RND_RNE", "DMA_RND_SR", "DMA_F_RESERVED",
+    "DMA_F_OP", "DMA_F_SPACE", "DMA_F_DTYPE", "DMA_F_NUM", "DMA_F_DIM0", "DMA_F_SEM",
+    "DMA_F_ELEMWISE", "DMA_F_ADDR_ALIGN", "DMA_F_STRIDE_ALIGN", "DMA_F_LANE", "DMA_F_RANGE",
+    "DMA_F_RRESP", "DMA_F_BRESP", "DMA_F_TIMEOUT", "DMA_SR_LANE_BASE",
     "Instr", "APEnc", "encode", "decode", "check_reserved",
     "ERROR_BITS", "ERRORS", "ERROR_NAMES", "E_OK", "E_OPCODE", "E_FORMAT", "E_AP_PART",
     "E_AP_RANGE", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG", "E_SEM", "E_TIMEOUT", "E_AXI", "E_QUEUE",
@@ -205,6 +224,9 @@ CTL_BITS = {"wait_en": 0, "post_en": 1, "irq": 2}
 _FLAGS_RESERVED = 0xFF & ~sum(1 << b for b in FLAG_BITS.values())
 _CTL_RESERVED = 0xFF & ~sum(1 << b for b in CTL_BITS.values())
 
+#: Memory codes of an AP's ``mem`` field: none (the slot is unused), SBUF, PSUM, reserved.
+MEM_NONE, MEM_SBUF, MEM_PSUM, MEM_RESERVED = 0, 1, 2, 3
+
 #: The three AP slots: name -> first byte.
 AP_SLOTS = {"ap0": 16, "ap1": 40, "ap2": 64}
 
@@ -299,12 +321,14 @@ OPCODES = (
     # ---- vector engine: one immediate layout for every opcode (docs/vector.md) -------------
     *(Op(code, name, "dve", aps=dict(zip(("ap0", "ap1", "ap2"), ("dst", "src0", "src1")[:n])),
          flags=("sr",), imm=_VEC_IMM, doc=doc) for code, name, n, doc in (
-        (0x20, "tensor_tensor", 3, "dst = src0 op0 src1 (then op1 imm1), element-wise"),
+        (0x20, "tensor_tensor", 3, "dst = src0 op0 src1, element-wise (rev0 swaps the operands; "
+                                   "op1, sel and the immediates are ignored)"),
         (0x21, "tensor_scalar", 3, "dst = (src0 op0 imm0) op1 imm1; sel: per-partition src1"),
         (0x22, "tensor_reduce", 2, "dst[p] = op1-reduction of src0 (op0 imm0)[p, :]"),
         (0x23, "tensor_copy", 2, "dst = src0, with the formats' cast"),
         (0x24, "memset", 1, "dst = imm0"),
-        (0x25, "select", 3, "dst = (src0 op0 imm0) ? src0 : src1"),
+        (0x25, "select", 3, "dst = src1 where src0 is nonzero (sign ignored, NaN counts), else "
+                            "imm0; op*, sel*, rev* ignored"),
         (0x26, "iota", 1, "dst = f(element index, partition index) through op0/op1"),
         (0x27, "tensor_tensor_scan", 3, "r_i = (r_(i-1) op0 src0_i) op1 src1_i from imm0"),
         (0x28, "max8", 2, "the 8 largest values (or their indices) per partition"),
@@ -338,6 +362,82 @@ OPCODES = (
 )
 OPS_BY_NAME = {op.name: op for op in OPCODES}
 OPS_BY_CODE = {op.code: op for op in OPCODES}
+
+# ---- opcodes by name: the engines' decoders and golden models compare against these --------
+OP_TENSOR_TENSOR = OPS_BY_NAME["tensor_tensor"].code
+OP_TENSOR_SCALAR = OPS_BY_NAME["tensor_scalar"].code
+OP_TENSOR_REDUCE = OPS_BY_NAME["tensor_reduce"].code
+OP_TENSOR_COPY = OPS_BY_NAME["tensor_copy"].code
+OP_MEMSET = OPS_BY_NAME["memset"].code
+OP_SELECT = OPS_BY_NAME["select"].code
+OP_IOTA = OPS_BY_NAME["iota"].code
+OP_TENSOR_TENSOR_SCAN = OPS_BY_NAME["tensor_tensor_scan"].code
+OP_MAX8 = OPS_BY_NAME["max8"].code
+OP_BN_STATS = OPS_BY_NAME["bn_stats"].code
+OP_BN_AGGR = OPS_BY_NAME["bn_aggr"].code
+OP_AFFINE_SELECT = OPS_BY_NAME["affine_select"].code
+#: The vector engine's block transpose (``OP_TRANSPOSE`` in ``rtl.vector.isa``/``golden.vector``).
+OP_BLOCK_TRANSPOSE = OPS_BY_NAME["block_transpose"].code
+OP_FIND_INDEX8 = OPS_BY_NAME["find_index8"].code
+#: The vector engine's opcodes, in code order.
+VECTOR_OPCODES = tuple(op.code for op in OPCODES if op.engine == "dve")
+
+# ---- the vector engine's immediates (docs/vector.md) -------------------------------------
+#: ALU operations of the 4-bit ``op0`` / ``op1`` fields, and their names.
+(ALU_BYPASS, ALU_ADD, ALU_SUB, ALU_MUL, ALU_MAX, ALU_MIN, ALU_EQ, ALU_NE, ALU_LT, ALU_LE,
+ ALU_GT, ALU_GE, ALU_AND, ALU_OR, ALU_XOR, ALU_SEL) = range(16)
+ALU_NAMES = ("bypass", "add", "subtract", "multiply", "max", "min", "is_equal", "not_equal",
+             "is_lt", "is_le", "is_gt", "is_ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+             "select")
+#: The ``op1`` values TENSOR_REDUCE accepts.
+REDUCE_OPS = (ALU_ADD, ALU_MAX, ALU_MIN)
+#: MAX8: values kept per partition (FIND_INDEX8: values looked for).
+MAX8_K = 8
+#: BN_STATS writes ``[n, S, Q]`` per partition; BN_AGGR reads such triples, writes ``[mean, var]``.
+BN_STATS_N, BN_AGGR_N = 3, 2
+#: BN_AGGR's reciprocal: seed ``bits(r0) = BN_RCP_MAGIC - bits(n)``, then Newton steps.
+BN_RCP_MAGIC, BN_NEWTON_STEPS = 0x7EF311C3, 3
+#: Bits of IOTA's element index (taken modulo ``2**IOTA_BITS``, exact in FP32).
+IOTA_BITS = 24
+
+# ---- the scalar engine ---------------------------------------------------------------------
+#: Functions of the activation's ``func`` immediate, in id order (the id is the index).
+ACT_FUNCTIONS = ("identity", "relu", "exp", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",
+                 "softplus", "erf", "log", "sqrt", "rsqrt", "reciprocal", "square", "sign", "abs")
+#: ``reduce_cmd``: leave the accumulators / zero them / add this instruction's outputs / zero
+#: then add.
+ACT_REDUCE_IDLE, ACT_REDUCE_RESET, ACT_REDUCE_REDUCE, ACT_REDUCE_RESET_REDUCE = 0, 1, 2, 3
+OP_ACTIVATION = OPS_BY_NAME["activation"].code
+OP_ACT_TABLE_LOAD = OPS_BY_NAME["act_table_load"].code
+#: Scalar-engine codes of §8.4 that :data:`OPCODES` does not define: the sequencer rejects them
+#: (``E_OPCODE``); on the engine's decoded ``instr`` stream COPY runs (``dst`` = ``src`` with
+#: the formats' cast, docs/scalar.md) and TENSOR_SCALAR is ``E_OPCODE``.
+OP_ACT_TENSOR_SCALAR = 0x32
+OP_ACT_COPY = 0x33
+
+# ---- DMA descriptor (docs/dma.md §2), read by dma_start -------------------------------------
+#: Bytes of one DMA descriptor (``dma_start``'s ``desc_addr`` points at the first); its fields
+#: are ``rtl.dma.descriptor.DESC_LAYOUT``.
+DESC_BYTES = 64
+#: Dimension slots (num, src_stride, dst_stride) of a descriptor.
+DESC_DIMS = 4
+#: Address spaces (2 bits): DRAM through the AXI4 master, the SBUF, the collective ring
+#: (reserved, rejected).
+DMA_DRAM, DMA_SBUF, DMA_RING = 0, 1, 2
+#: Descriptor ``op``: what the element path does into the destination.
+DMA_OP_COPY, DMA_OP_ADD, DMA_OP_MAX, DMA_OP_MIN = 0, 1, 2, 3
+#: Descriptor ``op`` -> name.
+DMA_OP_NAMES = {DMA_OP_COPY: "copy", DMA_OP_ADD: "add", DMA_OP_MAX: "max", DMA_OP_MIN: "min"}
+#: Descriptor ``rounding`` of the FP32 result into the destination format.
+DMA_RND_RNE, DMA_RND_SR = 0, 1
+#: Field ids of a DMA error's detail word (``info[7:0]``; ``info[8]`` side, ``[11:10]``
+#: dimension, ``[13:12]`` AXI response; docs/dma.md §3).
+(DMA_F_RESERVED, DMA_F_OP, DMA_F_SPACE, DMA_F_DTYPE, DMA_F_NUM, DMA_F_DIM0, DMA_F_SEM,
+ DMA_F_ELEMWISE, DMA_F_ADDR_ALIGN, DMA_F_STRIDE_ALIGN, DMA_F_LANE, DMA_F_RANGE, DMA_F_RRESP,
+ DMA_F_BRESP, DMA_F_TIMEOUT) = range(1, 16)
+#: DMA engine ``e`` rounds stochastically with XORWOW lane ``DMA_SR_LANE_BASE + e`` of
+#: ``cfg.sr_seed`` (docs/dma.md §2); lanes 0..P-1 are the compute engines' partition lanes.
+DMA_SR_LANE_BASE = 1 << 16
 
 
 def header_bits(raw, name):

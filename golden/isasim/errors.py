@@ -1,21 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Error codes of the golden ISA simulator (``docs/architecture.md`` §11.2) and the two
-ways it reports them: :class:`Fault` (raised by an engine hook) and :class:`SimError` (the
+"""The error codes the golden ISA simulator reports (defined in :mod:`rtl.isa`,
+``docs/architecture.md`` §11.2, re-exported here for its engine hooks) and the two ways it
+reports them: :class:`Fault` (raised by an engine hook) and :class:`SimError` (the
 first error of a run)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rtl.isa import (E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_AXI, E_DESC, E_FLAGS,
+                     E_FORMAT, E_LINK, E_OPCODE, E_QUEUE, E_SEM, E_SHAPE, E_SPARSE_TAG,
+                     E_TIMEOUT, ERROR_NAMES)
+
 __all__ = ["E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_FLAGS",
            "E_SPARSE_TAG", "E_SEM", "E_TIMEOUT", "E_AXI", "E_QUEUE", "E_LINK", "E_DESC",
            "E_AP_ALIGN", "E_AP_FORM", "ERROR_NAMES", "Fault", "SimError"]
-
-E_OPCODE, E_FORMAT, E_AP_PART, E_AP_RANGE, E_SHAPE, E_FLAGS, E_SPARSE_TAG = range(1, 8)
-E_SEM, E_TIMEOUT, E_AXI, E_QUEUE, E_LINK, E_DESC, E_AP_ALIGN, E_AP_FORM = range(8, 16)
-ERROR_NAMES = {1: "E_OPCODE", 2: "E_FORMAT", 3: "E_AP_PART", 4: "E_AP_RANGE", 5: "E_SHAPE",
-               6: "E_FLAGS", 7: "E_SPARSE_TAG", 8: "E_SEM", 9: "E_TIMEOUT", 10: "E_AXI",
-               11: "E_QUEUE", 12: "E_LINK", 13: "E_DESC", 14: "E_AP_ALIGN", 15: "E_AP_FORM"}
 
 
 class Fault(Exception):

@@ -12,7 +12,7 @@ from golden.isasim.errors import E_AP_FORM, E_FLAGS, E_FORMAT, E_SHAPE, E_SPARSE
 from golden.isasim.hooks import ZERO_AP, ap_access, elems_per_partition, register_op
 from golden.sparse import matmul_sparse
 from golden.tensor import check_pair, matmul, psum_update, resolve_dense_format, transpose
-from rtl.config import parse_sparse_pattern
+from rtl.config import LANE_BITS, parse_sparse_pattern
 
 __all__ = ["pe_latency", "pe_swap_guard", "sparse_load_dtypes", "STATIC_DETAIL"]
 
@@ -241,7 +241,7 @@ def _sparse_matmul(sim, ins, X, xap, n, P, pattern):
     if k % sn or k < sn:
         raise Fault(E_SHAPE, 0, f"sparse multiply_moving K = {k} must be a multiple of n = {sn}")
     fx = c.fmt(X.dtype) if X.dtype in c.formats else None
-    if fx is None or fx.width * sm > 32 * sn:
+    if fx is None or fx.width * sm > LANE_BITS * sn:
         raise Fault(E_FORMAT, 0, f"sparse multiply_moving: {X.dtype} elements do not pack "
                                  f"{sm // sn} to a 32-bit lane")
     try:

@@ -13,6 +13,7 @@ from rtl import isa
 from rtl.config import DENSE_FORMAT_NAMES, MX_FORMAT_NAMES, CoreConfig, check_config
 from rtl.core.semaphores import SemaphoreFile
 from rtl.core.sequencer import QUEUE_INDEX_BITS
+from rtl.isa import ERROR_BITS
 
 __all__ = ["AXI4LiteSignature", "CSR", "ID_VALUE", "REGS", "Q_REGS", "ERR_SRC_DMA",
            "ERR_SRC_SEM", "IRQ_ERROR", "IRQ_NOTIFY", "IRQ_IDLE"]
@@ -86,11 +87,11 @@ class CSR(wiring.Component):
     run : Out(6)
         Engine-enable mask (``CTRL[13:8]``).
     seq_busy, seq_halted, seq_err : In(6)
-    seq_code : In(8).array(6); seq_pc : In(QUEUE_INDEX_BITS).array(6); seq_info : In(32).array(6)
+    seq_code : In(ERROR_BITS).array(6); seq_pc : In(QUEUE_INDEX_BITS).array(6); seq_info : In(32).array(6)
     seq_notify : In(6)
         Notify or ``irq_on_done`` pulses.
-    dma_err, dma_idle : In(1); dma_code : In(8); dma_info : In(32)
-    sem_err : In(1); sem_code, sem_idx : In(8)
+    dma_err, dma_idle : In(1); dma_code : In(ERROR_BITS); dma_info : In(32)
+    sem_err : In(1); sem_code : In(ERROR_BITS); sem_idx : In(8)
     sem_rd : Out(8); sem_data : In(semaphore_bits)
     sem_set : Out(stream set_layout); sem_add : Out(stream add_layout)
         To the :class:`~rtl.core.semaphores.SemaphoreFile`.
@@ -113,10 +114,10 @@ class CSR(wiring.Component):
                 "q_base": Out(A).array(_E), "q_size": Out(Q).array(_E),
                 "q_tail": Out(Q).array(_E), "q_head": In(Q).array(_E), "run": Out(_E),
                 "seq_busy": In(_E), "seq_halted": In(_E), "seq_err": In(_E),
-                "seq_code": In(8).array(_E), "seq_pc": In(Q).array(_E),
+                "seq_code": In(ERROR_BITS).array(_E), "seq_pc": In(Q).array(_E),
                 "seq_info": In(32).array(_E), "seq_notify": In(_E),
-                "dma_err": In(1), "dma_idle": In(1), "dma_code": In(8), "dma_info": In(32),
-                "sem_err": In(1), "sem_code": In(8), "sem_idx": In(8),
+                "dma_err": In(1), "dma_idle": In(1), "dma_code": In(ERROR_BITS), "dma_info": In(32),
+                "sem_err": In(1), "sem_code": In(ERROR_BITS), "sem_idx": In(8),
                 "sem_rd": Out(8), "sem_data": In(cfg.semaphore_bits),
                 "sem_set": Out(stream.Signature(ss.set_layout)),
                 "sem_add": Out(stream.Signature(ss.add_layout)),
@@ -165,7 +166,7 @@ class CSR(wiring.Component):
 
         # ---- first-error latch -------------------------------------------------------------
         err_valid = Signal()
-        err_src, err_code = Signal(3), Signal(8)
+        err_src, err_code = Signal(3), Signal(ERROR_BITS)
         err_pc, err_info = Signal(QUEUE_INDEX_BITS), Signal(32)
         m.d.comb += self.stop.eq(err_valid | abort)
         srcs = [(self.seq_err[e], e, self.seq_code[e], self.seq_pc[e], self.seq_info[e])

@@ -13,7 +13,8 @@ from amaranth.lib.wiring import In, Out
 from rtl import isa
 from rtl.config import CoreConfig, check_config
 from rtl.core.sequencer import Sequencer
-from rtl.core.tensor_decode import E_AP_FORM, decode_ap
+from rtl.core.tensor_decode import decode_ap
+from rtl.isa import E_AP_FORM
 
 __all__ = ["VectorDecoder", "ScalarDecoder"]
 

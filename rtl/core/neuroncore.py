@@ -19,6 +19,7 @@ from rtl.core.sequencer import Sequencer
 from rtl.core.sync_engine import SyncEngine
 from rtl.core.tensor_decode import TensorDecoder
 from rtl.dma.engine import DMAEngine
+from rtl.isa import ERROR_BITS
 from rtl.mem.rowmux import RowPortMux
 from rtl.mem.sbuf import SBUF
 from rtl.tensor.sbuf_fed import SbufTensorEngine
@@ -209,7 +210,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, sync.done, seqs["sp"].done)
         m.d.comb += [sync.dram_base.eq(csr.dram_base), sync.dram_limit.eq(csr.dram_limit)]
         dma_err = Signal()
-        dma_code, dma_info = Signal(8), Signal(32)
+        dma_code, dma_info = Signal(ERROR_BITS), Signal(32)
         for i, d in enumerate(dmas):
             wiring.connect(m, sync.dma[i], d.i)
             wiring.connect(m, d.sbuf, getattr(sbuf, f"dma{i}"))

@@ -13,12 +13,12 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.isa import E_SEM, ERROR_BITS
 from rtl.mem.arbiter import rr_pick
 
 __all__ = ["SemaphoreFile", "E_SEM"]
 
-#: Error code of an increment past ``2**semaphore_bits - 1`` (architecture §11.2).
-E_SEM = 0x08
+# E_SEM (rtl.isa): an increment past ``2**semaphore_bits - 1`` (architecture §11.2).
 
 
 class SemaphoreFile(wiring.Component):
@@ -57,7 +57,7 @@ class SemaphoreFile(wiring.Component):
     rd_sem : In(8)
     rd_data : Out(semaphore_bits)
     err, err_clear : Out(1), In(1)
-    err_code, err_sem : Out(8), Out(8)
+    err_code, err_sem : Out(ERROR_BITS), Out(8)
     """
 
     class Signature(wiring.Signature):
@@ -82,7 +82,7 @@ class SemaphoreFile(wiring.Component):
                 **({"wait_sem": In(8).array(readers),
                     "wait_data": Out(cfg.semaphore_bits).array(readers)} if readers else {}),
                 "rd_sem": In(8), "rd_data": Out(cfg.semaphore_bits),
-                "err": Out(1), "err_clear": In(1), "err_code": Out(8), "err_sem": Out(8),
+                "err": Out(1), "err_clear": In(1), "err_code": Out(ERROR_BITS), "err_sem": Out(8),
             })
 
     def __init__(self, cfg: CoreConfig, *, sources=1, readers=0):
@@ -137,7 +137,7 @@ class SemaphoreFile(wiring.Component):
         total = Signal(B + 1)       # bit B: the result left [0, 2**B)
         m.d.comb += total.eq(Mux(b_dec, rmw.data - b_inc, rmw.data + b_inc))
         err = Signal()
-        code, esem = Signal(8), Signal(8)
+        code, esem = Signal(ERROR_BITS), Signal(8)
         m.d.comb += [self.err.eq(err), self.err_code.eq(code), self.err_sem.eq(esem)]
         with m.If(stage_b):
             with m.If(total[B]):

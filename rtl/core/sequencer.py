@@ -16,11 +16,11 @@ from amaranth.lib.wiring import In, Out
 from rtl import isa
 from rtl.config import CoreConfig, check_config
 from rtl.dma.axi import AXI4Signature, BURST_INCR, RESP_OKAY
+from rtl.isa import E_AXI, E_OPCODE, E_QUEUE, E_SEM, E_TIMEOUT, ERROR_BITS
 
 __all__ = ["Sequencer", "E_OPCODE", "E_SEM", "E_TIMEOUT", "E_AXI", "E_QUEUE",
            "QUEUE_INDEX_BITS"]
 
-E_OPCODE, E_SEM, E_TIMEOUT, E_AXI, E_QUEUE = isa.E_OPCODE, 0x08, 0x09, 0x0A, 0x0B
 #: Width of queue indices (``Q_SIZE`` up to 2**15 instructions, ``Q_HEAD``, ``Q_TAIL``).
 QUEUE_INDEX_BITS = 16
 _INSTR_BITS = 8 * isa.INSTR_BYTES
@@ -115,11 +115,11 @@ class Sequencer(wiring.Component):
         A read port of the semaphore file (data one cycle after the address).
     post : Out(stream.Signature({sem: 8, inc: 16}))
     issue : Out(stream.Signature({raw: 1024, index: QUEUE_INDEX_BITS}))
-    done : In(stream.Signature({status: 8, info: 32}))
+    done : In(stream.Signature({status: ERROR_BITS, info: 32}))
     busy, halted : Out(1)
         ``busy``: work queued, fetched, waiting or in flight (queued or fetched work does not
         count while halted, stopped or after an error).
-    err : Out(1); err_code : Out(8); err_pc : Out(QUEUE_INDEX_BITS); err_info : Out(32)
+    err : Out(1); err_code : Out(ERROR_BITS); err_pc : Out(QUEUE_INDEX_BITS); err_info : Out(32)
     notify, irq_done : Out(1); notify_code : Out(16)
     retired : Out(1)
         Toggles at every retire (trace: one edge per instruction, also when back to back).
@@ -140,7 +140,7 @@ class Sequencer(wiring.Component):
             self.beats = _INSTR_BITS // cfg.axi_data_bits
             Q = QUEUE_INDEX_BITS
             self.issue_layout = data.StructLayout({"raw": _INSTR_BITS, "index": Q})
-            self.done_layout = data.StructLayout({"status": 8, "info": 32})
+            self.done_layout = data.StructLayout({"status": ERROR_BITS, "info": 32})
             self.post_layout = data.StructLayout({"sem": 8, "inc": 16})
             super().__init__({
                 "axi": Out(AXI4Signature(cfg)),
@@ -151,7 +151,7 @@ class Sequencer(wiring.Component):
                 "issue": Out(stream.Signature(self.issue_layout)),
                 "done": In(stream.Signature(self.done_layout)),
                 "busy": Out(1), "halted": Out(1),
-                "err": Out(1), "err_code": Out(8), "err_pc": Out(Q), "err_info": Out(32),
+                "err": Out(1), "err_code": Out(ERROR_BITS), "err_pc": Out(Q), "err_info": Out(32),
                 "notify": Out(1), "notify_code": Out(16), "irq_done": Out(1),
                 "retired": Out(1),
             })

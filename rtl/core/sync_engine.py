@@ -14,11 +14,10 @@ from rtl.core.sequencer import Sequencer
 from rtl.dma.axi import AXI4Signature, BURST_INCR, RESP_OKAY
 from rtl.dma.descriptor import DESC_BITS
 from rtl.dma.engine import DMAEngine
+from rtl.isa import DESC_BYTES, E_AXI, E_DESC
 
 __all__ = ["SyncEngine", "E_DESC", "E_AXI"]
 
-E_DESC, E_AXI = 0x0D, 0x0A
-_DESC_BYTES = DESC_BITS // 8
 
 
 class SyncEngine(wiring.Component):
@@ -73,8 +72,8 @@ class SyncEngine(wiring.Component):
         eng, queue, count, addr = (isa.imm_bits(raw, "dma_start", n)
                                    for n in ("engine", "queue", "count", "desc_addr"))
         end = Signal(A + 18)
-        m.d.comb += end.eq(addr + count * _DESC_BYTES)
-        bad_desc = ((addr % _DESC_BYTES != 0) | (eng >= cfg.dma_engines)
+        m.d.comb += end.eq(addr + count * DESC_BYTES)
+        bad_desc = ((addr % DESC_BYTES != 0) | (eng >= cfg.dma_engines)
                     | (queue >= cfg.dma_queues))
         bad_window = (count != 0) & ((addr < self.dram_base) | (end > self.dram_limit))
 
@@ -139,7 +138,7 @@ class SyncEngine(wiring.Component):
                         m.d.comb += port.valid.eq(1)
                         with m.If(port.ready):
                             m.d.sync += [r_left.eq(r_left - 1), r_done.eq(r_done + 1),
-                                         r_addr.eq(r_addr + _DESC_BYTES)]
+                                         r_addr.eq(r_addr + DESC_BYTES)]
                             m.next = "NEXT"
             with m.State("DONE"):
                 m.d.comb += self.done.valid.eq(1)

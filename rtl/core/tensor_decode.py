@@ -10,6 +10,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl import isa
+from rtl.isa import E_AP_FORM, E_FLAGS, E_FORMAT, E_OPCODE, E_SHAPE, E_SPARSE_TAG, ERROR_BITS
 from rtl.config import AP_MAX_DIMS, E8M0, CoreConfig, check_config
 from rtl.mem.ap import esize_of
 from rtl.core.sequencer import Sequencer
@@ -20,10 +21,9 @@ from rtl.tensor.sbuf_fed import SbufTensorEngine
 __all__ = ["TensorDecoder", "decode_ap", "E_FORMAT", "E_SHAPE", "E_FLAGS", "E_SPARSE_TAG",
            "E_AP_FORM", "ENGINE_STATUS", "sparse_load_formats"]
 
-E_FORMAT, E_SHAPE, E_FLAGS, E_SPARSE_TAG, E_AP_FORM = 0x02, 0x05, 0x06, 0x07, 0x0F
 #: Engine error code -> status (docs/architecture.md §11.2).
 ENGINE_STATUS = {ERR_SHAPE: E_SHAPE, ERR_FORMAT: E_FORMAT, ERR_PAIR: E_FORMAT,
-                 ERR_OPCODE: isa.E_OPCODE, ERR_SPARSE: 0x07}
+                 ERR_OPCODE: E_OPCODE, ERR_SPARSE: E_SPARSE_TAG}
 #: Cycles after a command is dispatched before the engine's ``busy`` is trusted.
 _SETTLE = 3
 #: Instructions taken and not yet completed (the engine's command queue plus the readers').
@@ -112,7 +112,7 @@ class TensorDecoder(wiring.Component):
     eng_busy, eng_err : In(1); eng_err_code : In(3)
         The engine's status members (its feed-level AP errors arrive in the dispatch
         records).
-    eng_disp, eng_disp_reject : In(1); eng_disp_code : In(8)
+    eng_disp, eng_disp_reject : In(1); eng_disp_code : In(ERROR_BITS)
         The engine's dispatch events (:class:`~rtl.tensor.sbuf_fed.SbufTensorEngine`).
     """
 
@@ -126,7 +126,7 @@ class TensorDecoder(wiring.Component):
                 "done": Out(stream.Signature(seq.done_layout)),
                 "cmd": Out(stream.Signature(self.fed.cmd_layout)),
                 "eng_busy": In(1), "eng_err": In(1), "eng_err_code": In(3),
-                "eng_disp": In(1), "eng_disp_code": In(8), "eng_disp_reject": In(1),
+                "eng_disp": In(1), "eng_disp_code": In(ERROR_BITS), "eng_disp_reject": In(1),
             })
 
     def __init__(self, cfg: CoreConfig):
@@ -189,7 +189,7 @@ class TensorDecoder(wiring.Component):
                 m.d.comb += cmd.ap.esize.eq(2)                       # 32-bit lanes
         ld_flags = (1 << fb["sparse"]) if tl.sparse else 0
         mm_flags = (1 << fb["acc"]) | ld_flags
-        status = Signal(8)
+        status = Signal(ERROR_BITS)
         with m.Switch(opcode):
             with m.Case(op["load_stationary"].code):
                 m.d.comb += [cmd.cmd.op.eq(OP_LOAD), cmd.cmd.m.eq(n_src)]
@@ -232,9 +232,9 @@ class TensorDecoder(wiring.Component):
         # whose weights are checked beat by beat) also waits for the engine to go idle, so
         # its PSUM writes (and every earlier one) have landed before it posts.
         ctl = isa.header_bits(raw, "ctl")
-        rec = data.StructLayout({"status": 8, "cmd": 1, "drain": 1})
+        rec = data.StructLayout({"status": ERROR_BITS, "cmd": 1, "drain": 1})
         m.submodules.pend = pend = fifo.SyncFIFOBuffered(width=rec.size, depth=_PENDING)
-        m.submodules.disp = dq = fifo.SyncFIFOBuffered(width=9, depth=_PENDING)
+        m.submodules.disp = dq = fifo.SyncFIFOBuffered(width=ERROR_BITS + 1, depth=_PENDING)
         drain = ((ctl & ((1 << isa.CTL_BITS["post_en"]) | (1 << isa.CTL_BITS["irq"]))) != 0) \
             | ((opcode == op["load_stationary"].code) & flags[isa.FLAG_BITS["sparse"]])
         w = data.View(rec, pend.w_data)
@@ -253,8 +253,8 @@ class TensorDecoder(wiring.Component):
                      dq.w_data.eq(Cat(self.eng_disp_code, self.eng_disp_reject))]
 
         head = data.View(rec, pend.r_data)
-        d_code, d_rej = dq.r_data[:8], dq.r_data[8]
-        eng_code = Signal(8)
+        d_code, d_rej = dq.r_data[:ERROR_BITS], dq.r_data[ERROR_BITS]
+        eng_code = Signal(ERROR_BITS)
         with m.Switch(self.eng_err_code):
             for k, v in ENGINE_STATUS.items():
                 with m.Case(k):

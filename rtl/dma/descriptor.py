@@ -13,7 +13,15 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data
 
 from rtl.config import CoreConfig, check_config
-from rtl.isa import DTYPES
+from rtl.isa import (DESC_BYTES, DESC_DIMS as DIMS, DMA_DRAM as SPACE_DRAM,
+                     DMA_F_ADDR_ALIGN as F_ADDR_ALIGN, DMA_F_BRESP as F_BRESP,
+                     DMA_F_DIM0 as F_DIM0, DMA_F_DTYPE as F_DTYPE, DMA_F_ELEMWISE as F_ELEMWISE,
+                     DMA_F_LANE as F_LANE, DMA_F_NUM as F_NUM, DMA_F_OP as F_OP,
+                     DMA_F_RANGE as F_RANGE, DMA_F_RESERVED as F_RESERVED,
+                     DMA_F_RRESP as F_RRESP, DMA_F_SEM as F_SEM, DMA_F_SPACE as F_SPACE,
+                     DMA_F_STRIDE_ALIGN as F_STRIDE_ALIGN, DMA_F_TIMEOUT as F_TIMEOUT,
+                     DMA_OP_COPY as OP_COPY, DMA_SBUF as SPACE_SBUF, DTYPES, E_AP_ALIGN,
+                     E_AP_RANGE, E_AXI, E_DESC, E_OK, E_SEM, E_TIMEOUT, ERROR_BITS)
 from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["DIM_LAYOUT", "DESC_LAYOUT", "DESC_BITS", "DIMS", "SPACE_DRAM", "SPACE_SBUF",
@@ -23,25 +31,18 @@ __all__ = ["DIM_LAYOUT", "DESC_LAYOUT", "DESC_BITS", "DIMS", "SPACE_DRAM", "SPAC
            "F_ADDR_ALIGN", "F_STRIDE_ALIGN", "F_LANE", "F_RANGE", "F_RRESP", "F_BRESP",
            "DescriptorCheck", "esize_log2"]
 
-DIMS = 4
 DIM_LAYOUT = data.StructLayout({"num": 16, "src_stride": signed(32), "dst_stride": signed(32)})
 DESC_LAYOUT = data.StructLayout({
     "src": 64, "dst": 64, "dims": data.ArrayLayout(DIM_LAYOUT, DIMS),
     "op": 8, "src_space": 2, "dst_space": 2, "rounding": 1, "post": 1, "res0": 2,
     "src_dtype": 4, "dst_dtype": 4, "sem": 8, "inc": 16, "res1": 16,
 })
-DESC_BITS = 512
+#: Bits of one descriptor (``rtl.isa.DESC_BYTES``).
+DESC_BITS = 8 * DESC_BYTES
 assert DESC_LAYOUT.size == DESC_BITS
 
-SPACE_DRAM, SPACE_SBUF = 0, 1
-OP_COPY = 0
-#: Error codes (architecture §11.2).
-E_OK, E_AP_RANGE, E_SEM, E_AXI, E_DESC, E_AP_ALIGN = 0x00, 0x04, 0x08, 0x0A, 0x0D, 0x0E
-#: The AXI watchdog (docs/dma.md §3): no response for ``DMAEngine.timeout`` cycles.
-E_TIMEOUT = 0x09
-#: Error detail field ids (``info[7:0]``; ``info[8]`` side, ``[11:10]`` dim, ``[13:12]`` resp).
-(F_RESERVED, F_OP, F_SPACE, F_DTYPE, F_NUM, F_DIM0, F_SEM, F_ELEMWISE, F_ADDR_ALIGN,
- F_STRIDE_ALIGN, F_LANE, F_RANGE, F_RRESP, F_BRESP, F_TIMEOUT) = range(1, 16)
+# Spaces, ops, error codes (E_TIMEOUT: the AXI watchdog, no response for
+# ``DMAEngine.timeout`` cycles) and the error detail's field ids come from rtl.isa.
 
 #: Cycles from a descriptor on ``i`` to its verdict on ``o``: 1 the spans and the form flags,
 #: 2 the extents, the comparisons and the code.
@@ -90,7 +91,7 @@ class DescriptorCheck(Pipeline):
             self.element_ops = bool(element_ops)
             in_layout = data.StructLayout({"desc": DESC_LAYOUT, "dram_base": cfg.axi_addr_bits,
                                            "dram_limit": cfg.axi_addr_bits})
-            out_layout = data.StructLayout({"code": 8, "info": 32})
+            out_layout = data.StructLayout({"code": ERROR_BITS, "info": 32})
             super().__init__(in_layout, out_layout, latency=_LATENCY)
 
     def __init__(self, cfg: CoreConfig, *, element_ops=False):
@@ -175,8 +176,8 @@ class DescriptorCheck(Pipeline):
             rules.append(((sp == SPACE_DRAM) & dram_bad, E_AXI, _info(F_RANGE, s)))
 
         # --- stage 2: the first failing rule, registered --------------------------------------
-        code, info = Signal(8), Signal(32)
-        c_code, c_info = Signal(8), Signal(32)
+        code, info = Signal(ERROR_BITS), Signal(32)
+        c_code, c_info = Signal(ERROR_BITS), Signal(32)
         with m.Switch(Cat(*[cond for cond, _, _ in rules])):
             for n, (_, rc, ri) in enumerate(rules):
                 with m.Case("-" * (len(rules) - 1 - n) + "1" + "0" * n):

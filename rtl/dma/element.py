@@ -20,16 +20,13 @@ from rtl.fp.adder import FP32Adder
 from rtl.fp.convert import ConvertFromFP32
 from rtl.fp.prng import XorWow
 from rtl.fp.widen import WidenToFP32
-from rtl.isa import DTYPES
+from rtl.isa import (DMA_OP_ADD as OP_ADD, DMA_OP_MAX as OP_MAX, DMA_OP_MIN as OP_MIN,
+                     DMA_SR_LANE_BASE as SR_LANE_BASE, DTYPES)
 from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["ElementALU", "ElementMover", "element_dtypes", "sr_lane", "SR_LANE_BASE", "OP_ADD", "OP_MAX",
            "OP_MIN"]
 
-OP_ADD, OP_MAX, OP_MIN = 1, 2, 3
-#: The stochastic-rounding PRNG of DMA engine ``e`` is XORWOW lane ``SR_LANE_BASE + e`` of
-#: ``cfg.sr_seed`` (docs/dma.md §2; the partition lanes 0..P-1 belong to the compute engines).
-SR_LANE_BASE = 1 << 16
 _QNAN = 0x7FC00000
 #: Elements the element path has in flight (issued and not yet written): enough to cover the
 #: read latency, the ALU and the write at one element per SBUF port cycle pair.

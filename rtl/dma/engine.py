@@ -21,6 +21,7 @@ from rtl.dma.descriptor import (DESC_LAYOUT, E_AXI, E_TIMEOUT, F_BRESP, F_RRESP,
                                 SPACE_DRAM, DescriptorCheck, esize_log2)
 from rtl.dma.element import ElementMover, sr_lane
 from rtl.dma.walker import SegmentWalker, seg_layout
+from rtl.isa import ERROR_BITS
 from rtl.mem.port import PartPort
 
 __all__ = ["DMAEngine", "QUEUE_DEPTH", "DATA_DEPTH", "TIMEOUT_CYCLES", "TIMEOUT_LATER"]
@@ -114,7 +115,7 @@ class DMAEngine(wiring.Component):
         Per queue: restart a stopped queue (clears its code and detail).
     err : Out(1)
         Some queue is stopped (the error interrupt line).
-    q_code, q_info : Out(ArrayLayout(8 / 32, dma_queues))
+    q_code, q_info : Out(ArrayLayout(ERROR_BITS / 32, dma_queues))
         Per queue: the error code (0 = running) and detail word (docs/dma.md §3).
     completed : Out(ArrayLayout(16, dma_queues))
         Per queue: descriptors completed (wraps).
@@ -146,7 +147,7 @@ class DMAEngine(wiring.Component):
                 "dram_base": In(cfg.axi_addr_bits), "dram_limit": In(cfg.axi_addr_bits),
                 "watchdog": In(32),
                 "clear": In(Q), "err": Out(1),
-                "q_code": Out(data.ArrayLayout(8, Q)), "q_info": Out(data.ArrayLayout(32, Q)),
+                "q_code": Out(data.ArrayLayout(ERROR_BITS, Q)), "q_info": Out(data.ArrayLayout(32, Q)),
                 "completed": Out(data.ArrayLayout(16, Q)), "busy": Out(1), "idle": Out(1),
             })
 
@@ -195,7 +196,7 @@ class DMAEngine(wiring.Component):
             m.d.comb += [f.w_data.eq(self.i.payload.desc),
                          f.w_en.eq(self.i.valid & (iq == q) & ~stopped[q])]
 
-        q_code = Signal(data.ArrayLayout(8, Q))
+        q_code = Signal(data.ArrayLayout(ERROR_BITS, Q))
         q_info = Signal(data.ArrayLayout(32, Q))
         completed = Signal(data.ArrayLayout(16, Q))
         m.d.comb += [self.q_code.eq(q_code), self.q_info.eq(q_info),

@@ -14,15 +14,14 @@ from amaranth.lib.wiring import Out
 
 from rtl.config import (AP_NUM_BITS, AP_OFFSET_BITS, AP_PART_BITS, AP_STEP_BITS, CoreConfig,
                         check_config)
+from rtl.isa import (E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_OK, ERROR_BITS, MEM_PSUM,
+                     MEM_SBUF)
 from rtl.pipeline import Pipeline, PipelineSignature
 
 __all__ = ["APGenerator", "esize_of", "MEM_SBUF", "MEM_PSUM", "E_OK", "E_AP_PART", "E_AP_RANGE",
            "E_AP_ALIGN", "E_AP_FORM"]
 
-#: ``mem`` codes of the descriptor (docs/architecture.md §8.3; 0 and 3 are illegal).
-MEM_SBUF, MEM_PSUM = 1, 2
-#: Error codes (docs/architecture.md §11.2) in ``err_code``.
-E_OK, E_AP_PART, E_AP_RANGE, E_AP_ALIGN, E_AP_FORM = 0x00, 0x03, 0x04, 0x0E, 0x0F
+# ``mem`` codes of the descriptor (rtl.isa, docs/architecture.md §8.3; 0 and 3 are illegal).
 
 #: Cycles from a descriptor taken on ``i`` to its first address on ``o`` (or to ``err``):
 #: 1 register the descriptor, 2 the spans ``step * (num - 1)`` and the form/partition/alignment
@@ -80,7 +79,7 @@ class APGenerator(Pipeline):
     ok : Out(1)
         One-cycle strobe: the descriptor just checked was accepted (the cycle of its first
         beat; exactly one of ``err`` and ``ok`` per descriptor taken).
-    err_code : Out(8)
+    err_code : Out(ERROR_BITS)
         Code of the last descriptor checked (0 = accepted), held until the next one is checked.
     busy : Out(1)
         A descriptor is being checked or walked.
@@ -104,7 +103,7 @@ class APGenerator(Pipeline):
             self.overhead = _LATENCY
             super().__init__(in_layout, out_layout, latency=_LATENCY, ready=True,
                              out_ready=True,
-                             members={"err": Out(1), "ok": Out(1), "err_code": Out(8),
+                             members={"err": Out(1), "ok": Out(1), "err_code": Out(ERROR_BITS),
                                       "busy": Out(1)})
 
     def __init__(self, cfg: CoreConfig):
@@ -148,7 +147,7 @@ class APGenerator(Pipeline):
         bank = d.offset >> lb
         psum_bad = (bank >= cfg.psum_banks) | ((lo >> lb) != bank) | ((hi >> lb) != bank)
         range_bad = Mux(d.mem == MEM_PSUM, psum_bad, sbuf_bad)
-        code = Signal(8)
+        code = Signal(ERROR_BITS)
         m.d.comb += code.eq(Mux(form_bad, E_AP_FORM, Mux(part_bad, E_AP_PART,
                             Mux(align_bad, E_AP_ALIGN, Mux(range_bad, E_AP_RANGE, E_OK)))))
 
@@ -162,7 +161,7 @@ class APGenerator(Pipeline):
         mask = Signal(P)
         err = Signal()
         ok = Signal()
-        err_code = Signal(8)
+        err_code = Signal(ERROR_BITS)
 
         at_end = [idx[k] == lim[k] for k in range(D)]
         last = Cat(*at_end).all()

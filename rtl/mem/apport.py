@@ -10,6 +10,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.isa import ERROR_BITS
 from rtl.mem.ap import MEM_PSUM, MEM_SBUF, APGenerator
 from rtl.mem.port import LANE_BITS, PSUM, SBUF, RowPort
 
@@ -81,7 +82,7 @@ class APReader(wiring.Component):
     port : Out(RowPort.Signature(cfg, memory))
     err, ok : Out(1)
         One-cycle strobes: the descriptor just checked was rejected / accepted.
-    err_code : Out(8)
+    err_code : Out(ERROR_BITS)
     busy : Out(1)
         Walking, or elements in flight or buffered.
     """
@@ -116,7 +117,7 @@ class APReader(wiring.Component):
                 "i": In(stream.Signature(self.desc_layout)),
                 "o": Out(stream.Signature(self.elem_layout)),
                 "port": Out(RowPort.Signature(cfg, memory)),
-                "err": Out(1), "ok": Out(1), "err_code": Out(8), "busy": Out(1),
+                "err": Out(1), "ok": Out(1), "err_code": Out(ERROR_BITS), "busy": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, memory: str = SBUF, *, mem_latency=1, depth=None,
@@ -261,7 +262,7 @@ class APWriter(wiring.Component):
                 "i": In(stream.Signature(self.desc_layout)),
                 "el": In(stream.Signature(self.elem_layout)),
                 "port": Out(RowPort.Signature(cfg, memory)),
-                "err": Out(1), "err_code": Out(8), "busy": Out(1), "done": Out(1),
+                "err": Out(1), "err_code": Out(ERROR_BITS), "busy": Out(1), "done": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, memory: str = SBUF):

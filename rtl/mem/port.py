@@ -26,14 +26,12 @@ from __future__ import annotations
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.config import CoreConfig, check_config
+from rtl.config import LANE_BITS, CoreConfig, check_config
 
 __all__ = ["RowPort", "PartPort", "SBUF", "PSUM", "LANE_BITS"]
 
 #: Memory selectors of a row port.
 SBUF, PSUM = "sbuf", "psum"
-#: Bits per partition of a row-port access.
-LANE_BITS = 32
 
 
 def _bits(n):

@@ -8,12 +8,14 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import (ACT_BINADES, ACT_MAP_BASE, ACT_SEG_BASE, ACT_SEG_STRIDE, AP_NUM_BITS,
-                        AP_OFFSET_BITS, AP_PART_BITS, AP_STEP_BITS, FP32, check_config)
+                        AP_OFFSET_BITS, AP_PART_BITS, AP_STEP_BITS, DENSE_FORMAT_NAMES, FP32,
+                        check_config)
 from rtl.fp.adder import FP32Adder
 from rtl.fp.convert import ConvertFromFP32
 from rtl.fp.fma import FMA
 from rtl.fp.pipe import delay
 from rtl.fp.widen import WidenToFP32
+from rtl.isa import DTYPES, ERROR_BITS
 from rtl.leaf import Leaf
 from rtl.mem.apport import APReader, APWriter
 from rtl.mem.port import LANE_BITS, PSUM, SBUF, RowPort
@@ -26,8 +28,7 @@ from rtl.tensor.layouts import config_tag
 __all__ = ["ScalarEngine", "fu_module_name", "leaf_modules", "leaf_pragmas"]
 
 #: §8.3 dtype codes of the dense formats.
-_DTYPES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
-           6: "fp8_e4m3fn", 7: "cfp8"}
+_DTYPES = {code: name for code, name in enumerate(DTYPES) if name in DENSE_FORMAT_NAMES}
 _BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 _MEM_PSUM = 2
 #: Kinds of the reader-stream entries (what the elements of one accepted descriptor are for).
@@ -231,7 +232,7 @@ class ScalarEngine(wiring.Component):
         tbl_size_bad = ((t_elems > t_max) | (t_words > t_max) | (t_words < t_head + t_seg)
                         | (t_words % t_seg != t_head % t_seg))
         loaded = Signal(8, init=_NONE)               # the loaded table's function id
-        static = Signal(8)
+        static = Signal(ERROR_BITS)
         with m.If(~(is_act | is_tbl | (ins.opcode == OP_COPY))
                   | (is_act & ((ins.func >= len(FUNCTION_NAMES)) | (ins.func != loaded)))):
             m.d.comb += static.eq(E_OPCODE)
@@ -397,7 +398,7 @@ class ScalarEngine(wiring.Component):
             m.d.sync += loaded.eq(self.tw.payload.data[:8])
 
         # --- completion records, in instruction order ----------------------------------------
-        dq_lay = data.StructLayout({"status": 8, "opcode": 8, "wait": 1})
+        dq_lay = data.StructLayout({"status": ERROR_BITS, "opcode": 8, "wait": 1})
         m.submodules.dq = dq = fifo.SyncFIFO(width=dq_lay.size, depth=2)
         dqh = data.View(dq_lay, dq.r_data)
         dpush = Signal(dq_lay)

@@ -9,7 +9,13 @@ port, ``rtl/scalar/function.py``)."""
 
 from amaranth.lib import data
 
-from rtl.config import check_config
+from rtl.config import ACT_HEADER_WORDS as TABLE_HEADER_WORDS, check_config
+from rtl.isa import (ACT_FUNCTIONS as FUNCTION_NAMES, ACT_REDUCE_IDLE as REDUCE_IDLE,
+                     ACT_REDUCE_REDUCE as REDUCE_REDUCE, ACT_REDUCE_RESET as REDUCE_RESET,
+                     ACT_REDUCE_RESET_REDUCE as REDUCE_RESET_REDUCE, E_AP_ALIGN, E_AP_FORM,
+                     E_AP_PART, E_AP_RANGE, E_FORMAT, E_OK, E_OPCODE, E_SHAPE, ERROR_BITS,
+                     OP_ACT_COPY as OP_COPY, OP_ACT_TABLE_LOAD,
+                     OP_ACT_TENSOR_SCALAR as OP_TENSOR_SCALAR, OP_ACTIVATION)
 from rtl.mem.ap import APGenerator
 
 __all__ = ["OP_ACTIVATION", "OP_ACT_TABLE_LOAD", "OP_TENSOR_SCALAR", "OP_COPY", "OPCODES",
@@ -18,29 +24,19 @@ __all__ = ["OP_ACTIVATION", "OP_ACT_TABLE_LOAD", "OP_TENSOR_SCALAR", "OP_COPY", 
            "E_OK", "E_OPCODE", "E_FORMAT", "E_AP_PART", "E_AP_RANGE", "E_SHAPE", "E_AP_ALIGN",
            "E_AP_FORM", "TABLE_HEADER_WORDS"]
 
-OP_ACTIVATION = 0x30
-OP_ACT_TABLE_LOAD = 0x31
-OP_TENSOR_SCALAR = 0x32
-OP_COPY = 0x33
+#: Opcodes (rtl/isa.py): ACTIVATION, ACT_TABLE_LOAD, and TENSOR_SCALAR / COPY, which only
+#: this engine's ``instr`` stream carries.
 OPCODES = (OP_ACTIVATION, OP_ACT_TABLE_LOAD, OP_TENSOR_SCALAR, OP_COPY)
 
-FUNCTION_NAMES = ("identity", "relu", "exp", "tanh", "sigmoid", "gelu", "gelu_tanh", "silu",
-                  "softplus", "erf", "log", "sqrt", "rsqrt", "reciprocal", "square", "sign",
-                  "abs")
-
-#: ``reduce_cmd``: leave the accumulators / zero them / add this instruction's outputs /
-#: zero then add (golden.activation.activation_reduce).
-REDUCE_IDLE, REDUCE_RESET, REDUCE_REDUCE, REDUCE_RESET_REDUCE = 0, 1, 2, 3
+# FUNCTION_NAMES (rtl.isa.ACT_FUNCTIONS) and the ``reduce_cmd`` codes REDUCE_* (rtl.isa's
+# ACT_REDUCE_*: golden.activation.activation_reduce) come from rtl.isa, TABLE_HEADER_WORDS
+# from rtl.config (ACT_HEADER_WORDS).
 #: ``scale_src`` / ``bias_src``: the FP32 immediate, or one value per partition from an AP.
 OPERAND_IMM, OPERAND_AP = 0, 1
 
-#: Header words of a table image (addresses 0..9); ``ACT_TABLE_LOAD`` takes the header, the
-#: ``2 * ACT_BINADES`` binade-map words, then 9 words per segment (golden.activation.table_words).
-TABLE_HEADER_WORDS = 10
-
-#: docs/architecture.md §11.2.
-E_OK, E_OPCODE, E_FORMAT, E_AP_PART, E_AP_RANGE, E_SHAPE = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05
-E_AP_ALIGN, E_AP_FORM = 0x0E, 0x0F
+# A table image's header is TABLE_HEADER_WORDS words (addresses 0..9); ``ACT_TABLE_LOAD`` takes
+# the header, the ``2 * ACT_BINADES`` binade-map words, then 9 words per segment
+# (golden.activation.table_words).
 
 
 def instr_layout(cfg):
@@ -65,6 +61,7 @@ def instr_layout(cfg):
 
 
 def done_layout(cfg):
-    """Completion record: ``status`` (8, ``E_*``), ``opcode`` (8) of the finished instruction."""
+    """Completion record: ``status`` (``ERROR_BITS``, ``E_*``), ``opcode`` (8) of the finished
+    instruction."""
     check_config(cfg, "done_layout")
-    return data.StructLayout({"status": 8, "opcode": 8})
+    return data.StructLayout({"status": ERROR_BITS, "opcode": 8})

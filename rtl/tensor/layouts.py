@@ -15,11 +15,12 @@ import json
 from amaranth.hdl import unsigned
 from amaranth.lib import data
 
-from rtl.config import CoreConfig, parse_sparse_pattern
+from rtl.config import LANE_BITS, CoreConfig, parse_sparse_pattern
+from rtl.isa import E_SPARSE_TAG
 
 __all__ = ["OP_LOAD", "OP_MATMUL", "OP_TRANSPOSE", "OP_READ", "OP_NAMES", "ERR_NONE",
            "ERR_SHAPE", "ERR_FORMAT", "ERR_PAIR", "ERR_OPCODE", "ERR_SPARSE", "ERR_ARCH",
-           "TensorLayouts", "SPARSE_LANE_BITS"]
+           "TensorLayouts"]
 
 #: Opcodes of the command stream.
 OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_READ = 0, 1, 2, 3
@@ -30,11 +31,8 @@ OP_NAMES = {OP_LOAD: "load_stationary", OP_MATMUL: "multiply_moving",
 #: two kept weights of a group at one position, a pattern not enabled, or a matmul whose
 #: ``sp`` differs from its weights' pattern.
 ERR_NONE, ERR_SHAPE, ERR_FORMAT, ERR_PAIR, ERR_OPCODE, ERR_SPARSE = 0, 1, 2, 3, 4, 5
-#: Local error code -> architecture §11.2 status code (0x07 = E_SPARSE_TAG).
-ERR_ARCH = {ERR_SPARSE: 0x07}
-#: Bits of one moving lane (one partition's SBUF lane per beat); a sparse beat packs the
-#: ``m / n`` elements a row meets into it.
-SPARSE_LANE_BITS = 32
+#: Local error code -> architecture §11.2 status code.
+ERR_ARCH = {ERR_SPARSE: E_SPARSE_TAG}
 
 
 class TensorLayouts:
@@ -127,7 +125,7 @@ class TensorLayouts:
         self.pattern_names = tuple(cfg.sparsity)
         self.patterns = tuple(parse_sparse_pattern(p) for p in cfg.sparsity)
         self.tag_bits = max(((m - 1).bit_length() for _, m in self.patterns), default=0)
-        self.lane_width = max(self.code_width, SPARSE_LANE_BITS) if self.sparse \
+        self.lane_width = max(self.code_width, LANE_BITS) if self.sparse \
             else self.code_width
         beat = {"codes": data.ArrayLayout(self.lane_width, cfg.pe_rows)}
         if self.mx:
@@ -140,7 +138,7 @@ class TensorLayouts:
         self.sparse_combos = tuple(
             (i, f.width) for i, (n, m) in enumerate(self.patterns)
             for f in sorted({f.width: f for f in cfg.dense_formats}.values(), key=lambda f: f.width)
-            if f.width * m <= SPARSE_LANE_BITS * n)
+            if f.width * m <= LANE_BITS * n)
         self.sparse_widths = tuple(sorted({w for _, w in self.sparse_combos}))
         self.bus_width = max((self.patterns[i][1] * w for i, w in self.sparse_combos),
                              default=0)
@@ -176,7 +174,7 @@ class TensorLayouts:
         """Indices of the dense formats a matmul of ``patterns[pattern_index]`` can move."""
         n, m = self.patterns[pattern_index]
         return tuple(i for i, f in enumerate(self.pe_formats[:len(self.cfg.formats)])
-                     if f.width * m <= SPARSE_LANE_BITS * n)
+                     if f.width * m <= LANE_BITS * n)
 
     @property
     def fp8_indices(self):

@@ -10,6 +10,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.isa import E_FLAGS, E_SHAPE, ERROR_BITS
 from rtl.mem.ap import APGenerator
 from rtl.mem.apport import APReader
 from rtl.mem.port import PSUM as MEM_PSUM, SBUF as MEM_SBUF, RowPort
@@ -19,8 +20,8 @@ from rtl.tensor.psum import ENGINE_ROW_PORTS
 
 __all__ = ["SbufTensorEngine", "E_SHAPE", "E_FLAGS"]
 
-#: Feed-level error codes (docs/architecture.md §11.2) besides the readers' E_AP_* codes.
-E_SHAPE, E_FLAGS = 0x05, 0x06
+# Feed-level error codes (rtl.isa, docs/architecture.md §11.2): E_SHAPE, E_FLAGS, besides the
+# readers' E_AP_* codes.
 #: Commands between the intake and the engine (AP checks in flight).
 QUEUE = 4
 #: SBUF read latency the readers are built for (rtl.mem.sbuf.SBUF.Signature(...).latency).
@@ -90,7 +91,7 @@ class SbufTensorEngine(wiring.Component):
     err_code : Out(3)
         The engine's error status.
     ap_err : Out(1)
-    ap_err_code : Out(8)
+    ap_err_code : Out(ERROR_BITS)
         The first feed-level error.
     busy, mv_fire, psum_we : Out(1)
         As the engine's (``busy`` also covers queued commands and readers).
@@ -100,7 +101,7 @@ class SbufTensorEngine(wiring.Component):
         code, else 0), or the engine rejected it (``disp_reject``; the engine's ``err_code``
         holds the reason from the next cycle). A command dropped at the intake (``E_SHAPE``,
         ``E_FLAGS``) has no ``disp``. The core's decoder completes instructions on it.
-    disp_code : Out(8)
+    disp_code : Out(ERROR_BITS)
     disp_reject : Out(1)
     """
 
@@ -123,9 +124,9 @@ class SbufTensorEngine(wiring.Component):
                 "mv_port": Out(RowPort.Signature(cfg, MEM_SBUF)),
                 "res": Out(stream.Signature(tl.lanes_out)),
                 **{f"psum_{n}": In(RowPort.Signature(cfg, MEM_PSUM)) for n in ENGINE_ROW_PORTS},
-                "err": Out(1), "err_code": Out(3), "ap_err": Out(1), "ap_err_code": Out(8),
+                "err": Out(1), "err_code": Out(3), "ap_err": Out(1), "ap_err_code": Out(ERROR_BITS),
                 "busy": Out(1), "mv_fire": Out(1), "psum_we": Out(1),
-                "disp": Out(1), "disp_code": Out(8), "disp_reject": Out(1),
+                "disp": Out(1), "disp_code": Out(ERROR_BITS), "disp_reject": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
@@ -175,7 +176,7 @@ class SbufTensorEngine(wiring.Component):
         src_layout = data.StructLayout({"cmd": tl.cmd, "src": 2})   # src: 0 none, 1 st, 2 mv
         m.submodules.cq = cq = fifo.SyncFIFOBuffered(width=src_layout.size, depth=QUEUE)
         readers, apqs, vers, flags = {}, {}, {}, {}
-        ver_layout = data.StructLayout({"ok": 1, "code": 8})
+        ver_layout = data.StructLayout({"ok": 1, "code": ERROR_BITS})
         for name, port, dst in (("st", self.st_port, eng.st), ("mv", self.mv_port, eng.mv)):
             rd = self.readers[name]
             m.submodules[f"{name}_reader"] = readers[name] = rd
@@ -241,7 +242,7 @@ class SbufTensorEngine(wiring.Component):
             return (head.cmd.sp != 0, Cat(*[head.cmd.fmt == i for i in wide_half]).any())
         m.d.comb += eng.cmd.payload.eq(head.cmd)
         new_err = Signal()
-        new_code = Signal(8)
+        new_code = Signal(ERROR_BITS)
         with m.If(self.cmd.valid & bad):
             m.d.comb += [new_err.eq(1), new_code.eq(Mux(bad_count, E_SHAPE, E_FLAGS))]
         with m.If(cq.r_rdy):

@@ -9,6 +9,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.config import CoreConfig, check_config
+from rtl.isa import ERROR_BITS
 from rtl.mem.port import PSUM, SBUF, RowPort
 from rtl.vector.frame import PORT_NAMES, LanesFrame
 from rtl.vector.fu import VectorFU
@@ -156,7 +157,7 @@ class VectorEngine(wiring.Component):
         s1_vs_0 = (part(ins.src1) != part(ins.src0)) | Mux(
             is_fi, ~first_then_one(ins.src1, MAX8_K), nums(ins.src1) != nums(ins.src0))
         bad_shape = (use0 & d_vs_0) | (use1 & s1_vs_0) | (is_tr & tr_bad)
-        code = Signal(8)
+        code = Signal(ERROR_BITS)
         m.d.comb += code.eq(Mux(bad_op, E_OPCODE, Mux(bad_fmt, E_FORMAT,
                                                       Mux(bad_shape, E_SHAPE, 0))))
 
@@ -197,7 +198,7 @@ class VectorEngine(wiring.Component):
                          is_bns, BN_STATS_N, Mux(is_bna, BN_AGGR_N, Mux(is_tr, B, 0)))))),
                      cmd.serial.eq(is_scan), cmd.pre1.eq(is_fi)]
 
-        err = Signal(8)
+        err = Signal(ERROR_BITS)
         with m.FSM(name="vector"):
             with m.State("IDLE"):
                 m.d.comb += self.instr.ready.eq(1)

@@ -18,6 +18,7 @@ from rtl.config import CoreConfig, check_config
 from rtl.fp.convert import ConvertFromFP32
 from rtl.fp.pipe import delay
 from rtl.fp.widen import WidenToFP32
+from rtl.isa import ERROR_BITS
 from rtl.mem.ap import MEM_PSUM, APGenerator
 from rtl.mem.apport import APReader, APWriter
 from rtl.mem.port import LANE_BITS, PSUM, SBUF, RowPort
@@ -104,7 +105,7 @@ class LanesFrame(wiring.Component):
     Members
     -------
     cmd : In(stream.Signature(cmd_layout(cfg)))
-    status : Out(stream.Signature(StructLayout({"status": 8})))
+    status : Out(stream.Signature(StructLayout({"status": ERROR_BITS})))
     start : Out(1)
         Strobe: a command was taken (reset the function unit's per-instruction state).
     fu_o : Out(stream.Signature(fu_in_layout(cfg), always_ready=True))
@@ -138,7 +139,7 @@ class LanesFrame(wiring.Component):
                 cfg, SBUF, mem_latency=max(sbuf_latency, psum_latency)).latency
             members = {
                 "cmd": In(stream.Signature(cmd_layout(cfg))),
-                "status": Out(stream.Signature(data.StructLayout({"status": 8}))),
+                "status": Out(stream.Signature(data.StructLayout({"status": ERROR_BITS}))),
                 "start": Out(1),
                 "fu_o": Out(stream.Signature(fu_in_layout(cfg), always_ready=True)),
                 "fu_i": In(stream.Signature(fu_out_layout(cfg), always_ready=True)),
@@ -221,7 +222,7 @@ class LanesFrame(wiring.Component):
 
         # --- strobes collected per command ---------------------------------------------------
         got0, got1, bad0, bad1 = (Signal(name=n) for n in ("got0", "got1", "bad0", "bad1"))
-        sc0, sc1 = Signal(8, name="sc0"), Signal(8, name="sc1")
+        sc0, sc1 = Signal(ERROR_BITS, name="sc0"), Signal(ERROR_BITS, name="sc1")
         with m.If(self.start):
             m.d.sync += [got0.eq(0), got1.eq(0), bad0.eq(0), bad1.eq(0)]
         with m.Elif(ok0 | err0):
@@ -229,7 +230,7 @@ class LanesFrame(wiring.Component):
         with m.If(~self.start & (ok1 | err1)):
             m.d.sync += [got1.eq(1), bad1.eq(err1), sc1.eq(code1)]
         t0, t1, td = Signal(name="t0"), Signal(name="t1"), Signal(name="td")
-        status = Signal(8)
+        status = Signal(ERROR_BITS)
 
         # --- the element pipeline -----------------------------------------------------------
         D = sig.depth

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from amaranth.lib import data
 
-from rtl.config import CoreConfig, check_config
+from rtl.config import DENSE_FORMAT_NAMES, CoreConfig, check_config
+from rtl.isa import (ALU_ADD, ALU_AND, ALU_BYPASS, ALU_EQ, ALU_GE, ALU_GT, ALU_LE, ALU_LT,
+                     ALU_MAX, ALU_MIN, ALU_MUL, ALU_NE, ALU_OR, ALU_SEL, ALU_SUB, ALU_XOR,
+                     BN_AGGR_N, BN_NEWTON_STEPS, BN_RCP_MAGIC, BN_STATS_N, IOTA_BITS, MAX8_K,
+                     REDUCE_OPS, DTYPES, E_FORMAT, E_OPCODE, E_SHAPE, ERROR_BITS, OP_AFFINE_SELECT,
+                     OP_BLOCK_TRANSPOSE as OP_TRANSPOSE, OP_BN_AGGR, OP_BN_STATS, OP_FIND_INDEX8,
+                     OP_IOTA, OP_MAX8, OP_MEMSET, OP_SELECT, OP_TENSOR_COPY, OP_TENSOR_REDUCE,
+                     OP_TENSOR_SCALAR, OP_TENSOR_TENSOR, OP_TENSOR_TENSOR_SCAN,
+                     VECTOR_OPCODES as OPCODES)
 from rtl.mem.ap import APGenerator, esize_of
 
 __all__ = [
@@ -20,37 +28,15 @@ __all__ = [
     "transpose_block", "OP_FIND_INDEX8",
 ]
 
-#: Opcodes (docs/architecture.md §8.4, vector range 0x20-0x2F; the others are E_OPCODE).
-OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE = 0x20, 0x21, 0x22
-OP_TENSOR_COPY, OP_MEMSET, OP_SELECT, OP_IOTA = 0x23, 0x24, 0x25, 0x26
-OP_TENSOR_TENSOR_SCAN, OP_MAX8 = 0x27, 0x28
-OP_BN_STATS, OP_BN_AGGR, OP_AFFINE_SELECT, OP_TRANSPOSE = 0x29, 0x2A, 0x2B, 0x2C
-#: FIND_INDEX8: per partition the index of the first src0 element equal to each of 8 src1 values.
-OP_FIND_INDEX8 = 0x2D
-OPCODES = (OP_TENSOR_TENSOR, OP_TENSOR_SCALAR, OP_TENSOR_REDUCE, OP_TENSOR_COPY, OP_MEMSET,
-           OP_SELECT, OP_IOTA, OP_TENSOR_TENSOR_SCAN, OP_MAX8, OP_BN_STATS, OP_BN_AGGR,
-           OP_AFFINE_SELECT, OP_TRANSPOSE, OP_FIND_INDEX8)
-#: BN_STATS writes ``[n, S, Q]`` per partition, BN_AGGR ``[mean, var]``.
-BN_STATS_N, BN_AGGR_N = 3, 2
-#: BN_AGGR's reciprocal: seed ``bits(r0) = BN_RCP_MAGIC - bits(n)``, then Newton steps.
-BN_RCP_MAGIC, BN_NEWTON_STEPS = 0x7EF311C3, 3
-#: MAX8: values kept per partition (FIND_INDEX8: values looked for).
-MAX8_K = 8
-#: Bits of IOTA's element index (taken modulo 2**IOTA_BITS, exact in FP32).
-IOTA_BITS = 24
+# Opcodes (docs/architecture.md §8.4, vector range 0x20-0x2F; the others are E_OPCODE) and the
+# error codes the engine raises itself come from rtl.isa; OP_TRANSPOSE is its
+# OP_BLOCK_TRANSPOSE, OPCODES its VECTOR_OPCODES.
+# ALU operations, REDUCE_OPS, MAX8_K, BN_STATS_N / BN_AGGR_N, BN_RCP_MAGIC / BN_NEWTON_STEPS
+# and IOTA_BITS are rtl.isa's (the vector engine's immediates).
 
-#: ALU operations of the 4-bit ``op0``/``op1`` fields.
-(ALU_BYPASS, ALU_ADD, ALU_SUB, ALU_MUL, ALU_MAX, ALU_MIN, ALU_EQ, ALU_NE, ALU_LT, ALU_LE,
- ALU_GT, ALU_GE, ALU_AND, ALU_OR, ALU_XOR, ALU_SEL) = range(16)
-#: ``op1`` values of TENSOR_REDUCE.
-REDUCE_OPS = (ALU_ADD, ALU_MAX, ALU_MIN)
-
-#: AP dtype codes (docs/architecture.md §8.3); 8 (fp4_e2m1), 9 (e8m0) and 10-15 are E_FORMAT.
-DTYPE_NAMES = {0: "fp32", 1: "tf32", 2: "bf16", 3: "fp16", 4: "fp8_e5m2", 5: "fp8_e4m3",
-               6: "fp8_e4m3fn", 7: "cfp8"}
-
-#: Engine error codes (docs/architecture.md §11.2); AP codes come from the AP generator.
-E_OPCODE, E_FORMAT, E_SHAPE = 0x01, 0x02, 0x05
+#: AP dtype codes (rtl.isa.DTYPES) of the dense formats; fp4_e2m1, e8m0 and the reserved codes
+#: are E_FORMAT.
+DTYPE_NAMES = {code: name for code, name in enumerate(DTYPES) if name in DENSE_FORMAT_NAMES}
 
 
 def transpose_block(cfg: CoreConfig):
@@ -98,5 +84,5 @@ def instr_layout(cfg: CoreConfig):
 
 
 def done_layout():
-    """One completion: ``status`` (8; 0 = ok, else the §11.2 code)."""
-    return data.StructLayout({"status": 8})
+    """One completion: ``status`` (``ERROR_BITS``; 0 = ok, else the §11.2 code)."""
+    return data.StructLayout({"status": ERROR_BITS})

@@ -18,14 +18,14 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.dma.axi import AXI4Signature
+from rtl.dma.descriptor import DESC_BITS
 from rtl.dma.engine import DMAEngine
 from rtl.mem.sbuf import SBUF, YIELD_AFTER
 from rtl.tensor.sbuf_fed import SbufTensorEngine
 
 __all__ = ["DmaFedHarness", "DESC_BITS", "IDLE_CYCLES"]
 
-#: Bits of one descriptor word in ``desc_mem`` below the queue number.
-DESC_BITS = 512
+# ``desc_mem`` words hold one descriptor (rtl.dma.descriptor.DESC_BITS) below the queue number.
 #: Consecutive idle cycles (every command and descriptor taken, both engines idle) before
 #: ``done`` rises.
 IDLE_CYCLES = 4
