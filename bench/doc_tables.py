@@ -320,6 +320,11 @@ def params_table():
          and not c.watchdog_reset & (c.watchdog_reset - 1) else str(c.watchdog_reset)),
         ("`act_segments`", "Scalar-engine activation-table segments per lane (docs/scalar.md)",
          lambda c: str(c.act_segments)),
+        ("`ring_size`, `link_bits`", "cores on the collective ring; ring-link payload bits per "
+         "flit (docs/collectives.md)", lambda c: f"{c.ring_size}, {c.link_bits}"),
+        ("`link_credits`, `link_latency`", "ring-link receive flits per virtual channel; wire "
+         "cycles (full rate when credits >= 2 x latency + 4)",
+         lambda c: f"{c.link_credits}, {c.link_latency}"),
     ]
     rows = [[f, m, *(fn(c) for c in cfgs)] for f, m, fn in spec]
     return _markdown(["field", "meaning", *COLUMNS], rows)
