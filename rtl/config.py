@@ -36,6 +36,14 @@ def _is_pow2(x):
     return x > 0 and (x & (x - 1)) == 0
 
 
+def _check_pow2(owner, name, value, lo, hi):
+    """:func:`_check_int`, then a power of two (``lo`` and ``hi`` are powers of two)."""
+    _check_int(owner, name, value, lo, hi)
+    if not _is_pow2(value):
+        raise ValueError(f"{owner} field '{name}' must be a power of two in [{lo}, {hi}], "
+                         f"not {value!r}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class FPFormat:
     """A binary floating-point format and its conversion policy.
@@ -408,20 +416,14 @@ class CoreConfig:
         c = "CoreConfig"
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ValueError(f"{c} field 'name' must be an identifier string, not {self.name!r}")
-        _check_int(c, "partitions", self.partitions, 2, 128)
-        if not _is_pow2(self.partitions):
-            raise ValueError(f"{c} field 'partitions' must be a power of two in [2, 128], "
-                             f"not {self.partitions!r}")
+        _check_pow2(c, "partitions", self.partitions, 2, 128)
         _check_int(c, "pe_rows", self.pe_rows, self.partitions, self.partitions)
         _check_int(c, "pe_cols", self.pe_cols, 1, self.partitions)
         if not _is_pow2(self.pe_cols):
             raise ValueError(f"{c} field 'pe_cols' must be a power of two in "
                              f"[1, {self.partitions}], not {self.pe_cols!r}")
         _check_int(c, "psum_banks", self.psum_banks, 1, 16)
-        _check_int(c, "psum_bank_fp32", self.psum_bank_fp32, 1, 4096)
-        if not _is_pow2(self.psum_bank_fp32):
-            raise ValueError(f"{c} field 'psum_bank_fp32' must be a power of two in [1, 4096], "
-                             f"not {self.psum_bank_fp32!r}")
+        _check_pow2(c, "psum_bank_fp32", self.psum_bank_fp32, 1, 4096)
         _check_int(c, "sbuf_bytes_per_partition", self.sbuf_bytes_per_partition, 64, 1 << 20)
         if not _is_pow2(self.sbuf_bytes_per_partition):
             raise ValueError(f"{c} field 'sbuf_bytes_per_partition' must be a power of two in "
@@ -440,10 +442,7 @@ class CoreConfig:
             if f not in MX_FORMAT_NAMES:
                 raise ValueError(f"{c} field 'mx_formats' entries must be in "
                                  f"{tuple(MX_FORMAT_NAMES)}, not {f!r}")
-        _check_int(c, "mx_block", self.mx_block, 2, 256)
-        if not _is_pow2(self.mx_block):
-            raise ValueError(f"{c} field 'mx_block' must be a power of two in [2, 256], "
-                             f"not {self.mx_block!r}")
+        _check_pow2(c, "mx_block", self.mx_block, 2, 256)
         cfp8_format(self.cfp8_exp_bits, self.cfp8_bias)   # validates both fields
         _check_int(c, "sr_seed", self.sr_seed, 1, (1 << 32) - 1)
         _check_int(c, "mul_stages", self.mul_stages, 0, 4)
@@ -452,10 +451,7 @@ class CoreConfig:
         if self.fp32_passes not in (1, 4):
             raise ValueError(f"{c} field 'fp32_passes' must be 1 or 4, not {self.fp32_passes!r}")
         _check_int(c, "ap_dims", self.ap_dims, 1, AP_MAX_DIMS)
-        _check_int(c, "axi_data_bits", self.axi_data_bits, 32, 1024)
-        if not _is_pow2(self.axi_data_bits):
-            raise ValueError(f"{c} field 'axi_data_bits' must be a power of two in [32, 1024], "
-                             f"not {self.axi_data_bits!r}")
+        _check_pow2(c, "axi_data_bits", self.axi_data_bits, 32, 1024)
         _check_int(c, "sbuf_banks", self.sbuf_banks, 1, 16)
         max_banks = max(1, min(16, self.sbuf_bytes_per_partition // (16 * self.sbuf_word_bytes)))
         if not _is_pow2(self.sbuf_banks) or self.sbuf_banks > max_banks:
@@ -468,10 +464,7 @@ class CoreConfig:
         if not isinstance(self.dma_element_ops, bool):
             raise TypeError(f"{c} field 'dma_element_ops' must be a bool, "
                             f"not {self.dma_element_ops!r}")
-        _check_int(c, "semaphores", self.semaphores, 1, 256)
-        if not _is_pow2(self.semaphores):
-            raise ValueError(f"{c} field 'semaphores' must be a power of two in [1, 256], "
-                             f"not {self.semaphores!r}")
+        _check_pow2(c, "semaphores", self.semaphores, 1, 256)
         _check_int(c, "semaphore_bits", self.semaphore_bits, 8, 32)
         _check_int(c, "fetch_depth", self.fetch_depth, 1, 16)
         _check_int(c, "issue_depth", self.issue_depth, 1, 16)
@@ -479,18 +472,9 @@ class CoreConfig:
         if not isinstance(self.packed_modes, bool):
             raise TypeError(f"{c} field 'packed_modes' must be a bool, "
                             f"not {self.packed_modes!r}")
-        _check_int(c, "act_segments", self.act_segments, 16, 4096)
-        if not _is_pow2(self.act_segments):
-            raise ValueError(f"{c} field 'act_segments' must be a power of two in [16, 4096], "
-                             f"not {self.act_segments!r}")
-        _check_int(c, "ring_size", self.ring_size, 1, 8)
-        if not _is_pow2(self.ring_size):
-            raise ValueError(f"{c} field 'ring_size' must be 1, 2, 4 or 8, "
-                             f"not {self.ring_size!r}")
-        _check_int(c, "link_bits", self.link_bits, 32, 512)
-        if not _is_pow2(self.link_bits):
-            raise ValueError(f"{c} field 'link_bits' must be a power of two in [32, 512], "
-                             f"not {self.link_bits!r}")
+        _check_pow2(c, "act_segments", self.act_segments, 16, 4096)
+        _check_pow2(c, "ring_size", self.ring_size, 1, 8)
+        _check_pow2(c, "link_bits", self.link_bits, 32, 512)
         _check_int(c, "link_credits", self.link_credits, 2, 256)
         _check_int(c, "link_latency", self.link_latency, 4, 256)
         if self.sparse_patterns is not None:

@@ -207,7 +207,7 @@ def test_cycle_model_latency_and_rate(credits, latency):
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("ring_size", 3, r"'ring_size' must be 1, 2, 4 or 8, not 3"),
+    ("ring_size", 3, r"'ring_size' must be a power of two in \[1, 8\], not 3"),
     ("ring_size", 16, r"'ring_size' must be in \[1, 8\], not 16"),
     ("link_bits", 48, r"'link_bits' must be a power of two in \[32, 512\], not 48"),
     ("link_bits", 1024, r"'link_bits' must be in \[32, 512\], not 1024"),

@@ -138,6 +138,15 @@ def _all_gather_codes(blocks, n, first_step=0):
     return [[h[c] for c in range(n)] for h in have], sched
 
 
+def _check_reduce(data, dtype, op, out_dtype):
+    """A reduction's checked arguments: ``(alu_op, fmt, ofmt, codes)``."""
+    alu_op = _check_op(op)
+    fmt = FORMATS[check_dtype(dtype, REDUCE_DTYPES)]
+    ofmt = FORMATS[check_dtype(dtype if out_dtype is None else out_dtype, REDUCE_DTYPES,
+                               "out_dtype")]
+    return alu_op, fmt, ofmt, _check_data(data, fmt)
+
+
 def reduce_scatter(data, dtype, op="add", out_dtype=None):
     """Ring reduce-scatter: rank ``r`` gets chunk ``r`` of the element-wise reduction of every
     rank's (flattened) ``data``, rounded once into ``out_dtype`` (default ``dtype``).
@@ -146,11 +155,7 @@ def reduce_scatter(data, dtype, op="add", out_dtype=None):
     when the size is not a multiple of ``n``); chunk ``c`` is combined in the order of
     :func:`~golden.collective.schedule.sum_order`.
     """
-    alu_op = _check_op(op)
-    fmt = FORMATS[check_dtype(dtype, REDUCE_DTYPES)]
-    ofmt = FORMATS[check_dtype(dtype if out_dtype is None else out_dtype, REDUCE_DTYPES,
-                               "out_dtype")]
-    codes = _check_data(data, fmt)
+    alu_op, fmt, ofmt, codes = _check_reduce(data, dtype, op, out_dtype)
     n = len(codes)
     x = [decode_bits(c, fmt) for c in codes]
     fin, sched = _reduce_scatter_bits(x, n, alu_op, chunk_bounds(codes[0].size, n))
@@ -170,11 +175,7 @@ def all_gather(data, dtype):
 def all_reduce(data, dtype, op="add", out_dtype=None):
     """Ring all-reduce = :func:`reduce_scatter` then all-gather of the rounded chunks: every
     rank gets the same codes (``out_dtype``, the shape of ``data[0]``)."""
-    alu_op = _check_op(op)
-    fmt = FORMATS[check_dtype(dtype, REDUCE_DTYPES)]
-    ofmt = FORMATS[check_dtype(dtype if out_dtype is None else out_dtype, REDUCE_DTYPES,
-                               "out_dtype")]
-    codes = _check_data(data, fmt)
+    alu_op, fmt, ofmt, codes = _check_reduce(data, dtype, op, out_dtype)
     n = len(codes)
     shape = np.shape(data[0])
     x = [decode_bits(c, fmt) for c in codes]
