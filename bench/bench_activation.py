@@ -29,6 +29,7 @@ from golden.activation import (DOMAINS, FUNCTIONS, evaluate, reference, table, t
                                ulp_error)
 from golden.formats import convert_rne_bits, decode
 from rtl.config import BF16, FP32
+from tb.scalar.rig import write_table
 
 NAME = "activation"
 OUT = Path(__file__).resolve().parent.parent / "build" / "bench"
@@ -94,12 +95,7 @@ def throughput(cfg, name="exp"):
     res = {}
 
     async def job(ctx):
-        for addr, word in sorted(img.items()):
-            ctx.set(dut.tw.valid, 1)
-            ctx.set(dut.tw.payload.addr, addr)
-            ctx.set(dut.tw.payload.data, word)
-            await ctx.tick()
-        ctx.set(dut.tw.valid, 0)
+        await write_table(ctx, dut, img)
         outs, taken, last_out = [], 0, None
         for c in range(FREE + dut.signature.latency + 16):     # bounded
             feed = taken < FREE

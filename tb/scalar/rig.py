@@ -15,7 +15,7 @@ from rtl.tensor.psum import PsumUnit
 from rtl.scalar.isa import instr_layout
 from tb.mem.rig import dump_sbuf, preload_sbuf
 
-__all__ = ["EngineRig", "run_program", "pack_instr", "FunctionDriver"]
+__all__ = ["EngineRig", "run_program", "pack_instr", "FunctionDriver", "write_table"]
 
 
 class EngineRig(Elaboratable):
@@ -123,6 +123,17 @@ def run_program(bench, rig, image, instrs, sbuf_bytes, *, limit=4000, cycles=Non
     return res["st"], res["sbuf"], res["acc"]
 
 
+async def write_table(ctx, dut, image):
+    """Write a table image (``{address: word}``, :func:`golden.activation.table_image`) into a
+    function unit's table port ``dut.tw``, one word a cycle."""
+    for addr, word in sorted(image.items()):
+        ctx.set(dut.tw.valid, 1)
+        ctx.set(dut.tw.payload.addr, addr)
+        ctx.set(dut.tw.payload.data, word)
+        await ctx.tick()
+    ctx.set(dut.tw.valid, 0)
+
+
 class FunctionDriver:
     """Runs jobs on a :class:`tb.amsim.SimBench` of a ``FunctionUnit``."""
 
@@ -141,12 +152,7 @@ class FunctionDriver:
         out = []
 
         async def job(ctx):
-            for addr, word in sorted(image.items()):
-                ctx.set(dut.tw.valid, 1)
-                ctx.set(dut.tw.payload.addr, addr)
-                ctx.set(dut.tw.payload.data, word)
-                await ctx.tick()
-            ctx.set(dut.tw.valid, 0)
+            await write_table(ctx, dut, image)
             sched = []
             for x, g in zip(xs, gaps):
                 if g:
