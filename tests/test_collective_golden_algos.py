@@ -15,31 +15,17 @@ import pytest
 from golden.collective.algos import (CollectiveError, all_gather, all_reduce, all_to_all,
                                      decode_codes, encode, permute, reduce_scatter)
 from rtl.isa import DTYPE_CODES, E_FORMAT, E_OPCODE, E_SHAPE
+from tests.golden.test_vector_golden import rne_fp32
 
 QNAN = 0x7FC00000
 RANKS = (1, 2, 3, 4, 8, 64)
 
 
 def rne_f32(q):
-    """FP32 bits of the Fraction ``q`` rounded to nearest even (subnormals, overflow to Inf):
-    an independent rounding from the definition."""
-    if q == 0:
-        return 0                                  # +0: the exact sum of the fold is never -0 here
-    sign = 0x80000000 if q < 0 else 0
-    a = abs(q)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if Fraction(2) ** e > a:
-        e -= 1                                    # 2**e <= a < 2**(e+1)
-    quantum = Fraction(2) ** (max(e, -126) - 23)
-    k = a / quantum
-    f = math.floor(k)
-    rem = k - f
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and f % 2):
-        f += 1
-    v = f * quantum
-    if v >= Fraction(2) ** 128:
-        return sign | 0x7F800000
-    return sign | int(np.float32(float(v)).view(np.uint32))   # v is an FP32 value: exact
+    """FP32 bits of the Fraction ``q`` rounded to nearest even (subnormals, overflow to Inf),
+    from the definition (tests/golden/test_vector_golden.py); the exact sum of the fold is
+    never -0 here."""
+    return rne_fp32(q)
 
 
 def _frac(bits):

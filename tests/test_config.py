@@ -59,6 +59,13 @@ def test_config_is_frozen():
     ("watchdog_reset", -1, r"'watchdog_reset' must be in \[0, 4294967295\], not -1"),
     ("act_segments", 8, r"'act_segments' must be in \[16, 4096\], not 8"),
     ("act_segments", 384, r"'act_segments' must be a power of two in \[16, 4096\], not 384"),
+    ("ring_size", 3, r"'ring_size' must be a power of two in \[1, 8\], not 3"),
+    ("ring_size", 16, r"'ring_size' must be in \[1, 8\], not 16"),
+    ("link_bits", 48, r"'link_bits' must be a power of two in \[32, 512\], not 48"),
+    ("link_bits", 1024, r"'link_bits' must be in \[32, 512\], not 1024"),
+    ("link_credits", 1, r"'link_credits' must be in \[2, 256\], not 1"),
+    ("link_latency", 3, r"'link_latency' must be in \[4, 256\], not 3"),
+    ("link_latency", 257, r"'link_latency' must be in \[4, 256\], not 257"),
 ])
 def test_bad_values_name_the_field_and_range(field, value, message):
     with pytest.raises(ValueError, match=message):
