@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The multi-core golden simulator: ``n`` golden ISA simulators (one per rank, each with its
 own DRAM window, SBUF, PSUM, semaphores and programs) joined by a ring (docs/collectives.md
-§12-§13).
+§12).
 
 Each rank runs its programs in :class:`golden.isasim.IsaSim` (in its own thread, so a rank
 that reaches a collective waits there while the others run on). A collective instruction of
