@@ -21,14 +21,14 @@ from golden.asm import assemble, parse_ap
 from golden.collective import algos
 from golden.collective.multicore import MultiCoreSim
 from golden.collective.perf import estimate
-from golden.isasim import E_FORMAT, E_LINK, E_OPCODE, E_SHAPE, IsaSim
+from golden.isasim import E_FORMAT, E_LINK, E_OPCODE, E_SHAPE, IsaSim, Timing
 from rtl.config import LINK_FAULTS, SMALL
 from rtl.isa import CC_OPCODES, ENGINES, OPS_BY_CODE, check_reserved, decode
 
 CFG = SMALL
 DRAM = 4096
 SRC, DST = 0x000, 0x200          # byte offsets in each partition
-WIDTH = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8_e4m3": 1}
+SYNC = Timing().sync_cycles     # the sequencer's cycles beyond the estimate
 
 
 def ap(off, dtype, parts, per):
@@ -143,7 +143,7 @@ def test_all_reduce_ranks(n, seed):
         assert (get(c, ap(DST, "bf16", parts, per)) == want).all()
     (col,) = m.collectives
     est = estimate("all_reduce", n, parts * per, "bf16", CFG)
-    assert col["cycles"] == est.cycles and col["done"] == col["start"] + est.cycles + 1
+    assert col["cycles"] == est.cycles and col["done"] == col["start"] + est.cycles + SYNC
     for c in m.cores:           # every rank charges the same span
         ev = [e for e in c.timeline if e.op == "all_reduce"][0]
         assert (ev.start, ev.done) == (col["start"], col["done"])
@@ -329,3 +329,17 @@ def test_bad_arguments():
         m.run([{}])
     with pytest.raises(ValueError, match="watchdog"):
         m.run([{}, {}], watchdog=-1)
+
+
+def test_collective_starts_at_the_latest_rank():
+    """A rank delayed by nops sets the start of every rank's collective (its issue cycle)."""
+    n = 4
+    lines = [GOOD] * n
+    lines[3] = "nop\n" * 9 + GOOD
+    m, errs = run_ranks(n, lines, [[]] * n)
+    assert errs == [None] * n
+    issues = [[e for e in c.timeline if e.op == "all_reduce"][0].issue for c in m.cores]
+    assert issues[3] > max(issues[:3])
+    (col,) = m.collectives
+    assert col["start"] == issues[3]
+    assert col["done"] == issues[3] + estimate("all_reduce", n, 8, "fp32", CFG).cycles + SYNC
