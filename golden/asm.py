@@ -12,6 +12,10 @@ One instruction per line; ``#`` starts a comment. A line is the mnemonic with it
 * ``<immediate>=<value>``: an integer (decimal or ``0x``), or for FP32 immediates a float
   (``1.5``, ``-inf``) or its bits written ``bits:0x7fc00001`` (how NaNs print).
 
+The collective opcodes take the same form, e.g. ``all_reduce ap0=sbuf.bf16[0:4]@0x100{1x8}
+ap1=sbuf.fp32[0:4]@0x0{1x8} op=1 stream=2 post=s1+1`` (``op`` an ALU code: 1 add, 4 max, 5
+min) and ``send_recv ... stream=0 d=1`` (docs/collectives.md §12).
+
 :func:`disassemble` prints exactly this form, and ``assemble(disassemble(b)) == b`` for every
 well-formed program ``b`` whose disabled waits and posts have zero fields (the tests check it on
 random instructions). A wait or post whose ``ctl`` enable bit is clear with a nonzero

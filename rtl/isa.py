@@ -51,6 +51,8 @@ __all__ = [
     "OP_TENSOR_TENSOR", "OP_TENSOR_SCALAR", "OP_TENSOR_REDUCE", "OP_TENSOR_COPY", "OP_MEMSET",
     "OP_SELECT", "OP_IOTA", "OP_TENSOR_TENSOR_SCAN", "OP_MAX8", "OP_BN_STATS", "OP_BN_AGGR",
     "OP_AFFINE_SELECT", "OP_BLOCK_TRANSPOSE", "OP_FIND_INDEX8", "VECTOR_OPCODES",
+    "OP_ALL_REDUCE", "OP_REDUCE_SCATTER", "OP_ALL_GATHER", "OP_ALL_TO_ALL", "OP_SEND_RECV",
+    "CC_OPCODES",
     "ALU_BYPASS", "ALU_ADD", "ALU_SUB", "ALU_MUL", "ALU_MAX", "ALU_MIN", "ALU_EQ", "ALU_NE",
     "ALU_LT", "ALU_LE", "ALU_GT", "ALU_GE", "ALU_AND", "ALU_OR", "ALU_XOR", "ALU_SEL",
     "ALU_NAMES", "REDUCE_OPS", "MAX8_K", "BN_STATS_N", "BN_AGGR_N", "BN_RCP_MAGIC",
@@ -299,6 +301,15 @@ _VEC_IMM = _fields(
     (None, 8, "u", "reserved"),
     ("imm0", 32, "f32", "first stage's immediate"), ("imm1", 32, "f32", "second's"))
 
+#: The collective engine's immediates (docs/collectives.md §12): the reduce ``op`` (an
+#: ``ALU_*`` code: add, max or min), the ``stream`` the collective belongs to and ``d``, the
+#: rank offset of send_recv.
+_CC_IMM = _fields(
+    0, ("op", 8, "u", "reduce operation: ALU_ADD, ALU_MAX or ALU_MIN"),
+    ("stream", 4, "u", "collective stream: the k-th collective of a stream on every rank "
+                       "is one collective"), (None, 4, "u", "reserved"),
+    ("d", 8, "u", "send_recv: send to rank (r + d) mod n, receive from (r - d) mod n; d < n"))
+
 #: Every opcode (§8.4). Ranges: 0x00-0x0F any engine, 0x10 tensor, 0x20 vector, 0x30 scalar,
 #: 0x40 GpSimd [later], 0x50 sync, 0x60 collective.
 OPCODES = (
@@ -359,6 +370,21 @@ OPCODES = (
                 ("count", 16, "u", "descriptors"),
                 ("desc_addr", 64, "u", "DRAM address of the first 64-byte descriptor")),
        doc="enqueue descriptors on a DMA queue (they post their own semaphores)"),
+    # ---- collective engine (docs/collectives.md §12; no sequencer in the RTL core yet, so
+    # ---- its decoders reject these as foreign, E_OPCODE) -------------------------------------
+    *(Op(code, name, "cc", aps={"ap0": "dst", "ap1": "src"},
+         imm=tuple(f for f in _CC_IMM if f.name in fields), doc=doc)
+      for code, name, fields, doc in (
+        (0x60, "all_reduce", ("op", "stream"),
+         "dst = op-reduction over every rank of src (FP32, rounded once into dst's dtype)"),
+        (0x61, "reduce_scatter", ("op", "stream"),
+         "dst = chunk `rank` of the op-reduction over every rank of src"),
+        (0x62, "all_gather", ("stream",),
+         "dst = every rank's src, in rank order"),
+        (0x63, "all_to_all", ("stream",),
+         "src = n blocks, block j to rank j; dst = the blocks sent to this rank, by sender"),
+        (0x64, "send_recv", ("stream", "d"),
+         "send src to rank + d, dst = what rank - d sends (modulo the ring size)"))),
 )
 OPS_BY_NAME = {op.name: op for op in OPCODES}
 OPS_BY_CODE = {op.code: op for op in OPCODES}
@@ -381,6 +407,13 @@ OP_BLOCK_TRANSPOSE = OPS_BY_NAME["block_transpose"].code
 OP_FIND_INDEX8 = OPS_BY_NAME["find_index8"].code
 #: The vector engine's opcodes, in code order.
 VECTOR_OPCODES = tuple(op.code for op in OPCODES if op.engine == "dve")
+#: The collective engine's opcodes (the CC queue), in code order.
+OP_ALL_REDUCE = OPS_BY_NAME["all_reduce"].code
+OP_REDUCE_SCATTER = OPS_BY_NAME["reduce_scatter"].code
+OP_ALL_GATHER = OPS_BY_NAME["all_gather"].code
+OP_ALL_TO_ALL = OPS_BY_NAME["all_to_all"].code
+OP_SEND_RECV = OPS_BY_NAME["send_recv"].code
+CC_OPCODES = tuple(op.code for op in OPCODES if op.engine == "cc")
 
 # ---- the vector engine's immediates (docs/vector.md) -------------------------------------
 #: ALU operations of the 4-bit ``op0`` / ``op1`` fields, and their names.

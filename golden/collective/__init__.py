@@ -4,4 +4,5 @@ the ring link layer (flit format, CRC-32C, credits, sequence numbers, virtual ch
 dateline, a cycle-level model of one link); :mod:`golden.collective.schedule` the ring
 schedules as data; :mod:`golden.collective.algos` the multi-rank data model of reduce-scatter,
 all-gather, all-reduce, all-to-all and permute; :mod:`golden.collective.perf` the cycle
-estimate and NCCL's bus bandwidth."""
+estimate and NCCL's bus bandwidth; :mod:`golden.collective.multicore` the multi-core golden
+simulator (``n`` ISA simulators on a ring running the CC instructions)."""

@@ -53,7 +53,7 @@ Engine hooks
 ------------
 Each engine opcode runs through :data:`OP_HOOKS` (``name -> OpHook``, :func:`register_op`):
 every opcode of ``pe``, ``dve`` (each ``golden.vector`` opcode ``rtl.isa`` names the same),
-``act`` (``activation``, ``act_table_load``) and ``sp`` is registered by the engine's hook
+``act`` (``activation``, ``act_table_load``), ``sp`` and ``cc`` is registered by the engine's hook
 module. A valid opcode without a hook raises ``NotImplementedError`` naming it.
 
 Modules
@@ -66,7 +66,8 @@ Modules
 * :mod:`~golden.isasim.races`: :func:`find_races`;
 * one hook module per engine: :mod:`~golden.isasim.tensor_engine`,
   :mod:`~golden.isasim.sync_engine` (``dma_start`` and the DMA data timing),
-  :mod:`~golden.isasim.vector_engine`, :mod:`~golden.isasim.scalar_engine`. A new engine adds
+  :mod:`~golden.isasim.vector_engine`, :mod:`~golden.isasim.scalar_engine`,
+  :mod:`~golden.isasim.collective_engine` (the CC queue). A new engine adds
   its module here and imports it below, which registers its opcodes.
 """
 
@@ -74,6 +75,7 @@ Modules
 from golden.isasim.errors import (E_AP_ALIGN, E_AP_FORM, E_AP_PART, E_AP_RANGE, E_AXI, E_DESC,
                                   E_FLAGS, E_FORMAT, E_LINK, E_OPCODE, E_QUEUE, E_SEM, E_SHAPE,
                                   E_SPARSE_TAG, E_TIMEOUT, ERROR_NAMES, Fault, SimError)
+from golden.isasim.collective_engine import CCRequest
 from golden.isasim.hooks import OP_HOOKS, OpHook, decoder_form, register_op
 from golden.isasim.machine import Event, IsaSim, split_program
 from golden.isasim.races import find_races
@@ -89,5 +91,5 @@ __all__ = [
     "ERROR_NAMES", "Fault", "SimError", "Timing", "sparse_load_dtypes", "OpHook", "OP_HOOKS",
     "register_op", "Event", "IsaSim", "pe_latency", "pe_swap_guard", "find_races",
     "split_program", "STATIC_DETAIL", "act_instr", "act_slots", "table_words", "vec_instr",
-    "decoder_form", "port_sharing", "dma_data",
+    "decoder_form", "port_sharing", "dma_data", "CCRequest",
 ]

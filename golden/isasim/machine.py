@@ -131,6 +131,7 @@ class IsaSim:
         self._reset_engines()
         self._watchdog = None
         self.engine_state = {}          # hooks' timing state: name -> dict
+        self.ring, self.rank = None, 0  # the collective ring (golden.collective.multicore)
 
     def soft_reset(self):
         """The host's ``CTRL.soft_reset``: semaphores to 0, the error and the tensor engine's
@@ -496,6 +497,7 @@ class IsaSim:
                     f"{op.engine}) has no hook yet; register one with "
                     f"golden.isasim.register_op({ins.op!r}, ...)")
             self.cur_index = i
+            self.cur_issue = issue      # the collective engine's arrival cycle
             try:
                 hook.execute(self, ins)
             except Fault as f:
