@@ -27,7 +27,7 @@ class ScalarOps:
         img = table_words(ga.table(name), P)
         cols = img.shape[1]
         key = f"__table_{name}"
-        t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32", data=img)
+        t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32", codes=img)
         tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
         self.load(tile, t, queue=queue)
         fid = ga.FUNCTION_IDS[name]

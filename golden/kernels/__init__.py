@@ -69,6 +69,6 @@ def run_golden(case, *, policy="timed"):
     st = sim.stats()
     return {"error": err, "cycles": st["cycles"], "busy": st["busy"],
             "pe_utilization": st["pe_utilization"],
-            "check": None if err else case.check(case.kp.read_outputs(sim)),
+            "check": None if err else case.check(case.kp.read_outputs(sim, codes=True)),
             "instructions": case.kp.instructions(), "sim": sim}
 
