@@ -10,6 +10,7 @@ from golden.ap import ELEM_BYTES, PSUM, SBUF
 from golden.kernel.data import check_tensor_codes, data_codes
 from golden.kernel.types import DramTensor, Tile
 
+
 __all__ = ["Allocator"]
 
 
@@ -104,8 +105,10 @@ class Allocator:
                 off = self._fit(size)
         if elems < 1 or off is None:
             used = sum(b - a for a, b in self._live.values())
-            raise ValueError(f"sbuf_tile of {elems} {dtype} does not fit: {used} of "
-                             f"{c.sbuf_bytes_per_partition} bytes per partition in use")
+            what = f"{name!r} " if name else ""
+            raise ValueError(f"sbuf_tile {what}of {elems} {dtype} ({size} bytes per partition) "
+                             f"does not fit the SBUF: {used} of {c.sbuf_bytes_per_partition} "
+                             f"bytes per partition in use")
         uid = self._tile_uid()
         self._live[uid] = (off, off + size)
         self._sbuf_top = max(self._sbuf_top, off + size)

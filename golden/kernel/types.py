@@ -100,7 +100,9 @@ class KernelProgram:
     image: tensors and descriptors), ``dram_base``, ``tensors`` (name -> :class:`DramTensor`),
     ``outputs`` (name -> a :class:`DramTensor` or a dict ``{(row, col) tile origin: Tile}`` of
     PSUM/SBUF tiles), ``listing`` (engine -> assembly text), ``free`` (offset of the first
-    unused byte of the image)."""
+    unused byte of the image), ``operations`` (an engine name or ``"dma<e>.q<q>"`` -> the
+    label of the kernel operation, e.g. ``"tensor_tensor #3"``, of each instruction or
+    descriptor by index)."""
     programs: dict
     dram: bytearray
     dram_base: int
@@ -108,6 +110,22 @@ class KernelProgram:
     outputs: dict
     listing: dict = field(default_factory=dict)
     free: int = 0           # first image byte after the tensors and descriptors
+    operations: dict = field(default_factory=dict)
+
+    def operation(self, source, index):
+        """The label of the kernel operation that emitted instruction ``index`` of engine
+        ``source`` (or descriptor ``index`` of DMA queue ``"dma<e>.q<q>"``), or ``None``."""
+        labels = self.operations.get(source, ())
+        return labels[index] if 0 <= index < len(labels) else None
+
+    def locate(self, err):
+        """``err`` (a :class:`golden.isasim.SimError` of a run of this program, or ``None``)
+        with ``op`` set to the label of the operation that emitted the failing instruction,
+        so that ``str(err)`` names it."""
+        if err is None:
+            return None
+        from dataclasses import replace
+        return replace(err, op=self.operation(err.source, err.index) or "")
 
     def instructions(self):
         return {e: len(p) // 128 for e, p in self.programs.items()}
