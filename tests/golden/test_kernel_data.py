@@ -166,3 +166,13 @@ def test_float64_random_near_ties_matches_exact_rounding():
     kp, sim = _roundtrip(x)
     want = np.array([_bf16_rne_f64(v) for v in x.ravel()]).reshape(4, 16)
     assert np.array_equal(kp.result(sim, "y").astype(np.float64), want), f"seed {seed}"
+
+
+def test_docs_snippet_runs():
+    """The ``# data in and out`` example of docs/kernels.md §5 runs as written."""
+    import pathlib
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "kernels.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    code = [b for b in blocks if b.startswith("# data in and out")]
+    assert len(code) == 1
+    exec(compile(code[0], "docs/kernels.md", "exec"), {})
