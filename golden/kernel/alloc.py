@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from golden.ap import ELEM_BYTES, PSUM, SBUF
+from golden.kernel.data import check_tensor_codes, data_codes
 from golden.kernel.types import DramTensor, Tile
+
 
 __all__ = ["Allocator"]
 
@@ -19,19 +21,39 @@ class Allocator:
         W = self.cfg.sbuf_word_bytes
         return -(-n // W) * W
 
-    def dram_tensor(self, name, shape=None, dtype="bf16", data=None):
-        """A DRAM tensor ``[rows, cols]`` of ``dtype`` (element codes ``data`` written into the
-        image, or zero)."""
+    def dram_tensor(self, name, shape=None, dtype="bf16", data=None, *, codes=None):
+        """A DRAM tensor ``[rows, cols]`` of ``dtype``, zero unless given values or codes.
+
+        Parameters
+        ----------
+        name : str
+        shape : tuple, optional
+            ``(rows, cols)``; taken from ``data`` or ``codes`` when they are given.
+        dtype : str
+            Element format (a :data:`golden.ap.ELEM_BYTES` name).
+        data : array of float, optional
+            Values (``float32``, ``float64``, or the ``ml_dtypes`` type that is exactly
+            ``dtype``), converted to ``dtype`` by round to nearest even
+            (:mod:`golden.kernel.data`). Integer arrays raise ``TypeError``.
+        codes : array of int, optional
+            Element codes of ``dtype`` instead, each in ``[0, 2**bits)``.
+        """
         if name in self.tensors:
             raise ValueError(f"dram_tensor name {name!r} is already used")
         if dtype not in ELEM_BYTES:
             raise ValueError(f"dram_tensor dtype must be one of {sorted(ELEM_BYTES)}, "
                              f"not {dtype!r}")
+        if data is not None and codes is not None:
+            raise ValueError(f"dram_tensor {name!r} takes data= (values) or codes=, not both")
         if data is not None:
-            data = np.asarray(data)
+            data = data_codes(self.cfg, name, dtype, data)
+        elif codes is not None:
+            data = check_tensor_codes(name, dtype, codes)
+        if data is not None:
             shape = data.shape
         if shape is None or len(shape) != 2 or min(shape) < 1:
-            raise ValueError(f"dram_tensor shape must be (rows >= 1, cols >= 1), not {shape!r}")
+            raise ValueError(f"dram_tensor {name!r} shape must be (rows >= 1, cols >= 1), "
+                             f"not {shape!r}")
         es = ELEM_BYTES[dtype]
         pitch = self._word(shape[1] * es)
         addr = self._word(self._dram_top)
@@ -83,8 +105,10 @@ class Allocator:
                 off = self._fit(size)
         if elems < 1 or off is None:
             used = sum(b - a for a, b in self._live.values())
-            raise ValueError(f"sbuf_tile of {elems} {dtype} does not fit: {used} of "
-                             f"{c.sbuf_bytes_per_partition} bytes per partition in use")
+            what = f"{name!r} " if name else ""
+            raise ValueError(f"sbuf_tile {what}of {elems} {dtype} ({size} bytes per partition) "
+                             f"does not fit the SBUF: {used} of {c.sbuf_bytes_per_partition} "
+                             f"bytes per partition in use")
         uid = self._tile_uid()
         self._live[uid] = (off, off + size)
         self._sbuf_top = max(self._sbuf_top, off + size)

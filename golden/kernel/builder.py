@@ -52,6 +52,8 @@ class Kernel(Allocator, Dependencies, DmaOps, TensorOps, VectorOps, ScalarOps):
         self._waited = {e: {} for e in ENGINES}   # issuer -> stream -> count already waited
         self._pe_loaded = None                    # (AP, its writer) of the loaded weights
         self._act_table = None                    # function whose table the scalar engine holds
+        self._op_label = None                     # label of the operation being recorded
+        self._op_counts = {}                      # operation name -> calls so far
         nsem = len(ENGINES) + cfg.dma_engines * cfg.dma_queues
         if nsem > cfg.semaphores:
             raise ValueError(f"Kernel needs {nsem} semaphores (one per engine and DMA queue), "

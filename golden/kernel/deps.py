@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from golden import dma as gdma
 from golden.asm import format_instr
+from golden.kernel.checks import operation
 from golden.kernel.types import ENGINE_OF, DramRect, DramTensor, KernelProgram, Tile
 from rtl.isa import ENGINES, Instr, encode
 
@@ -62,11 +63,12 @@ class Dependencies:
         for s, k in waits:
             if isinstance(s, str):              # that engine instruction must post
                 self._posting.setdefault(s, set()).add(k)
+        label = self._op_label or "instruction"
         for w in waits[:-1]:
-            self._ops[issuer].append((None, w, None))
+            self._ops[issuer].append((None, w, None, label))
         self._count[stream] = self._count.get(stream, 0) + 1
         me = (stream, self._count[stream])
-        self._ops[issuer].append((make, waits[-1] if waits else None, me))
+        self._ops[issuer].append((make, waits[-1] if waits else None, me, label))
         for r in writes:
             self._writer[r] = me
             self._readers[r] = {}
@@ -100,6 +102,7 @@ class Dependencies:
         return len(ENGINES) + e * self.cfg.dma_queues + q
 
 
+    @operation("instr")
     def instr(self, ins, reads=(), writes=(), engine=None):
         """Append a ready-made :class:`rtl.isa.Instr` (its ``wait`` and ``post`` are replaced)
         to ``engine``'s program (default: the opcode's engine), with the resources it reads and
@@ -115,6 +118,7 @@ class Dependencies:
                    lambda w, p: Instr(op=ins.op, flags=ins.flags, wait=w, post=p, irq=ins.irq,
                                       aps=dict(ins.aps), imm=dict(ins.imm)))
 
+    @operation("descriptor")
     def descriptor(self, desc, reads=(), writes=(), queue=None):
         """One hand-made DMA descriptor (its ``post``, ``sem`` and ``inc`` are replaced) through
         ``dma_start`` on the sync engine, with the resources it reads and writes."""
@@ -142,14 +146,17 @@ class Dependencies:
         program encoded."""
         img = bytearray(self.dram)
         top = -(-self._dram_top // gdma.DESC_BYTES) * gdma.DESC_BYTES
-        programs, listing = {}, {}
+        programs, listing, labels = {}, {}, {}
         for e, lst in self._ops.items():
             enc = []
-            for make, dep, me in lst:
+            labels[e] = []
+            for make, dep, me, label in lst:
+                labels[e].append(label)
                 wait = self._wait_value(dep)
                 x = Instr(op="nop", wait=wait) if make is None else make(wait, self._post_of(me))
                 if isinstance(x, tuple):
                     _, desc, (de, q), wait = x
+                    labels.setdefault(f"dma{de}.q{q}", []).append(label)
                     if top + gdma.DESC_BYTES > len(img):
                         raise ValueError(f"descriptors do not fit in dram_bytes = {len(img)}")
                     img[top:top + gdma.DESC_BYTES] = desc.pack()
@@ -161,5 +168,5 @@ class Dependencies:
             programs[e] = b"".join(encode(i) for i in enc)
             listing[e] = "\n".join(format_instr(i) for i in enc)
         return KernelProgram(programs, img, self.dram_base, dict(self.tensors),
-                             dict(self.outputs), listing, top)
+                             dict(self.outputs), listing, top, labels)
 

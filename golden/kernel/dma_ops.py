@@ -10,6 +10,8 @@ from golden import dma as gdma
 from golden.ap import ELEM_BYTES, SBUF
 from golden.kernel.types import DramRect
 
+from golden.kernel.checks import operation
+
 __all__ = ["DmaOps"]
 
 
@@ -66,15 +68,18 @@ class DmaOps:
             return ("dma", desc, eq, wait)
         self._emit("sp", eq, reads, writes, make)
 
+    @operation("load")
     def load(self, tile, tensor, row0=0, col0=0, queue=None):
         """``tile[p, j] = tensor[row0 + p, col0 + j]`` by one DMA descriptor (queue: global
         index ``engine * dma_queues + queue``, default round-robin)."""
         self._dma(tile, tensor, row0, col0, True, queue)
 
+    @operation("store")
     def store(self, tensor, tile, row0=0, col0=0, queue=None):
         """``tensor[row0 + p, col0 + j] = tile[p, j]`` by one DMA descriptor."""
         self._dma(tile, tensor, row0, col0, False, queue)
 
+    @operation("sparse_load")
     def sparse_load(self, tile, values, tags, pattern, row0=0, col0=0, queue=None):
         """Decompress N:M weights into the dense SBUF ``tile`` [K_log, M] (bf16 or any 2-byte
         dense format): ``values`` is the DRAM tensor of kept values ``[K_phys, F]``

@@ -6,12 +6,15 @@ from __future__ import annotations
 from golden.kernel.types import nonzero_imm
 from rtl.isa import Instr
 
+from golden.kernel.checks import check_formats, check_parts, check_same_shape, operation
+
 __all__ = ["ScalarOps"]
 
 
 class ScalarOps:
     """Scalar engine operations of :class:`golden.kernel.Kernel`."""
 
+    @operation("load_table")
     def load_table(self, name, queue=None):
         """Load function ``name``'s table into the scalar engine, unless it holds it: the image
         (``golden.isasim.table_words``, element-major over every partition) as a DRAM tensor,
@@ -27,7 +30,7 @@ class ScalarOps:
         img = table_words(ga.table(name), P)
         cols = img.shape[1]
         key = f"__table_{name}"
-        t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32", data=img)
+        t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32", codes=img)
         tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
         self.load(tile, t, queue=queue)
         fid = ga.FUNCTION_IDS[name]
@@ -37,6 +40,7 @@ class ScalarOps:
         self.free(tile)
         self._act_table = name
 
+    @operation("activation")
     def activation(self, dst, src, func, scale=1.0, bias=0.0, bias_tile=None, scale_tile=None,
                    reduce=None, sr=False):
         """``dst = f(src * scale + bias)`` on the scalar engine (``func`` a name of
@@ -45,8 +49,11 @@ class ScalarOps:
         of the immediate (one AP slot: both from the same tile, if both). ``reduce``: ``None``,
         ``"reset"``, ``"reduce"`` or ``"reset_reduce"`` (the engine's accumulators)."""
         from golden import activation as ga
-        self.load_table(func)
         per = bias_tile if bias_tile is not None else scale_tile
+        check_formats(self.cfg, "scalar", dst=dst, src=src, per_partition=per)
+        check_same_shape(dst=dst, src=src)
+        check_parts("src", src, per_partition=per)
+        self.load_table(func)
         if bias_tile is not None and scale_tile is not None and bias_tile != scale_tile:
             raise ValueError("activation: bias_tile and scale_tile share the one AP slot ap2")
         cmd = {None: 0, "reset": 1, "reduce": 2, "reset_reduce": 3}

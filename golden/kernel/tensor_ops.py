@@ -8,12 +8,15 @@ from dataclasses import replace
 from golden.ap import ELEM_BYTES, PSUM, SBUF
 from rtl.isa import Instr
 
+from golden.kernel.checks import check_tensor_formats, operation
+
 __all__ = ["TensorOps"]
 
 
 class TensorOps:
     """Tensor engine operations of :class:`golden.kernel.Kernel`."""
 
+    @operation("matmul")
     def matmul(self, out, stationary, moving, accumulate=False):
         """``out[m, n] (=|+=) sum_k stationary[k, m] * moving[k, n]`` on the tensor engine
         (``load_stationary`` + ``multiply_moving``); ``out`` a PSUM tile with
@@ -27,6 +30,7 @@ class TensorOps:
                              f"M={stationary.elems}], moving [K={moving.parts}, "
                              f"N={moving.elems}], out must be [M, N], not [{out.parts}, "
                              f"{out.elems}]")
+        check_tensor_formats(self.cfg, stationary, moving)
         key = (stationary.ap(), self._writer.get(self._res(stationary)))
         if key != self._pe_loaded:          # the same weights, unchanged: no reload
             self._emit("pe", "pe", [stationary], [],
@@ -38,6 +42,7 @@ class TensorOps:
                                       flags=frozenset({"acc"} if accumulate else ()),
                                       aps={"ap0": out.ap(), "ap1": moving.ap()}))
 
+    @operation("transpose")
     def transpose(self, out, tile):
         """``out[m, k] = tile[k, m]`` as raw bits (zero-extended codes) in PSUM: the tensor
         engine's bypass (``load_stationary`` of ``tile`` + ``transpose``)."""
@@ -45,6 +50,7 @@ class TensorOps:
                 or out.elems != tile.parts:
             raise ValueError(f"transpose out must be a PSUM tile [{tile.elems}, {tile.parts}] "
                              f"of the SBUF tile [{tile.parts}, {tile.elems}]")
+        check_tensor_formats(self.cfg, tile)
         key = (tile.ap(), self._writer.get(self._res(tile)))
         if key != self._pe_loaded:
             self._emit("pe", "pe", [tile], [],
@@ -54,6 +60,7 @@ class TensorOps:
         self._emit("pe", "pe", [], [out],
                    lambda w, p: Instr(op="transpose", wait=w, post=p, aps={"ap0": out.ap()}))
 
+    @operation("sparse_matmul")
     def sparse_matmul(self, out, weights, moving, pattern, w_fmt, x_fmt, accumulate=False):
         """``out[m, n] (=|+=) sum_k W[k, m] X[k, n]`` on the tensor engine's N:M sparse mode,
         the weights kept **compressed** in SBUF (``load_stationary.sparse`` +

@@ -100,7 +100,9 @@ class KernelProgram:
     image: tensors and descriptors), ``dram_base``, ``tensors`` (name -> :class:`DramTensor`),
     ``outputs`` (name -> a :class:`DramTensor` or a dict ``{(row, col) tile origin: Tile}`` of
     PSUM/SBUF tiles), ``listing`` (engine -> assembly text), ``free`` (offset of the first
-    unused byte of the image)."""
+    unused byte of the image), ``operations`` (an engine name or ``"dma<e>.q<q>"`` -> the
+    label of the kernel operation, e.g. ``"tensor_tensor #3"``, of each instruction or
+    descriptor by index)."""
     programs: dict
     dram: bytearray
     dram_base: int
@@ -108,29 +110,66 @@ class KernelProgram:
     outputs: dict
     listing: dict = field(default_factory=dict)
     free: int = 0           # first image byte after the tensors and descriptors
+    operations: dict = field(default_factory=dict)
+
+    def operation(self, source, index):
+        """The label of the kernel operation that emitted instruction ``index`` of engine
+        ``source`` (or descriptor ``index`` of DMA queue ``"dma<e>.q<q>"``), or ``None``."""
+        labels = self.operations.get(source, ())
+        return labels[index] if 0 <= index < len(labels) else None
+
+    def locate(self, err):
+        """``err`` (a :class:`golden.isasim.SimError` of a run of this program, or ``None``)
+        with ``op`` set to the label of the operation that emitted the failing instruction,
+        so that ``str(err)`` names it."""
+        if err is None:
+            return None
+        from dataclasses import replace
+        return replace(err, op=self.operation(err.source, err.index) or "")
 
     def instructions(self):
         return {e: len(p) // 128 for e, p in self.programs.items()}
 
-    def read_outputs(self, sim):
-        """Every output as element codes (``uint32``) from a finished
+    def _codes(self, sim, where):
+        if isinstance(where, DramTensor):
+            return where.read(sim.mem.dram, sim.mem.dram_base), where.dtype
+        rows = max(r + t.parts for (r, _c), t in where.items())
+        cols = max(c + t.elems for (_r, c), t in where.items())
+        a = np.zeros((rows, cols), dtype=np.uint32)
+        dts = {t.dtype for t in where.values()}
+        for (r, c), t in where.items():
+            if t.mem == PSUM:
+                a[r:r + t.parts, c:c + t.elems] = sim.psum32[:t.parts, t.bank, :t.elems]
+            else:
+                a[r:r + t.parts, c:c + t.elems] = sim.read_ap(sim.check_ap(t.ap(), "ap0"))
+        return a, (dts.pop() if len(dts) == 1 else None)
+
+    def result(self, sim, name, codes=False):
+        """Output ``name`` (or a :class:`DramTensor` of the kernel) from a finished
         :class:`golden.isasim.IsaSim`: a DRAM tensor ``[rows, cols]``, or a dict of tiles
-        assembled at their ``(row, col)`` origins (PSUM: FP32 bits)."""
-        out = {}
-        for name, where in self.outputs.items():
-            if isinstance(where, DramTensor):
-                out[name] = where.read(sim.mem.dram, sim.mem.dram_base)
-                continue
-            rows = max(r + t.parts for (r, _c), t in where.items())
-            cols = max(c + t.elems for (_r, c), t in where.items())
-            a = np.zeros((rows, cols), dtype=np.uint32)
-            for (r, c), t in where.items():
-                if t.mem == PSUM:
-                    a[r:r + t.parts, c:c + t.elems] = sim.psum32[:t.parts, t.bank, :t.elems]
-                else:
-                    a[r:r + t.parts, c:c + t.elems] = sim.read_ap(sim.check_ap(t.ap(), "ap0"))
-            out[name] = a
-        return out
+        assembled at their ``(row, col)`` origins (PSUM: FP32). Values as a numpy array of the
+        format (:func:`golden.kernel.data.value_dtype`: ``ml_dtypes.bfloat16`` for bf16,
+        ``float32`` for fp32, ...), or with ``codes=True`` the element codes (``uint32``)."""
+        from golden.kernel.data import codes_values
+        if isinstance(name, DramTensor):
+            where = name
+        elif name in self.outputs:
+            where = self.outputs[name]
+        elif name in self.tensors:
+            where = self.tensors[name]
+        else:
+            raise ValueError(f"result name must be an output or a tensor of the kernel "
+                             f"({sorted(set(self.outputs) | set(self.tensors))}), not {name!r}")
+        a, dtype = self._codes(sim, where)
+        if codes:
+            return a
+        if dtype is None:
+            raise ValueError(f"result {name!r}: its tiles mix formats; read it with codes=True")
+        return codes_values(sim.cfg, dtype, a)
+
+    def read_outputs(self, sim, codes=False):
+        """Every output (:meth:`result`) by name: values, or codes with ``codes=True``."""
+        return {name: self.result(sim, name, codes=codes) for name in self.outputs}
 
     def place_queues(self, base=None):
         """Write every engine's program into the DRAM image as a queue (docs/core.md §1) from

@@ -65,10 +65,10 @@ def run_golden(case, *, policy="timed"):
     error). ``tb/core/timeline.py`` draws the engine-activity timeline of ``sim``."""
     from golden.isasim import IsaSim
     sim = IsaSim(case.cfg, dram_bytes=case.kp.dram)
-    err = sim.run(case.kp.programs, policy=policy)
+    err = case.kp.locate(sim.run(case.kp.programs, policy=policy))
     st = sim.stats()
     return {"error": err, "cycles": st["cycles"], "busy": st["busy"],
             "pe_utilization": st["pe_utilization"],
-            "check": None if err else case.check(case.kp.read_outputs(sim)),
+            "check": None if err else case.check(case.kp.read_outputs(sim, codes=True)),
             "instructions": case.kp.instructions(), "sim": sim}
 

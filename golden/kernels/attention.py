@@ -48,9 +48,9 @@ def attention_head(cfg, QT, KT, V, *, dram_bytes=1 << 20):
     tq = k.sbuf_tile(d, Lq, "bf16", "qt")
     tk = k.sbuf_tile(d, Lk, "bf16", "kt")
     tv = k.sbuf_tile(Lk, dv, "bf16", "v")
-    k.load(tq, k.dram_tensor("QT", dtype="bf16", data=QT))
-    k.load(tk, k.dram_tensor("KT", dtype="bf16", data=KT))
-    k.load(tv, k.dram_tensor("V", dtype="bf16", data=V))
+    k.load(tq, k.dram_tensor("QT", dtype="bf16", codes=QT))
+    k.load(tk, k.dram_tensor("KT", dtype="bf16", codes=KT))
+    k.load(tv, k.dram_tensor("V", dtype="bf16", codes=V))
     ot = k.dram_tensor("OT", (dv, Lq), "fp32")
     ps_s = k.psum_tile(Lq, Lk)
     k.matmul(ps_s, tq, tk)
@@ -125,10 +125,10 @@ def layer_norm(cfg, X, gamma, beta, *, eps=2.0 ** -16, out_dtype="fp32", dram_by
     k = Kernel(cfg, dram_bytes=dram_bytes)
     k.load_table("rsqrt")
     x = k.sbuf_tile(T, D, "fp32", "x")
-    k.load(x, k.dram_tensor("X", dtype="fp32", data=X))
+    k.load(x, k.dram_tensor("X", dtype="fp32", codes=X))
     tiles = {}
     for nm, v in (("gamma", gamma), ("beta", beta)):
-        t = k.dram_tensor(nm, dtype="fp32", data=v.reshape(1, D))
+        t = k.dram_tensor(nm, dtype="fp32", codes=v.reshape(1, D))
         bt = DramTensor(t.name, t.addr, (T, D), "fp32", 0)     # every row is row 0
         tiles[nm] = k.sbuf_tile(T, D, "fp32", nm)
         k.load(tiles[nm], bt)

@@ -37,7 +37,7 @@ class KernelCase:
 
     def check(self, outputs):
         """``{name: (bit mismatches, worst |out - ref| / tolerance)}`` for the outputs of a run
-        (``KernelProgram.read_outputs``)."""
+        (``KernelProgram.read_outputs(sim, codes=True)``)."""
         out = {}
         for name, want in self.expected.items():
             got = np.asarray(outputs[name], np.uint32)

@@ -36,8 +36,8 @@ def gemm_kernel(cfg, AT, B, *, dtype="bf16", evacuate=False, dram_bytes=1 << 20)
     K2, N = B.shape
     if K2 != K:
         raise ValueError(f"gemm_kernel AT [K, M] and B [K, N] must share K, not {K} and {K2}")
-    at = k.dram_tensor("AT", dtype=dtype, data=AT)
-    b = k.dram_tensor("B", dtype=dtype, data=B)
+    at = k.dram_tensor("AT", dtype=dtype, codes=AT)
+    b = k.dram_tensor("B", dtype=dtype, codes=B)
     TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
     mts, nts, kts = list(range(0, M, TM)), list(range(0, N, TN)), list(range(0, K, TK))
     if not evacuate and len(mts) * len(nts) > cfg.psum_banks:

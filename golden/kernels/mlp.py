@@ -37,9 +37,9 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
                          f"{W.shape}, {b.shape}")
     F = W.shape[1]
     k = Kernel(cfg, dram_bytes=dram_bytes)
-    xt = k.dram_tensor("XT", dtype="bf16", data=XT)
-    w = k.dram_tensor("W", dtype="bf16", data=W)
-    bt = k.dram_tensor("b", dtype="fp32", data=b.reshape(F, 1))
+    xt = k.dram_tensor("XT", dtype="bf16", codes=XT)
+    w = k.dram_tensor("W", dtype="bf16", codes=W)
+    bt = k.dram_tensor("b", dtype="fp32", codes=b.reshape(F, 1))
     yt = k.dram_tensor("YT", (F, T), out_dtype)
     TK, TM, TN = cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
     kts, fts, tts = range(0, D, TK), range(0, F, TM), range(0, T, TN)
@@ -235,9 +235,9 @@ def sparse_mlp(cfg, XT, W, b, *, pattern="4:16", func="gelu", out_dtype="bf16",
             Wd[g * m + Tg[kp, j], j] = Vc[kp, j]
     k = Kernel(cfg, dram_bytes=dram_bytes)
     k.load_table(func)
-    xt = k.dram_tensor("XT", dtype="bf16", data=XT)
-    vt = k.dram_tensor("V", dtype="bf16", data=Vc)
-    bt = k.dram_tensor("b", dtype="fp32", data=b.reshape(F, 1))
+    xt = k.dram_tensor("XT", dtype="bf16", codes=XT)
+    vt = k.dram_tensor("V", dtype="bf16", codes=Vc)
+    bt = k.dram_tensor("b", dtype="fp32", codes=b.reshape(F, 1))
     yt = k.dram_tensor("YT", (F, T), out_dtype)
     release = tile_ring(k, 3)
     exp = np.zeros((F, T), np.uint32)
@@ -315,9 +315,9 @@ def _sparse_mlp_hw(cfg, XT, W, b, pattern, func, out_dtype, dram_bytes):
     lanes = gs.moving_lanes(Xq, xf, pattern, cfg)                   # [D n/m, T]
     k = Kernel(cfg, dram_bytes=dram_bytes)
     k.load_table(func)
-    xt = k.dram_tensor("XL", dtype="fp32", data=lanes)
-    vt = k.dram_tensor("VT", dtype="fp32", data=sparse_pairs(Vc, Tg, "bf16", cfg))
-    bt = k.dram_tensor("b", dtype="fp32", data=b.reshape(F, 1))
+    xt = k.dram_tensor("XL", dtype="fp32", codes=lanes)
+    vt = k.dram_tensor("VT", dtype="fp32", codes=sparse_pairs(Vc, Tg, "bf16", cfg))
+    bt = k.dram_tensor("b", dtype="fp32", codes=b.reshape(F, 1))
     yt = k.dram_tensor("YT", (F, T), out_dtype)
     release = tile_ring(k, 3)
     exp = np.zeros((F, T), np.uint32)

@@ -207,7 +207,7 @@ def _act_table(cfg, rng, k, rb, ops, state):
     w = table_words(ga.table(name), P)
     cols = w.shape[1]
     if name not in state["tables"]:
-        state["tables"][name] = k.dram_tensor(f"table_{name}", dtype="fp32", data=w)
+        state["tables"][name] = k.dram_tensor(f"table_{name}", dtype="fp32", codes=w)
     t = state["tables"][name]
     b = rng.randrange(_REGIONS)
     W = cfg.sbuf_word_bytes
@@ -314,7 +314,7 @@ def random_program(cfg: CoreConfig, seed, n_ops=32, *, corrupt=False, dram_bytes
                       + queues)
     k = Kernel(cfg, dram_bytes=dram_bytes)
     data = k.dram_tensor("regions", (_REGIONS, drb), "e8m0",
-                         data=np.frombuffer(random.Random(seed ^ 0x5A5A).randbytes(
+                         codes=np.frombuffer(random.Random(seed ^ 0x5A5A).randbytes(
                              _REGIONS * drb), dtype=np.uint8).reshape(_REGIONS, drb))
     dbase = data.addr
     formats = [f for f in cfg.formats]

@@ -42,9 +42,9 @@ def hazard_program(cfg, variant, seed=0, n=64, dram_base=0):
     h = P // 2
     rng = np.random.default_rng(seed)
     k = Kernel(cfg, dram_bytes=1 << 16, dram_base=dram_base)
-    x = k.dram_tensor("x", data=rng.standard_normal((P, n)).astype(np.float32).view(np.uint32),
+    x = k.dram_tensor("x", codes=rng.standard_normal((P, n)).astype(np.float32).view(np.uint32),
                       dtype="fp32")
-    x2 = k.dram_tensor("x2", data=rng.standard_normal((P, n)).astype(np.float32).view(np.uint32),
+    x2 = k.dram_tensor("x2", codes=rng.standard_normal((P, n)).astype(np.float32).view(np.uint32),
                        dtype="fp32")
     a, y, z = (k.sbuf_tile(P, n, "fp32", name) for name in ("a", "y", "z"))
     k.load(a, x)

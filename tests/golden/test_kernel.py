@@ -63,7 +63,7 @@ def test_gemm_in_psum_bit_exact_and_close_to_float64(K, M, N, seed):
     assert sim.run(kp.programs) is None
     C = _psum_result(sim, kp, M, N)
     assert np.array_equal(C, _chain_reference(CFG, AT, B)), f"seed {seed}"
-    assert np.array_equal(kp.read_outputs(sim)["C"], C)
+    assert np.array_equal(kp.read_outputs(sim, codes=True)["C"], C)
     # independent: float64 product, error within the FP32 chain bound (K + 1 roundings)
     a = decode(AT, CFG.fmt("bf16")).astype(np.float64)
     b = decode(B, CFG.fmt("bf16")).astype(np.float64)
@@ -88,7 +88,7 @@ def test_gemm_evacuated_to_dram_through_the_vector_engine():
     assert sim.run(kp.programs) is None
     C = kp.outputs["C"].read(sim.mem.dram)
     assert np.array_equal(C, _chain_reference(CFG, AT, B))
-    assert np.array_equal(kp.read_outputs(sim)["C"], C)
+    assert np.array_equal(kp.read_outputs(sim, codes=True)["C"], C)
     assert find_races(sim) == []
     s2 = IsaSim(CFG, dram_bytes=kp.dram)
     assert s2.run(kp.programs, policy=random.Random(5)) is None
@@ -139,7 +139,7 @@ def test_gemm_last_tile_split_only_where_it_pays(cfg, K, split):
 
 def test_dependencies_become_waits():
     k = Kernel(CFG, dram_bytes=1 << 14)
-    x = k.dram_tensor("x", data=np.arange(16, dtype=np.uint32).reshape(4, 4))
+    x = k.dram_tensor("x", codes=np.arange(16, dtype=np.uint32).reshape(4, 4))
     y = k.dram_tensor("y", (4, 4))
     t = k.sbuf_tile(4, 4)
     k.load(t, x, queue=0)
@@ -153,14 +153,14 @@ def test_dependencies_become_waits():
     sim = IsaSim(CFG, dram_bytes=kp.dram)
     assert sim.run(kp.programs) is None
     assert np.array_equal(y.read(sim.mem.dram), np.arange(16).reshape(4, 4))
-    assert np.array_equal(kp.read_outputs(sim)["t"], np.arange(16).reshape(4, 4))
+    assert np.array_equal(kp.read_outputs(sim, codes=True)["t"], np.arange(16).reshape(4, 4))
 
 
 def test_dram_dependencies_follow_the_rectangles_touched():
     """Stores of disjoint tiles of one DRAM tensor do not wait for one another; a load of a
     rectangle overlapping a stored one, and a whole-tensor descriptor, do."""
     k = Kernel(CFG, dram_bytes=1 << 14)
-    x = k.dram_tensor("x", data=np.arange(32, dtype=np.uint32).reshape(4, 8))
+    x = k.dram_tensor("x", codes=np.arange(32, dtype=np.uint32).reshape(4, 8))
     y = k.dram_tensor("y", (4, 8))
     a, b, c = k.sbuf_tile(4, 4), k.sbuf_tile(4, 4), k.sbuf_tile(2, 8)
     k.load(a, x, 0, 0, queue=0)
@@ -179,7 +179,7 @@ def test_dram_dependencies_follow_the_rectangles_touched():
     sim = IsaSim(CFG, dram_bytes=kp.dram)
     assert sim.run(kp.programs) is None and find_races(sim) == []
     assert np.array_equal(y.read(sim.mem.dram), np.arange(32).reshape(4, 8))
-    assert np.array_equal(kp.read_outputs(sim)["c"], np.arange(32).reshape(4, 8)[1:3])
+    assert np.array_equal(kp.read_outputs(sim, codes=True)["c"], np.arange(32).reshape(4, 8)[1:3])
     for seed in range(1, 4):                     # random interleavings: the same bytes
         s2 = IsaSim(CFG, dram_bytes=kp.dram)
         assert s2.run(kp.programs, policy=random.Random(seed)) is None
@@ -235,9 +235,9 @@ def test_gemm_from_dram_queues_matches_the_direct_run():
 def test_matmul_reuses_loaded_weights_until_they_change():
     rng = np.random.default_rng(4)
     k = Kernel(CFG, dram_bytes=1 << 14)
-    w = k.dram_tensor("w", data=_bf16(rng, (4, 4)))
-    w2 = k.dram_tensor("w2", data=_bf16(rng, (4, 4)))
-    x = k.dram_tensor("x", data=_bf16(rng, (4, 16)))
+    w = k.dram_tensor("w", codes=_bf16(rng, (4, 4)))
+    w2 = k.dram_tensor("w2", codes=_bf16(rng, (4, 4)))
+    x = k.dram_tensor("x", codes=_bf16(rng, (4, 16)))
     tw, tx = k.sbuf_tile(4, 4), k.sbuf_tile(4, 16)
     k.load(tw, w)
     k.load(tx, x)
@@ -260,7 +260,7 @@ def test_transpose_through_the_tensor_engine():
     from golden.tensor import transpose
     rng = np.random.default_rng(9)
     k = Kernel(CFG, dram_bytes=1 << 14)
-    a = k.dram_tensor("a", data=_bf16(rng, (3, 4)))
+    a = k.dram_tensor("a", codes=_bf16(rng, (3, 4)))
     t = k.sbuf_tile(3, 4)
     k.load(t, a)
     p = k.psum_tile(4, 3)
@@ -269,7 +269,7 @@ def test_transpose_through_the_tensor_engine():
     kp = k.build()
     sim = IsaSim(CFG, dram_bytes=kp.dram)
     assert sim.run(kp.programs) is None
-    assert np.array_equal(kp.read_outputs(sim)["aT"], transpose(a.read(kp.dram), "bf16", CFG))
+    assert np.array_equal(kp.read_outputs(sim, codes=True)["aT"], transpose(a.read(kp.dram), "bf16", CFG))
     with pytest.raises(ValueError, match="transpose out"):
         k.transpose(k.psum_tile(3, 4), t)
 
@@ -277,9 +277,9 @@ def test_transpose_through_the_tensor_engine():
 def test_freed_sbuf_space_is_reused_without_races():
     rng = np.random.default_rng(12)
     k = Kernel(CFG, dram_bytes=1 << 14)
-    w = k.dram_tensor("w", data=_bf16(rng, (4, 4)))
-    x1 = k.dram_tensor("x1", data=_bf16(rng, (4, 16)))
-    x2 = k.dram_tensor("x2", data=_bf16(rng, (4, 16)))
+    w = k.dram_tensor("w", codes=_bf16(rng, (4, 4)))
+    x1 = k.dram_tensor("x1", codes=_bf16(rng, (4, 16)))
+    x2 = k.dram_tensor("x2", codes=_bf16(rng, (4, 16)))
     tw = k.sbuf_tile(4, 4)
     k.load(tw, w)
     p1, p2 = k.psum_tile(4, 16), k.psum_tile(4, 16)

@@ -33,7 +33,7 @@ def _run(k, outs, seeds=(3,)):
     sim = IsaSim(CFG, dram_bytes=kp.dram)
     assert sim.run(kp.programs) is None
     assert find_races(sim) == []
-    got = kp.read_outputs(sim)
+    got = kp.read_outputs(sim, codes=True)
     for s in seeds:
         s2 = IsaSim(CFG, dram_bytes=kp.dram)
         assert s2.run(kp.programs, policy=random.Random(s)) is None
@@ -53,9 +53,9 @@ def _inputs(k, n=16, seed=0):
     y = rng.standard_normal((P, n)).astype(F32)
     s = rng.standard_normal((P, 1)).astype(F32)
     tx, ty, ts = k.sbuf_tile(P, n, "fp32"), k.sbuf_tile(P, n, "fp32"), k.sbuf_tile(P, 1, "fp32")
-    k.load(tx, k.dram_tensor("x", dtype="fp32", data=_f32codes(x)))
-    k.load(ty, k.dram_tensor("y", dtype="fp32", data=_f32codes(y)))
-    k.load(ts, k.dram_tensor("s", dtype="fp32", data=_f32codes(s)))
+    k.load(tx, k.dram_tensor("x", dtype="fp32", codes=_f32codes(x)))
+    k.load(ty, k.dram_tensor("y", dtype="fp32", codes=_f32codes(y)))
+    k.load(ts, k.dram_tensor("s", dtype="fp32", codes=_f32codes(s)))
     return (x, y, s), (tx, ty, ts)
 
 
@@ -167,7 +167,7 @@ def test_sparse_load_decompresses_in_sbuf():
     vals, tags = gs.compress(W, "bf16", "4:16", CFG)
     dense = gs.decompress(vals, tags, "bf16", "4:16", CFG)
     k = Kernel(CFG, dram_bytes=1 << 16)
-    vt = k.dram_tensor("V", dtype="bf16", data=vals)
+    vt = k.dram_tensor("V", dtype="bf16", codes=vals)
     outs = {}
     for row0 in (0, 4):
         t = k.sbuf_tile(P, 4, "bf16")
@@ -179,7 +179,7 @@ def test_sparse_load_decompresses_in_sbuf():
     kp = k.build()
     sim = IsaSim(CFG, dram_bytes=kp.dram)
     assert sim.run(kp.programs) is None and find_races(sim) == []
-    got = kp.read_outputs(sim)
+    got = kp.read_outputs(sim, codes=True)
     for row0 in outs:
         np.testing.assert_array_equal(got[f"w{row0}"], dense[row0:row0 + P])
     with pytest.raises(ValueError, match="tags"):

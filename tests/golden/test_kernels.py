@@ -16,7 +16,7 @@ from rtl.config import DEFAULT, SMALL
 def _check(case, seeds=(1,)):
     sim = IsaSim(case.cfg, dram_bytes=case.kp.dram)
     assert sim.run(case.kp.programs) is None
-    res = case.check(case.kp.read_outputs(sim))
+    res = case.check(case.kp.read_outputs(sim, codes=True))
     for name, (bad, ratio) in res.items():
         assert bad == 0, (case.name, name, bad)
         assert ratio <= 1.0, (case.name, name, ratio)
@@ -48,7 +48,7 @@ def test_kernel_expected_values_catch_a_wrong_program():
     img[b.addr:b.addr + 4] = int(raw).to_bytes(4, "little")
     sim = IsaSim(SMALL, dram_bytes=img)
     assert sim.run(case.kp.programs) is None
-    bad, _ = case.check(case.kp.read_outputs(sim))["YT"]
+    bad, _ = case.check(case.kp.read_outputs(sim, codes=True))["YT"]
     assert bad > 0
 
 
@@ -149,7 +149,7 @@ def test_gemm_kernel_defers_stores_and_stays_bit_exact():
                            SMALL)
                 acc = r if acc is None else add_fp32(acc, r)
             want[m0:m0 + C, n0:n0 + N] = acc
-    assert np.array_equal(kp.read_outputs(sim)["C"], want)
+    assert np.array_equal(kp.read_outputs(sim, codes=True)["C"], want)
     pe = _posts(kp, "pe")
     waits = {i.wait[1] for e in ("dve", "sp") for i in _posts(kp, e)
              if i.wait is not None and i.wait[0] == 0}
@@ -197,5 +197,5 @@ def test_sparse_mlp_hw_catches_a_wrong_tag():
     img[v.addr:v.addr + 4] = word.to_bytes(4, "little")
     sim = IsaSim(SMALL, dram_bytes=img)
     assert sim.run(case.kp.programs) is None
-    bad, _ = case.check(case.kp.read_outputs(sim))["YT"]
+    bad, _ = case.check(case.kp.read_outputs(sim, codes=True))["YT"]
     assert bad > 0
