@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The activation tables and evaluator (golden/activation.py): accuracy against float64 (a
+"""The activation tables and evaluator (golden/activation/): accuracy against float64 (a
 sampled subset of the bench's sweep), specials, determinism, and the ULP measure itself."""
 
 import math
