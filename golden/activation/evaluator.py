@@ -35,6 +35,7 @@ Datapath of one element (``x`` FP32 bits; every ``fma`` is ``RNE_fp32(a * b + c)
    give NaN for ``x < 0``.
 """
 
+from __future__ import annotations
 
 import numpy as np
 
