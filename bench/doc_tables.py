@@ -18,7 +18,8 @@ only compares (``tests/test_doc_tables.py`` runs the comparison). Only descripti
 - ``figures-table`` in ``README.md``: the benchmarks' headline metrics from the JSON records
   ``make bench`` writes (``build/bench/<name>.json``), each with its preset, command and commit.
   A metric without a record is shown as "not measured". With no record at all the table is
-  left as it is (a fresh clone keeps the committed figures).
+  left as it is (a fresh clone keeps the committed figures); :func:`parse_figures_table` reads
+  it back into records, so that a table edited by hand is found without them.
 """
 
 import argparse
@@ -466,6 +467,8 @@ FIGURES = (
     )),
 )
 NOT_MEASURED = "not measured"
+#: The figures table's columns.
+FIGURES_HEAD = ("metric", "value", "preset", "command", "commit")
 
 
 def _figure(v, fmt):
@@ -507,7 +510,77 @@ def figures_table(records=None, commit=None):
             v = rec["metrics"].get(metric) if rec is not None else None
             rows.append((f"`{metric}`: {what}",
                          NOT_MEASURED if v is None else f"**{_figure(v, fmt)}**", "", "", ""))
-    return _markdown(("metric", "value", "preset", "command", "commit"), rows)
+    return _markdown(FIGURES_HEAD, rows)
+
+
+def _parse_figure(text, fmt):
+    """The value :func:`_figure` printed as ``text`` in format ``fmt``: a number in ``fmt``'s
+    form, or a text that is no number (printed as it was recorded); a number in another form
+    raises ValueError."""
+    try:
+        float(text.replace(",", "").removesuffix(" %"))
+    except ValueError:
+        return text
+    try:
+        if fmt == "pct":
+            if not text.endswith(" %"):
+                raise ValueError(text)
+            return float(text[:-2]) / 100
+        if fmt == "int":
+            return int(text.replace(",", ""))
+        return float(text)
+    except ValueError:
+        raise ValueError(f"figures table value {text!r} is not a number in format "
+                         f"{fmt!r}") from None
+
+
+def parse_figures_table(text):
+    """Bench records read back from a figures table (``text``: a document holding the
+    ``figures-table`` block, or the table alone): ``{bench: {"preset", "command", "metrics"[,
+    "commit"]}}`` such that :func:`figures_table` of them prints the table again, when the table
+    is one it printed (values as printed: three decimals stay three decimals).
+
+    A table that is not in the generator's form (header, a bench or metric not in
+    :data:`FIGURES`, a row out of place, a cell not as printed) raises ValueError naming the
+    row; a hand-edited cell that still parses is caught by comparing :func:`figures_table` of
+    the result with ``text``."""
+    m = _block_re(FIGURES_TABLE[1]).search(text)
+    lines = (m.group(2) if m else text).strip("\n").split("\n")
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
+    if len(rows) < 2 or tuple(rows[0]) != FIGURES_HEAD:
+        raise ValueError(f"figures table header must be {FIGURES_HEAD!r}, not {lines[0]!r}")
+    fmts = {bench: {metric: fmt for metric, _, fmt in metrics} for bench, metrics in FIGURES}
+    records, bench = {}, None
+    for line, cells in zip(lines[2:], rows[2:]):
+        if len(cells) != len(FIGURES_HEAD):
+            raise ValueError(f"figures table row must have {len(FIGURES_HEAD)} cells: {line!r}")
+        name, value, preset, command, commit = cells
+        bm = re.fullmatch(r"\*\*(\w+)\*\*", name)
+        if bm:
+            bench = bm[1]
+            if bench not in fmts or bench in records or value:
+                raise ValueError(f"figures table bench row not in the generator's form: {line!r}")
+            if (preset, commit) == ("—", "—"):
+                records[bench] = None
+                continue
+            rec = {"name": bench, "preset": preset, "command": command.strip("`"),
+                   "metrics": {}}
+            if commit != "not recorded":
+                rec["commit"] = commit
+            records[bench] = rec
+            continue
+        mm = re.match(r"`(\w+)`: ", name)
+        if bench is None or mm is None or mm[1] not in fmts[bench] or preset or command \
+                or commit:
+            raise ValueError(f"figures table metric row not in the generator's form: {line!r}")
+        if value == NOT_MEASURED:
+            continue
+        vm = re.fullmatch(r"\*\*(.+)\*\*", value)
+        if vm is None or records[bench] is None:
+            raise ValueError(f"figures table value must be **value** under a bench with a "
+                             f"record, or {NOT_MEASURED!r}: {line!r}")
+        records[bench]["metrics"][mm[1]] = _parse_figure(vm[1], fmts[bench][mm[1]])
+    return {b: r for b, r in records.items() if r is not None}
 
 
 # --- Markdown and files ---------------------------------------------------------------------

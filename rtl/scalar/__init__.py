@@ -3,5 +3,6 @@
 
 ``function.py`` the per-lane function unit, ``engine.py`` the engine (instructions, AP ports,
 lanes, accumulators), ``isa.py`` the instruction fields (docs/scalar.md); the algorithm, the
-table format and the instruction contract are specified by ``golden/activation.py``.
+table format and the instruction contract are specified by ``golden/activation/``
+(``evaluator.py``, ``image.py``, ``instr.py``).
 """

@@ -2,7 +2,7 @@
 """The Scalar engine's per-lane function unit: ``y = f(x)`` from a loadable table.
 
 The algorithm (reduction modes, segment map, degree-6 Horner in FP32 fused MACs, post scale,
-specials) is specified and modelled bit for bit by ``golden/activation.py``; the table image
+specials) is specified and modelled bit for bit by ``golden/activation/evaluator.py``; the table image
 (word addresses in ``rtl.config``: ``ACT_MAP_BASE``, ``ACT_SEG_BASE``, ``ACT_SEG_STRIDE``) by
 :func:`golden.activation.table_image`. See ``docs/scalar.md``.
 """
@@ -187,7 +187,7 @@ class FunctionUnit(Pipeline):
         zc0 = Signal(32)
         m.d.comb += zc0.eq(Mux(znan, 0, Mux(z0[:31] > ZCLAMP, Cat(Const(ZCLAMP, 31), z0[31]),
                                              z0)))
-        # tiny_odd direction (golden.activation._tiny_odd_down): x/2 exact -> the sign, a
+        # tiny_odd direction (golden.activation.evaluator._tiny_odd_down): x/2 exact -> the sign, a
         # midpoint of k = |x| >> 1 and k + 1 -> k's last bit
         ro_exact = (e[1:] != 0) | ~x[0]
         st1 = {

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Correct rounding of the activations' narrow results (golden/activation.py, docs/scalar.md
+"""Correct rounding of the activations' narrow results (golden/activation/, docs/scalar.md
 §2): for every BF16 input and every function the BF16 result (RNE of the FP32 result) is the
 nearest BF16 value of ``f(x)``; the ``tiny_odd`` round-to-odd of gelu, gelu_tanh and silu; the
 values at +-Inf are the limits.
