@@ -213,6 +213,20 @@ def mx_product(s_val, x_val):
     return np.where(np.isnan(p), np.nan, p)
 
 
+def _scaled_operands(cfg, s, x, s_scales, x_scales, fs, fx, K, M, N):
+    """The MX operands ``s`` ``[K, M]`` and ``x`` ``[K, N]`` (codes of ``fs``, ``fx``) with
+    their E8M0 block scales (``ceil(K / mx_block)`` rows, checked) applied: ``(sv, xv)``."""
+    blk = cfg.mx_block
+    nblk = -(-K // blk)
+    ss = _check_codes2d(s_scales, E8M0, "s_scales", "ceil(K / mx_block), M")
+    xs = _check_codes2d(x_scales, E8M0, "x_scales", "ceil(K / mx_block), N")
+    if ss.shape != (nblk, M):
+        raise ValueError(f"s_scales must have shape {(nblk, M)}, not {ss.shape}")
+    if xs.shape != (nblk, N):
+        raise ValueError(f"x_scales must have shape {(nblk, N)}, not {xs.shape}")
+    return _scaled(s, ss, fs, blk), _scaled(x, xs, fx, blk)
+
+
 def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cfg):
     """FP32 bits ``R[M, N]`` of the MX matmul (contract §4).
 
@@ -249,16 +263,7 @@ def matmul_mx(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format, cf
     s = _check_codes2d(s_codes, fs, "s_codes", "K, M")
     x = _check_codes2d(x_codes, fx, "x_codes", "K, N")
     K, M, N = _check_shapes(cfg, s, x, "s_codes", "x_codes")
-    blk = cfg.mx_block
-    nblk = -(-K // blk)
-    ss = _check_codes2d(s_scales, E8M0, "s_scales", "ceil(K / mx_block), M")
-    xs = _check_codes2d(x_scales, E8M0, "x_scales", "ceil(K / mx_block), N")
-    if ss.shape != (nblk, M):
-        raise ValueError(f"s_scales must have shape {(nblk, M)}, not {ss.shape}")
-    if xs.shape != (nblk, N):
-        raise ValueError(f"x_scales must have shape {(nblk, N)}, not {xs.shape}")
-    sv = _scaled(s, ss, fs, blk)
-    xv = _scaled(x, xs, fx, blk)
+    sv, xv = _scaled_operands(cfg, s, x, s_scales, x_scales, fs, fx, K, M, N)
     return fma_chain(mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K))
 
 
@@ -418,16 +423,7 @@ def matmul_mx_x4(s_codes, s_scales, s_mx_format, x_codes, x_scales, x_mx_format,
     s = _check_codes2d(s_codes, fs, "s_codes", "K, M")
     x = _check_codes2d(x_codes, fx, "x_codes", "K, N")
     K, M, N = _check_packed_shapes(cfg, s, x, "s_codes", "x_codes", P)
-    blk = cfg.mx_block
-    nblk = -(-K // blk)
-    ss = _check_codes2d(s_scales, E8M0, "s_scales", "ceil(K / mx_block), M")
-    xs = _check_codes2d(x_scales, E8M0, "x_scales", "ceil(K / mx_block), N")
-    if ss.shape != (nblk, M):
-        raise ValueError(f"s_scales must have shape {(nblk, M)}, not {ss.shape}")
-    if xs.shape != (nblk, N):
-        raise ValueError(f"x_scales must have shape {(nblk, N)}, not {xs.shape}")
-    sv = _scaled(s, ss, fs, blk)
-    xv = _scaled(x, xs, fx, blk)
+    sv, xv = _scaled_operands(cfg, s, x, s_scales, x_scales, fs, fx, K, M, N)
     planes = [mx_product(sv[k][:, None], xv[k][None, :]) for k in range(K)]
     return _packedfma_chain(planes, P)
 
