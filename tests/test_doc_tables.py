@@ -126,12 +126,14 @@ def test_figures_table_hand_edit_is_caught(tmp_path, old, new):
     table = _made_up_table(tmp_path)
     assert old in table
     edited = table.replace(old, new, 1)
+    if new in ("| abc1235 |", "`make bench BENCH=dma`", "| **0.983** |"):
+        # the documented limit, pinned: such an edit reads back and prints again as itself
+        assert dt.figures_table(dt.parse_figures_table(edited)) == edited
+        return
     try:
         records = dt.parse_figures_table(edited)
-    except ValueError:
-        return
-    if new in ("| abc1235 |", "`make bench BENCH=dma`", "| **0.983** |"):
-        assert dt.figures_table(records) == edited     # the documented limit, pinned
+    except ValueError as e:
+        assert "figures table" in str(e), e        # a ValueError of the parser, naming the table
     else:
         assert dt.figures_table(records) != edited
 
