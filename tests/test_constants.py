@@ -66,7 +66,7 @@ def _literal_value(node):
         if isinstance(node, ast.BinOp):
             try:
                 return eval(compile(ast.Expression(node), "<literal>", "eval"), {"__builtins__": {}})
-            except Exception:   # noqa: BLE001 - any failure: not a computable literal
+            except (NameError, TypeError, ValueError, ArithmeticError):   # names, not literals
                 return None
         return None
 
