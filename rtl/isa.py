@@ -407,12 +407,12 @@ OP_BLOCK_TRANSPOSE = OPS_BY_NAME["block_transpose"].code
 OP_FIND_INDEX8 = OPS_BY_NAME["find_index8"].code
 #: The vector engine's opcodes, in code order.
 VECTOR_OPCODES = tuple(op.code for op in OPCODES if op.engine == "dve")
-#: The collective engine's opcodes (the CC queue), in code order.
 OP_ALL_REDUCE = OPS_BY_NAME["all_reduce"].code
 OP_REDUCE_SCATTER = OPS_BY_NAME["reduce_scatter"].code
 OP_ALL_GATHER = OPS_BY_NAME["all_gather"].code
 OP_ALL_TO_ALL = OPS_BY_NAME["all_to_all"].code
 OP_SEND_RECV = OPS_BY_NAME["send_recv"].code
+#: The collective engine's opcodes (the CC queue), in code order.
 CC_OPCODES = tuple(op.code for op in OPCODES if op.engine == "cc")
 
 # ---- the vector engine's immediates (docs/vector.md) -------------------------------------
