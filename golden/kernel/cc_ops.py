@@ -220,12 +220,13 @@ class CCOps:
         if stream not in self._cc_sends:
             raise ValueError(f"recv on stream {stream} needs a send before it on that stream "
                              f"(the pair is one send_recv)")
-        src, to = self._cc_sends.pop(stream)
+        src, to = self._cc_sends[stream]
         n, r = self.ranks, self.rank
         d = (to - r) % n
         if (r - frm) % n != d:
             raise ValueError(f"frm must be rank {(r - d) % n} (the send goes {d} ranks ahead, "
                              f"so the recv comes from {d} ranks behind), not {frm!r}")
+        del self._cc_sends[stream]
         self._send_recv(dst, src, d, stream)
 
     def build(self):
