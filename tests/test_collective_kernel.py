@@ -257,3 +257,26 @@ def test_dp_step_eight_ranks_random_policies():
     res = run_golden_multi(case, policies=[random.Random(i) for i in range(8)])
     assert res["errors"] == [None] * 8
     assert all(bad == 0 for bad, _ in res["check"].values()), res["check"]
+
+
+# ---- the bidirectional all-to-all estimate (golden/collective/perf.py) -------------------------
+
+@pytest.mark.parametrize("n, blocks", [(2, 0.5), (3, 1), (4, 2), (5, 3), (8, 8)])
+def test_bidirectional_all_to_all_load(n, blocks):
+    """The busiest directed link carries sum_{d < n/2} d blocks, plus n/4 when a block half way
+    round is split (n even), counted by hand: n = 4: 1 + 2/2; n = 8: 1 + 2 + 3 + 4/2."""
+    from golden.collective.perf import all_to_all_loads
+    load, hops = all_to_all_loads(n, 64, directions=2)
+    assert load == blocks * 64 and hops == n // 2
+    assert all_to_all_loads(n, 64)[0] == n * (n - 1) // 2 * 64
+
+
+def test_bidirectional_only_for_all_to_all():
+    from golden.collective.perf import estimate
+    e1 = estimate("all_to_all", 4, 1 << 16, "fp32", CFG)
+    e2 = estimate("all_to_all", 4, 1 << 16, "fp32", CFG, directions=2)
+    assert e2.peak == 2 * e1.peak and e2.cycles < e1.cycles / 2.9
+    with pytest.raises(ValueError, match=r"directions=2 is modelled for all_to_all only"):
+        estimate("all_reduce", 4, 1 << 16, "fp32", CFG, directions=2)
+    with pytest.raises(ValueError, match=r"directions must be 1 or 2, not 3"):
+        estimate("all_to_all", 4, 1 << 16, "fp32", CFG, directions=3)
