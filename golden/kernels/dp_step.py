@@ -40,7 +40,7 @@ from golden.vector import ALU_ADD, ALU_MUL, alu
 from rtl.config import check_config
 
 __all__ = ["MultiKernelCase", "dp_step", "dp_step_inputs", "dp_step_case", "dp_step_sizes",
-           "run_golden_multi", "LR"]
+           "dp_step_kernel", "run_golden_multi", "LR"]
 
 #: The step's learning rate (``LR / ranks`` is exact in FP32 for a power-of-two ``ranks``).
 LR = 0.5
@@ -156,6 +156,13 @@ def dp_step(cfg, shards, W1, W2, *, lr=LR, dram_bytes=1 << 18):
         update(k, s1, w1, "1")
 
     return MultiKernel.from_body(cfg, n, body, dram_bytes=dram_bytes)
+
+
+def dp_step_kernel(cfg, ranks=4, seed=0):
+    """The step as an unbuilt :class:`MultiKernel` of ``ranks`` ranks with random inputs
+    (``golden/kernels/dp_step.py:dp_step_kernel``: the ``function(cfg)`` form of a kernel
+    file, returning one kernel per rank)."""
+    return dp_step(cfg, *dp_step_inputs(cfg, seed, ranks))
 
 
 def _expected(cfg, shards, W1, W2, lr):
