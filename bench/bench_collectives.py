@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Collective bandwidth and latency (docs/collectives.md §16): ``build/bench/collectives.json``.
+"""Collective bandwidth and latency (docs/collectives.md §18): ``build/bench/collectives.json``.
 
 Sources, named in the record itself (``sources``):
 

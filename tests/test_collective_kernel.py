@@ -5,7 +5,7 @@ data-parallel step (golden/kernels/dp_step.py) on the multi-core golden simulato
 References are independent of the simulator: numpy data movement for the moves, exact sums
 of small integers (exact in FP32 whatever the order) for the reductions, and for the dp step
 the composition of golden/collective/algos.py, the golden matmul and the vector ALU, plus a
-float64 bound. Bad input is checked when the operation is recorded (docs/collectives.md §14).
+float64 bound. Bad input is checked when the operation is recorded (docs/collectives.md §16).
 """
 
 import dataclasses

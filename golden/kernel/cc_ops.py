@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The kernel builder's collective operations (the CC queue, docs/collectives.md §12 and §14),
+"""The kernel builder's collective operations (the CC queue, docs/collectives.md §12 and §16),
 with NKI's names: :meth:`CCOps.all_reduce`, :meth:`CCOps.reduce_scatter`,
 :meth:`CCOps.all_gather`, :meth:`CCOps.all_to_all`, :meth:`CCOps.send` / :meth:`CCOps.recv`
 (the pair is one ``send_recv``) and :meth:`CCOps.send_recv`.

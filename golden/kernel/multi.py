@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Multi-core kernels: one :class:`golden.kernel.Kernel` per rank, built together and run on
-the multi-core golden simulator (docs/collectives.md §14).
+the multi-core golden simulator (docs/collectives.md §16).
 
 A multi-core kernel is written as a **rank body**: a function ``body(k)`` that fills the
 kernel ``k`` of one rank (``k.rank``, ``k.ranks``: each rank may load its own data and

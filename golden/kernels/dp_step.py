@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A data-parallel training step on ``ranks`` cores (default 4): the backward pass's weight
 gradients of two linear layers, all-reduced over the ring while the next layer's gradient is
-computed, then the SGD update (docs/collectives.md §15).
+computed, then the SGD update (docs/collectives.md §17).
 
 Every rank ``r`` holds the same weights ``W1 [D0, D1]``, ``W2 [D1, D2]`` (FP32) and its own
 batch shard: the layer inputs ``X1_r [B, D0]``, ``X2_r [B, D1]`` and the output gradients
