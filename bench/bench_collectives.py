@@ -13,6 +13,7 @@ Sources, named in the record itself (``sources``):
   ``rtl_link_flits_per_cycle``: amaranth.sim of :class:`tb.collective.rig.RingRig` (the RTL
   ``LinkTX``/``LinkRX``/``DelayLine`` of a ring of 4, checked cycle by cycle against the golden
   link model while it runs);
+* ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * ``sem_to_first_flit_cycles`` needs the collective sequencer in RTL, which this tree does not
   build: ``None`` with the reason in ``notes``.
 """
@@ -89,8 +90,20 @@ def rtl_ring(cfg, seed=0):
     return tuple(out)
 
 
+def dp_step_figures(cfg):
+    """``(cycles, overlap, bit mismatches)`` of the 4-rank data-parallel step on the multi-core
+    golden simulator (:func:`golden.kernels.dp_step.run_golden_multi`)."""
+    from golden.kernels.dp_step import dp_step_case, run_golden_multi
+    res = run_golden_multi(dp_step_case(cfg, seed=0, ranks=4))
+    if any(res["errors"]):
+        raise RuntimeError(f"dp_step failed on the golden model: {res['errors']}")
+    bad = sum(b for b, _ in res["check"].values())
+    return res["cycles"], round(res["overlap"], 4), bad
+
+
 def run(cfg):
     one, two, rate = rtl_ring(cfg)
+    dp_cycles, dp_overlap, dp_bad = dp_step_figures(cfg)
     c4k, formula = allreduce_cycles_formula(cfg)
 
     def f(op, n, size, dtype="fp32", d=1):
@@ -112,6 +125,9 @@ def run(cfg):
         "link_hop_cycles": two - one,
         "rtl_link_flits_per_cycle": rate,
         "sem_to_first_flit_cycles": None,
+        "dp_step_cycles": dp_cycles,
+        "dp_step_overlap": dp_overlap,
+        "dp_step_bit_mismatches": dp_bad,
         "link": {"link_bits": cfg.link_bits, "link_credits": cfg.link_credits,
                  "link_latency": cfg.link_latency, "peak_bytes_per_cycle": cfg.link_bits / 8},
         "busbw_fraction_table": busbw_table(cfg),
@@ -127,6 +143,9 @@ def run(cfg):
                                   "- 1-hop arrival) - link_latency",
             "link_hop_cycles": "RTL link ring: TX input to RX output of one more hop",
             "rtl_link_flits_per_cycle": "RTL link ring: 64 one-hop flits back to back",
+            "dp_step_*": "golden multi-core simulator, 4 ranks, seed 0 (docs/collectives.md "
+                         "§17); overlap: share of rank 0's tensor-engine work after the first "
+                         "all-reduce starts that runs during it",
             "sem_to_first_flit_cycles": "not measured: the collective sequencer RTL "
                                         "(rtl/collective/engine.py) is not in this tree"},
     }
