@@ -299,3 +299,37 @@ def test_bidirectional_only_for_all_to_all():
         estimate("all_reduce", 4, 1 << 16, "fp32", CFG, directions=2)
     with pytest.raises(ValueError, match=r"directions must be 1 or 2, not 3"):
         estimate("all_to_all", 4, 1 << 16, "fp32", CFG, directions=3)
+
+
+def test_docs_busbw_table_is_the_golden_model():
+    """docs/collectives.md §18's table equals bench_collectives' table (default preset) to the
+    three decimals it shows."""
+    from pathlib import Path
+
+    from bench.bench_collectives import ROWS, RANKS, SIZES, _est
+    from rtl.config import get_preset
+    cfg = get_preset("default")
+    spec = {row: (op, dt, d) for row, op, dt, d in ROWS}
+    text = Path(__file__).resolve().parent.parent.joinpath("docs", "collectives.md").read_text()
+    sec = text[text.index("## 18."):]
+    rows = {"all-reduce": ["all_reduce"], "all-gather, reduce-scatter": ["all_gather",
+                                                                        "reduce_scatter"],
+            "all-to-all, one direction": ["all_to_all"],
+            "all-to-all, both directions (peak: 2 links)": ["all_to_all_bidir"],
+            "all-reduce, BF16 in and out": ["all_reduce_bf16"]}
+    seen, cur = 0, None
+    for line in sec.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 + len(SIZES) or not cells[1].isdigit():
+            continue
+        cur = cells[0] or cur
+        if cur not in rows:
+            continue
+        n = cells[1]
+        for row in rows[cur]:
+            got = [float(c) for c in cells[2:]]
+            op, dt, d = spec[row]
+            want = [round(_est(op, int(n), s, dt, cfg, d).fraction, 3) for s in SIZES]
+            assert got == want, (cur, n, got, want)
+            seen += 1
+    assert seen == 6 * len(RANKS), seen
