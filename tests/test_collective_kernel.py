@@ -96,6 +96,59 @@ def test_every_collective_against_numpy(n):
     assert all(np.array_equal(run.outputs[r]["sum"], run.outputs[0]["sum"]) for r in range(n))
 
 
+def test_accl_failure_sequences():
+    """ACCL's known failure sequences as kernels (all-to-all then all-reduce of its result; the
+    same reduce three times into one buffer; two streams interleaved): every rank's bytes
+    against numpy. Two streams issued in a different order on odd ranks would wait for each
+    other for ever (one CC queue per core, in order): rejected when the kernel is built."""
+    n, seed = 4, 7
+    rng = np.random.default_rng(seed)
+    xs = _values(rng, n, (P, 2 * n))
+    ys = _values(rng, n, (P, 2 * n))
+
+    def body(k):
+        t, u = _io(k, "x", xs[k.rank]), _io(k, "y", ys[k.rank])
+        a = k.sbuf_tile(P, 2 * n, "fp32")
+        k.all_to_all(a, t)
+        s = k.sbuf_tile(P, 2 * n, "fp32")
+        k.all_reduce(s, a)
+        r = k.sbuf_tile(P, 2 * n, "fp32")
+        for _ in range(3):
+            k.all_reduce(r, u)
+        p, q = k.sbuf_tile(P, 2 * n, "fp32"), k.sbuf_tile(P, 2 * n, "fp32")
+        calls = [lambda: k.all_reduce(p, t, "max", stream=5),
+                 lambda: k.all_reduce(q, u, "min", stream=6)]
+        for c in (calls if k.rank % 2 == 0 or not k._swap else calls[::-1]):
+            c()
+        for name, tile in (("s", s), ("r", r), ("p", p), ("q", q)):
+            _out(k, name, tile)
+
+    def swapped(k):
+        k._swap = True
+        body(k)
+
+    with pytest.raises(ValueError, match=r"rank 1 all_reduce #5 \(its collective 5\) is on "
+                                         r"stream 6, rank 0's collective 5 \(all_reduce #5\) "
+                                         r"on stream 5: every rank must issue"):
+        _kernel(n, swapped).build()
+
+    def plain(k):
+        k._swap = False
+        body(k)
+
+    run = run_multi(_kernel(n, plain))
+    assert run.errors == [None] * n, f"seed {seed}: {run.errors}"
+    flat = [x.reshape(-1) for x in xs]
+    B = flat[0].size // n
+    a2a = [np.concatenate([flat[j][r * B:(r + 1) * B] for j in range(n)]) for r in range(n)]
+    for r in range(n):
+        o = {k: _f32(v).reshape(-1) for k, v in run.outputs[r].items()}
+        assert np.array_equal(o["s"], np.sum(a2a, axis=0)), f"seed {seed} rank {r}"
+        assert np.array_equal(o["r"], np.sum(ys, axis=0).reshape(-1)), f"seed {seed} rank {r}"
+        assert np.array_equal(o["p"], np.max(xs, axis=0).reshape(-1)), f"seed {seed} rank {r}"
+        assert np.array_equal(o["q"], np.min(ys, axis=0).reshape(-1)), f"seed {seed} rank {r}"
+
+
 def test_semaphores_follow_the_data():
     """Across engines: the all-reduce waits for the vector copy that produces its source
     (``s1``, the vector engine's semaphore), the vector operation that reads its destination

@@ -16,8 +16,8 @@ branch on its rank), the way a single-core kernel is written, with the collectiv
     mk = MultiKernel.from_body(cfg, 4, body)
     run = run_multi(mk)            # run.outputs[r]["y"]: rank r's codes
 
-:meth:`MultiKernel.build` builds every rank and checks, before anything runs, that the ranks'
-collectives agree stream by stream (the same sequence of opcodes, reduce ops, formats, sizes
+:meth:`MultiKernel.build` builds every rank and checks, before anything runs, that the ranks
+issue their collectives in the same order of streams and agree stream by stream (the same sequence of opcodes, reduce ops, formats, sizes
 and send_recv offsets: what the ring would otherwise report at run time as ``E_OPCODE``,
 ``E_FORMAT`` or ``E_SHAPE`` on every rank). :func:`run_multi` runs the built programs on
 :class:`golden.collective.multicore.MultiCoreSim` and reads every rank's outputs.
@@ -35,7 +35,19 @@ __all__ = ["MultiKernel", "MultiRun", "run_multi", "check_agreement"]
 
 def check_agreement(logs):
     """``ValueError`` unless every rank's collectives (``logs[r]``: a list of
-    :class:`golden.kernel.cc_ops.CCRecord`) agree with rank 0's, stream by stream."""
+    :class:`golden.kernel.cc_ops.CCRecord`) agree with rank 0's, stream by stream, and come in
+    the same order of streams: the CC queue runs one collective at a time, in program order,
+    so two ranks that interleave two streams differently wait for each other for ever (the
+    ring's ``E_LINK``)."""
+    order0 = [rec.stream for rec in logs[0]] if logs else []
+    for r, log in enumerate(logs[1:], 1):
+        order = [rec.stream for rec in log]
+        for k, (a, b) in enumerate(zip(order0, order)):
+            if a != b:
+                raise ValueError(f"rank {r} {log[k].label} (its collective {k}) is on stream "
+                                 f"{b}, rank 0's collective {k} ({logs[0][k].label}) on stream "
+                                 f"{a}: every rank must issue its collectives in the same "
+                                 f"order (the CC queue runs one at a time, in order)")
     by_stream = []
     for log in logs:
         s = {}
