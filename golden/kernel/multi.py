@@ -17,9 +17,10 @@ branch on its rank), the way a single-core kernel is written, with the collectiv
     run = run_multi(mk)            # run.outputs[r]["y"]: rank r's codes
 
 :meth:`MultiKernel.build` builds every rank and checks, before anything runs, that the ranks
-issue their collectives in the same order of streams and agree stream by stream (the same sequence of opcodes, reduce ops, formats, sizes
-and send_recv offsets: what the ring would otherwise report at run time as ``E_OPCODE``,
-``E_FORMAT`` or ``E_SHAPE`` on every rank). :func:`run_multi` runs the built programs on
+issue their collectives in the same order of streams and agree stream by stream (the same
+sequence of opcodes, reduce ops, formats, sizes and send_recv offsets: what the ring would
+otherwise report at run time as ``E_LINK``, ``E_OPCODE``, ``E_FORMAT`` or ``E_SHAPE`` on every
+rank). :func:`run_multi` runs the built programs on
 :class:`golden.collective.multicore.MultiCoreSim` and reads every rank's outputs.
 """
 
