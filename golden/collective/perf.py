@@ -27,7 +27,7 @@ from golden.collective.schedule import (all_to_all_schedule, check_perm, check_r
                                         chunk_bounds, link_loads, permute_schedule)
 from rtl.config import FORMATS, FP32, CoreConfig
 
-__all__ = ["OPS", "bus_factor", "Estimate", "estimate", "ring_cycles"]
+__all__ = ["OPS", "bus_factor", "Estimate", "estimate", "ring_cycles", "all_to_all_loads"]
 
 #: Collectives :func:`estimate` knows.
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "permute")
@@ -87,15 +87,58 @@ def ring_cycles(step_flits, cfg, core_cycles=0):
     return start + d[-1] + lat
 
 
+def all_to_all_loads(n, block_flits, directions=1):
+    """``(flits of the busiest directed link, longest route in hops)`` of an all-to-all of
+    ``block_flits`` a block. ``directions=1``: every block downstream (``+1`` links),
+    ``(f - o) mod n`` hops. ``directions=2``: each block the shorter way round (``d`` hops
+    downstream if ``d < n - d``, ``n - d`` upstream if ``d > n - d``); a block half way round
+    (``d = n/2``) is split, ``ceil`` of its flits downstream and ``floor`` upstream."""
+    check_ranks(n)
+    if directions not in (1, 2):
+        raise ValueError(f"directions must be 1 or 2, not {directions!r}")
+    if directions == 1:
+        load = max(link_loads(all_to_all_schedule(n), n, lambda c: block_flits), default=0)
+        return load, (n - 1 if n > 1 else 0)
+    down, up = [0] * n, [0] * n
+    hops = 0
+    for o in range(n):
+        for f in range(n):
+            d = (f - o) % n
+            if d == 0:
+                continue
+            parts = []
+            if d < n - d:
+                parts = [(down, 1, d, block_flits)]
+            elif d > n - d:
+                parts = [(up, -1, n - d, block_flits)]
+            else:
+                parts = [(down, 1, d, -(-block_flits // 2)), (up, -1, d, block_flits // 2)]
+            for loads, step, h, fl in parts:
+                if not fl:
+                    continue
+                hops = max(hops, h)
+                for k in range(h):
+                    loads[(o + step * k) % n] += fl
+    return max(down + up), hops
+
+
 def estimate(op, n, elems, dtype, cfg: CoreConfig, *, out_dtype=None, perm=None,
-             core_cycles=0):
+             core_cycles=0, directions=1):
     """:class:`Estimate` of ``op`` (one of :data:`OPS`) on ``n`` ranks for a per-rank buffer of
     ``elems`` elements of ``dtype`` (NCCL's ``S`` is ``elems`` times the element size; for
     permute ``perm`` defaults to the ring neighbour, ``r -> r + 1``).
 
     Reduce-scatter steps carry FP32 partial sums (4 bytes an element); all-gather steps carry
     ``out_dtype`` (all-reduce) or ``dtype``; routed blocks ``dtype``.
+
+    ``directions=2`` (all-to-all only): blocks take the shorter way round a bidirectional ring
+    (:func:`all_to_all_loads`) and the peak is two TX links, ``2 link_bits / 8`` bytes a cycle.
     """
+    if directions not in (1, 2):
+        raise ValueError(f"directions must be 1 or 2, not {directions!r}")
+    if directions == 2 and op != "all_to_all":
+        raise ValueError(f"directions=2 is modelled for all_to_all only, not {op!r} (the "
+                         f"ring steps run on the +1 links, docs/collectives.md §9)")
     check_ranks(n)
     if isinstance(elems, bool) or not isinstance(elems, int) or elems < 0:
         raise ValueError(f"elems must be an int >= 0, not {elems!r}")
@@ -125,16 +168,15 @@ def estimate(op, n, elems, dtype, cfg: CoreConfig, *, out_dtype=None, perm=None,
             if elems % n:
                 raise ValueError(f"elems must be a multiple of n = {n} for all_to_all, "
                                  f"not {elems}")
-            sched = all_to_all_schedule(n)
-            bflits = _flits(elems // n * esize, cfg)
+            load, hops = all_to_all_loads(n, _flits(elems // n * esize, cfg), directions)
         else:
             p = check_perm([(r + 1) % n for r in range(n)] if perm is None else perm, n)
             sched = permute_schedule(p)
             bflits = _flits(elems * esize, cfg)
-        load = max(link_loads(sched, n, lambda c: bflits), default=0)
-        hops = max((t.step + 1 for t in sched), default=0)
+            load = max(link_loads(sched, n, lambda c: bflits), default=0)
+            hops = max((t.step + 1 for t in sched), default=0)
         cycles = _stream(load, cfg) + hops * hop_latency(cfg) if load else 0
-    peak = cfg.link_bits / 8
+    peak = directions * cfg.link_bits / 8
     if cycles == 0:
         return Estimate(0, size, 0.0, 0.0, peak, 0.0)
     algbw = size / cycles

@@ -5,6 +5,7 @@ per-engine operations of the mixins it combines."""
 from __future__ import annotations
 
 from golden.kernel.alloc import Allocator
+from golden.kernel.cc_ops import CCOps
 from golden.kernel.deps import Dependencies
 from golden.kernel.dma_ops import DmaOps
 from golden.kernel.scalar_ops import ScalarOps
@@ -16,7 +17,7 @@ from rtl.isa import ENGINES
 __all__ = ["Kernel"]
 
 
-class Kernel(Allocator, Dependencies, DmaOps, TensorOps, VectorOps, ScalarOps):
+class Kernel(CCOps, Allocator, Dependencies, DmaOps, TensorOps, VectorOps, ScalarOps):
     """Build a kernel (see the module docstring).
 
     Parameters
@@ -26,10 +27,21 @@ class Kernel(Allocator, Dependencies, DmaOps, TensorOps, VectorOps, ScalarOps):
         Size of the DRAM image (tensors, then the descriptors).
     dram_base : int
         DRAM address of the image's first byte.
+    rank, ranks : int
+        This kernel's rank on a ring of ``ranks`` cores (the collectives of
+        :mod:`golden.kernel.cc_ops`; :class:`golden.kernel.multi.MultiKernel` builds one
+        kernel per rank).
     """
 
-    def __init__(self, cfg: CoreConfig, *, dram_bytes=1 << 20, dram_base=0):
+    def __init__(self, cfg: CoreConfig, *, dram_bytes=1 << 20, dram_base=0, rank=0, ranks=1):
         check_config(cfg, "Kernel")
+        if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+            raise ValueError(f"Kernel ranks must be an int >= 1, not {ranks!r}")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < ranks:
+            raise ValueError(f"Kernel rank must be in [0, {ranks - 1}], not {rank!r}")
+        self.rank, self.ranks = rank, ranks
+        self.cc_log = []                          # this rank's collectives (CCRecord)
+        self._cc_sends = {}                       # stream -> (src, to) of an unpaired send
         self.cfg = cfg
         self.dram_base = dram_base
         self.dram = bytearray(dram_bytes)

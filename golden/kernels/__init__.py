@@ -22,13 +22,15 @@ from golden.kernels.attention import attention_head, layer_norm
 from golden.kernels.common import (ONE, KernelCase, decode_f64, encode_codes, f32_bits,
                                    gemm_reference, random_bf16, random_fp32, tiled_chain,
                                    tile_ring)
+from golden.kernels.dp_step import MultiKernelCase, dp_step, dp_step_case, run_golden_multi
 from golden.kernels.gemm import gemm_kernel, split_queues, tail_spans
 from golden.kernels.mlp import mlp, sparse_mlp
 
 __all__ = ["KernelCase", "gemm_reference", "gemm_kernel", "split_queues", "mlp",
            "attention_head", "layer_norm", "sparse_mlp", "KERNELS", "decode_f64",
            "random_inputs", "run_golden", "ONE", "encode_codes", "f32_bits", "tiled_chain",
-           "tile_ring", "random_bf16", "random_fp32", "tail_spans"]
+           "tile_ring", "random_bf16", "random_fp32", "tail_spans", "MULTI_KERNELS",
+           "MultiKernelCase", "dp_step", "dp_step_case", "run_golden_multi"]
 
 
 def random_inputs(cfg, name, seed=0, **sizes):
@@ -57,6 +59,12 @@ def random_inputs(cfg, name, seed=0, **sizes):
 #: The ``make sim`` kernels by name.
 KERNELS = {"mlp": mlp, "attention_head": attention_head, "layer_norm": layer_norm,
            "sparse_mlp": sparse_mlp}
+
+
+#: The multi-core kernels by name: each ``builder(cfg, seed=0, ranks=4, **sizes) ->``
+#: :class:`MultiKernelCase` (one program per rank, every rank's expected codes composed
+#: without a simulator; :func:`run_golden_multi` runs it on the multi-core golden simulator).
+MULTI_KERNELS = {"dp_step": dp_step_case}
 
 
 def run_golden(case, *, policy="timed"):

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Collective bandwidth and latency (docs/collectives.md §18): ``build/bench/collectives.json``.
+
+Sources, named in the record itself (``sources``):
+
+* **golden model**: the busbw table and ``allreduce_*``/``allgather_*``/``reducescatter_*``/
+  ``alltoall_*`` fractions, ``allreduce_4kib_cycles``: :func:`golden.collective.perf.estimate`
+  (the cycle estimate the multi-core golden simulator charges), with the preset's link
+  settings; busbw as NCCL defines it, over the link peak ``link_bits / 8`` bytes a cycle times
+  the TX links a core drives (one on the unidirectional ring, two for the bidirectional
+  all-to-all);
+* **RTL link ring**: ``hop_latency_cycles``, ``link_hop_cycles`` and
+  ``rtl_link_flits_per_cycle``: amaranth.sim of :class:`tb.collective.rig.RingRig` (the RTL
+  ``LinkTX``/``LinkRX``/``DelayLine`` of a ring of 4, checked cycle by cycle against the golden
+  link model while it runs);
+* ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
+* ``sem_to_first_flit_cycles`` needs the collective sequencer in RTL, which this tree does not
+  build: ``None`` with the reason in ``notes``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from golden.collective.link import hop_latency
+from golden.collective.perf import estimate
+
+NAME = "collectives"
+
+#: Per-core message sizes of the table (NCCL's S), 4 KiB .. 1 MiB in x4 steps.
+SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
+RANKS = (2, 4, 8)
+#: Table rows: (row name, perf op, dtype, directions).
+ROWS = (("all_reduce", "all_reduce", "fp32", 1), ("all_gather", "all_gather", "fp32", 1),
+        ("reduce_scatter", "reduce_scatter", "fp32", 1),
+        ("all_to_all", "all_to_all", "fp32", 1),
+        ("all_to_all_bidir", "all_to_all", "fp32", 2),
+        ("all_reduce_bf16", "all_reduce", "bf16", 1))
+
+
+def _est(op, n, size, dtype, cfg, directions=1):
+    es = 4 if dtype == "fp32" else 2
+    elems = size // es
+    if op == "all_gather":
+        elems //= n                     # S is the gathered output: n blocks of elems
+    return estimate(op, n, elems, dtype, cfg, directions=directions)
+
+
+def busbw_table(cfg):
+    """``{row: {n: {size: fraction}}}`` (keys as strings for JSON) from the golden model."""
+    return {row: {str(n): {str(s): round(_est(op, n, s, dt, cfg, d).fraction, 4)
+                           for s in SIZES} for n in RANKS}
+            for row, op, dt, d in ROWS}
+
+
+def allreduce_cycles_formula(cfg, n=4, size=4 << 10):
+    """``(cycles, formula text)`` of an FP32 all-reduce of ``size`` bytes on ``n`` ranks:
+    ``(2(n - 1) - 1) max(D, L) + D + L``, ``D`` the flits of a chunk, ``L`` the hop."""
+    D = -(-(size // n) * 8 // cfg.link_bits)
+    L = hop_latency(cfg)
+    steps = 2 * (n - 1)
+    cycles = (steps - 1) * max(D, L) + D + L
+    text = (f"(2(n-1) - 1) * max(D, L) + D + L with n = {n}, D = S / n * 8 / link_bits = {D} "
+            f"flits, L = link_latency + 2 = {L}: {steps - 1} * {max(D, L)} + {D} + {L} = "
+            f"{cycles}")
+    return cycles, text
+
+
+def rtl_ring(cfg, seed=0):
+    """``(cycles for 1 hop, for 2 hops, flits a cycle of a 64-flit stream on one link)`` of
+    the RTL link ring (amaranth.sim, ring of 4)."""
+    from tb.amsim import SimBench
+    from tb.collective.rig import RingRig, random_payload, run_ring
+    c4 = cfg.replace(ring_size=4)
+    rng = np.random.default_rng(seed)
+    out = []
+    for hops in (1, 2):
+        rig = RingRig(c4)
+        flows = [[], [(hops, random_payload(rng, c4))], [], []]
+        delivered, cycles = run_ring(SimBench(rig), rig, flows, rng=rng, cycles=200)
+        assert sum(map(len, delivered)) == 1, "the RTL ring lost the flit"
+        out.append(cycles - 1)                     # the flit is injected in cycle 0
+    nflits = 64
+    rig = RingRig(c4)
+    flows = [[(1, random_payload(rng, c4)) for _ in range(nflits)], [], [], []]
+    delivered, cycles = run_ring(SimBench(rig), rig, flows, rng=rng, cycles=2000)
+    assert sum(map(len, delivered)) == nflits, "the RTL ring lost flits"
+    stream = cycles - 1 - out[0]                   # cycles after the first flit's arrival
+    out.append(round((nflits - 1) / stream, 4) if stream else 1.0)
+    return tuple(out)
+
+
+def dp_step_figures(cfg):
+    """``(cycles, overlap, bit mismatches)`` of the 4-rank data-parallel step on the multi-core
+    golden simulator (:func:`golden.kernels.dp_step.run_golden_multi`)."""
+    from golden.kernels.dp_step import dp_step_case, run_golden_multi
+    res = run_golden_multi(dp_step_case(cfg, seed=0, ranks=4))
+    if any(res["errors"]):
+        raise RuntimeError(f"dp_step failed on the golden model: {res['errors']}")
+    bad = sum(b for b, _ in res["check"].values())
+    return res["cycles"], round(res["overlap"], 4), bad
+
+
+def run(cfg):
+    one, two, rate = rtl_ring(cfg)
+    dp_cycles, dp_overlap, dp_bad = dp_step_figures(cfg)
+    c4k, formula = allreduce_cycles_formula(cfg)
+
+    def f(op, n, size, dtype="fp32", d=1):
+        return round(_est(op, n, size, dtype, cfg, d).fraction, 4)
+
+    return {
+        "allreduce_busbw_fraction_64k": f("all_reduce", 4, 64 << 10),
+        "allreduce_busbw_fraction_256k": f("all_reduce", 4, 256 << 10),
+        "allgather_busbw_fraction": f("all_gather", 4, 256 << 10),
+        "allgather_busbw_fraction_64k": f("all_gather", 4, 64 << 10),
+        "reducescatter_busbw_fraction": f("reduce_scatter", 4, 256 << 10),
+        "reducescatter_busbw_fraction_64k": f("reduce_scatter", 4, 64 << 10),
+        "alltoall_busbw_fraction": f("all_to_all", 4, 256 << 10),
+        "alltoall_busbw_fraction_bidir": f("all_to_all", 4, 256 << 10, d=2),
+        "allreduce_bf16_busbw_fraction_256k": f("all_reduce", 4, 256 << 10, "bf16"),
+        "allreduce_4kib_cycles": c4k,
+        "allreduce_4kib_formula": formula,
+        "hop_latency_cycles": two - one - cfg.link_latency,
+        "link_hop_cycles": two - one,
+        "rtl_link_flits_per_cycle": rate,
+        "sem_to_first_flit_cycles": None,
+        "dp_step_cycles": dp_cycles,
+        "dp_step_overlap": dp_overlap,
+        "dp_step_bit_mismatches": dp_bad,
+        "link": {"link_bits": cfg.link_bits, "link_credits": cfg.link_credits,
+                 "link_latency": cfg.link_latency, "peak_bytes_per_cycle": cfg.link_bits / 8},
+        "busbw_fraction_table": busbw_table(cfg),
+        "sources": {
+            "busbw_fraction_table": "golden model (golden.collective.perf.estimate), dtype "
+                                    "fp32 unless the row says bf16; sizes are NCCL's S per "
+                                    "core in bytes; 4 ranks for the scalar fractions",
+            "allreduce_*/allgather_*/reducescatter_*/alltoall_*": "golden model, 4 ranks, "
+                                                                  "256 KiB unless _64k",
+            "allreduce_4kib_cycles": "golden model formula (allreduce_4kib_formula)",
+            "hop_latency_cycles": "RTL link ring (amaranth.sim of tb.collective.rig.RingRig): "
+                                  "wire in to wire out on a forwarding core = (2-hop arrival "
+                                  "- 1-hop arrival) - link_latency",
+            "link_hop_cycles": "RTL link ring: TX input to RX output of one more hop",
+            "rtl_link_flits_per_cycle": "RTL link ring: 64 one-hop flits back to back",
+            "dp_step_*": "golden multi-core simulator, 4 ranks, seed 0 (docs/collectives.md "
+                         "§17); overlap: share of rank 0's tensor-engine work after the first "
+                         "all-reduce starts that runs during it",
+            "sem_to_first_flit_cycles": "not measured: the collective sequencer RTL "
+                                        "(rtl/collective/engine.py) is not in this tree"},
+    }
