@@ -23,35 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from golden.collective.link import hop_latency
-from golden.collective.perf import estimate
+from golden.collective.perf import busbw_table, message_estimate
 
 NAME = "collectives"
-
-#: Per-core message sizes of the table (NCCL's S), 4 KiB .. 1 MiB in x4 steps.
-SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
-RANKS = (2, 4, 8)
-#: Table rows: (row name, perf op, dtype, directions).
-ROWS = (("all_reduce", "all_reduce", "fp32", 1), ("all_gather", "all_gather", "fp32", 1),
-        ("reduce_scatter", "reduce_scatter", "fp32", 1),
-        ("all_to_all", "all_to_all", "fp32", 1),
-        ("all_to_all_bidir", "all_to_all", "fp32", 2),
-        ("all_reduce_bf16", "all_reduce", "bf16", 1))
-
-
-def _est(op, n, size, dtype, cfg, directions=1):
-    es = 4 if dtype == "fp32" else 2
-    elems = size // es
-    if op == "all_gather":
-        elems //= n                     # S is the gathered output: n blocks of elems
-    return estimate(op, n, elems, dtype, cfg, directions=directions)
-
-
-def busbw_table(cfg):
-    """``{row: {n: {size: fraction}}}`` (keys as strings for JSON) from the golden model."""
-    return {row: {str(n): {str(s): round(_est(op, n, s, dt, cfg, d).fraction, 4)
-                           for s in SIZES} for n in RANKS}
-            for row, op, dt, d in ROWS}
-
 
 def allreduce_cycles_formula(cfg, n=4, size=4 << 10):
     """``(cycles, formula text)`` of an FP32 all-reduce of ``size`` bytes on ``n`` ranks:
@@ -107,7 +81,7 @@ def run(cfg):
     c4k, formula = allreduce_cycles_formula(cfg)
 
     def f(op, n, size, dtype="fp32", d=1):
-        return round(_est(op, n, size, dtype, cfg, d).fraction, 4)
+        return round(message_estimate(op, n, size, dtype, cfg, d).fraction, 4)
 
     return {
         "allreduce_busbw_fraction_64k": f("all_reduce", 4, 64 << 10),

@@ -355,11 +355,11 @@ def test_bidirectional_only_for_all_to_all():
 
 
 def test_docs_busbw_table_is_the_golden_model():
-    """docs/collectives.md §18's table equals bench_collectives' table (default preset) to the
+    """docs/collectives.md §18's table equals the golden model's busbw table (bench_collectives writes the same) (default preset) to the
     three decimals it shows."""
     from pathlib import Path
 
-    from bench.bench_collectives import ROWS, RANKS, SIZES, _est
+    from golden.collective.perf import ROWS, RANKS, SIZES, message_estimate
     from rtl.config import get_preset
     cfg = get_preset("default")
     spec = {row: (op, dt, d) for row, op, dt, d in ROWS}
@@ -382,7 +382,7 @@ def test_docs_busbw_table_is_the_golden_model():
         for row in rows[cur]:
             got = [float(c) for c in cells[2:]]
             op, dt, d = spec[row]
-            want = [round(_est(op, int(n), s, dt, cfg, d).fraction, 3) for s in SIZES]
+            want = [round(message_estimate(op, int(n), s, dt, cfg, d).fraction, 3) for s in SIZES]
             assert got == want, (cur, n, got, want)
             seen += 1
     assert seen == 6 * len(RANKS), seen

@@ -27,7 +27,8 @@ from golden.collective.schedule import (all_to_all_schedule, check_perm, check_r
                                         chunk_bounds, link_loads, permute_schedule)
 from rtl.config import FORMATS, FP32, CoreConfig
 
-__all__ = ["OPS", "bus_factor", "Estimate", "estimate", "ring_cycles", "all_to_all_loads"]
+__all__ = ["OPS", "bus_factor", "Estimate", "estimate", "ring_cycles", "all_to_all_loads",
+           "SIZES", "RANKS", "ROWS", "message_estimate", "busbw_table"]
 
 #: Collectives :func:`estimate` knows.
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "permute")
@@ -182,3 +183,31 @@ def estimate(op, n, elems, dtype, cfg: CoreConfig, *, out_dtype=None, perm=None,
     algbw = size / cycles
     busbw = algbw * factor
     return Estimate(cycles, size, algbw, busbw, peak, busbw / peak)
+
+
+#: Per-core message sizes of the table (NCCL's S), 4 KiB .. 1 MiB in x4 steps.
+SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
+RANKS = (2, 4, 8)
+#: Table rows: (row name, perf op, dtype, directions).
+ROWS = (("all_reduce", "all_reduce", "fp32", 1), ("all_gather", "all_gather", "fp32", 1),
+        ("reduce_scatter", "reduce_scatter", "fp32", 1),
+        ("all_to_all", "all_to_all", "fp32", 1),
+        ("all_to_all_bidir", "all_to_all", "fp32", 2),
+        ("all_reduce_bf16", "all_reduce", "bf16", 1))
+
+
+def message_estimate(op, n, size, dtype, cfg, directions=1):
+    """:func:`estimate` of a message of ``size`` bytes per core (NCCL's S: all-gather's S is the
+    gathered output)."""
+    es = 4 if dtype == "fp32" else 2
+    elems = size // es
+    if op == "all_gather":
+        elems //= n                     # S is the gathered output: n blocks of elems
+    return estimate(op, n, elems, dtype, cfg, directions=directions)
+
+
+def busbw_table(cfg):
+    """``{row: {n: {size: fraction}}}`` (keys as strings for JSON) from the golden model."""
+    return {row: {str(n): {str(s): round(message_estimate(op, n, s, dt, cfg, d).fraction, 4)
+                           for s in SIZES} for n in RANKS}
+            for row, op, dt, d in ROWS}
