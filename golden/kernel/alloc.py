@@ -178,11 +178,14 @@ class Allocator:
         c = self.cfg
         if bank is None:
             bank, self._next_bank = self._next_bank, (self._next_bank + 1) % c.psum_banks
-        if not 0 <= bank < c.psum_banks or not 1 <= n <= c.psum_bank_fp32 \
-                or not 1 <= parts <= c.partitions:
-            raise ValueError(f"psum_tile needs bank in [0, {c.psum_banks}), n in [1, "
-                             f"{c.psum_bank_fp32}], parts in [1, {c.partitions}], not "
-                             f"{bank}, {n}, {parts}")
+        what = f"psum_tile {name!r}" if name else "psum_tile"
+        for field, v, hi, rule in (("bank", bank, c.psum_banks - 1, "psum_banks - 1"),
+                                   ("n", n, c.psum_bank_fp32, "psum_bank_fp32: FP32 entries "
+                                    "of a bank"),
+                                   ("parts", parts, c.partitions, "partitions")):
+            lo = 0 if field == "bank" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise ValueError(f"{what} {field} must be in [{lo}, {hi}] ({rule}), not {v!r}")
         return Tile(PSUM, parts, n, "fp32", bank * c.psum_bank_bytes, name or f"psum{bank}",
                     -1 - bank, bank)
 

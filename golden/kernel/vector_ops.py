@@ -7,8 +7,8 @@ from __future__ import annotations
 from golden.kernel.types import ENGINE_OF, Tile, alu_code, nonzero_imm
 from rtl.isa import Instr
 
-from golden.kernel.checks import (check_formats, check_parts, check_same_shape,
-                                   operation)
+from golden.kernel.checks import (check_formats, check_parts, check_reduce_op,
+                                   check_same_shape, operation)
 
 __all__ = ["VectorOps"]
 
@@ -106,6 +106,7 @@ class VectorOps:
     def tensor_reduce(self, dst, src, op="add", pre_op="bypass", pre_operand=0.0, sr=False):
         """``dst[p, 0] = op-reduction of (src pre_op pre_operand)[p, :]`` (``op`` add, max or
         min; the engine's interleaved order, docs/vector.md §1.5)."""
+        check_reduce_op(op)
         i0, t0, a0, s0 = self._operand(pre_operand, src.elems)
         check_parts("src", src, dst=dst, pre_operand=t0)
         if dst.elems != 1:
