@@ -50,6 +50,10 @@ class Allocator:
         elif codes is not None:
             data = check_tensor_codes(name, dtype, codes)
         if data is not None:
+            if shape is not None and tuple(shape) != data.shape:
+                raise ValueError(f"dram_tensor {name!r} shape {tuple(shape)!r} must be the "
+                                 f"shape of its {'codes' if codes is not None else 'data'} "
+                                 f"{data.shape!r} (or None)")
             shape = data.shape
         if shape is None or len(shape) != 2 or min(shape) < 1:
             raise ValueError(f"dram_tensor {name!r} shape must be (rows >= 1, cols >= 1), "
