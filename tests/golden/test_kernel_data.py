@@ -181,7 +181,7 @@ def test_docs_snippet_runs():
     """The ``# data in and out`` example of docs/kernels.md §5 runs as written."""
     import pathlib
     text = (pathlib.Path(__file__).parents[2] / "docs" / "kernels.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    blocks = [b.split("```", 1)[0] for b in text.split("```python run\n")[1:]]
     code = [b for b in blocks if b.startswith("# data in and out")]
     assert len(code) == 1
     exec(compile(code[0], "docs/kernels.md", "exec"), {})
