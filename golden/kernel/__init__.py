@@ -5,8 +5,8 @@ the semaphore waits and posts from the data dependencies (``docs/kernels.md``).
 
 A :class:`Kernel` records operations in program order. Each operation reads and writes
 *resources* (a tile, the rectangle of a DRAM tensor a load or store touches) and completes on
-a *completion stream*: its engine (an engine instruction posts ``sem[engine index] += 1`` at completion **only when a later
-operation waits for it**, decided when the kernel is built: a post makes the tensor decoder
+a *completion stream*: its engine (an engine instruction posts ``sem[engine index] += 1`` at
+completion **only when a later operation waits for it**, decided when the kernel is built: a post makes the tensor decoder
 wait for the array to drain, docs/core.md §4, so matmul chains without a consumer stream; so
 ``sem[e] >= j`` means "e's j-th posting instruction, and everything before it, retired":
 retire is in order) or its DMA queue (every descriptor posts its queue's semaphore,
