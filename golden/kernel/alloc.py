@@ -112,7 +112,9 @@ class Allocator:
             what = f"{name!r} " if name else ""
             raise ValueError(f"sbuf_tile {what}of {elems} {dtype} ({size} bytes per partition) "
                              f"does not fit the SBUF: {used} of {c.sbuf_bytes_per_partition} "
-                             f"bytes per partition in use")
+                             f"bytes per partition in use, the largest free run "
+                             f"{self._largest_free()} bytes (tiles that fit a bank are spread "
+                             f"over the {c.sbuf_banks} banks: allocate the big ones first)")
         uid = self._tile_uid()
         self._live[uid] = (off, off + size)
         self._sbuf_top = max(self._sbuf_top, off + size)
@@ -132,6 +134,13 @@ class Allocator:
         if carry:
             self._readers[("tile", uid)] = carry
         return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
+
+    def _largest_free(self):
+        """The longest run of free bytes per partition in the SBUF."""
+        best, off = 0, 0
+        for a, b in sorted(self._live.values()):
+            best, off = max(best, a - off), max(off, b)
+        return max(best, self.cfg.sbuf_bytes_per_partition - off)
 
     def sbuf_bank(self, tile):
         """The SBUF bank ``tile`` starts in."""

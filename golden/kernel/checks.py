@@ -13,6 +13,8 @@ Rules (the engines' decoders, checked here first):
   and writes have the same partition count and element count (``golden.vector.check``'s
   ``E_SHAPE`` rule; a per-partition ``[parts, 1]`` operand only needs the partitions);
 - ``tensor_reduce``: a reduction the engine has (add, max, min: ``rtl.isa.REDUCE_OPS``);
+- every operand has an AP slot in the opcode's encoding (``rtl.isa.OPS_BY_NAME[op].aps``:
+  ``tensor_reduce`` and ``max8`` have no ``src1``, so a tile ``pre_operand`` is refused);
 - tensor engine sources: a format of ``cfg.formats``, and the stationary / moving pair
   allowed by :func:`golden.fma_chain.check_pair` (fp32/tf32 only with fp32/tf32); the
   stationary's M (its elements) at most ``cfg.pe_cols`` (its K, partitions, fit the array's
@@ -28,7 +30,7 @@ import functools
 
 __all__ = ["operation", "check_formats", "check_same_shape", "check_parts",
            "check_tensor_formats", "check_pair_names", "check_stationary_cols",
-           "check_reduce_op"]
+           "check_reduce_op", "check_slots"]
 
 
 def operation(name):
@@ -126,3 +128,14 @@ def check_parts(ref_role, ref, **tiles):
         if t is not None and t.parts != ref.parts:
             raise ValueError(f"{role} {t.name} has {t.parts} partitions, {ref_role} {ref.name} "
                              f"{ref.parts}: they must be equal")
+
+
+def check_slots(opname, **operands):
+    """``ValueError`` unless each given operand (``slot=(role, tile)``) has its AP slot in the
+    encoding of ``opname`` (:data:`rtl.isa.OPS_BY_NAME`)."""
+    from rtl.isa import OPS_BY_NAME
+    have = OPS_BY_NAME[opname].aps
+    for slot, (role, t) in operands.items():
+        if t is not None and slot not in have:
+            raise ValueError(f"{role} {t.name} must be a number, not a tile: {opname} has no "
+                             f"{slot} operand slot (its APs are {sorted(have)})")

@@ -8,7 +8,7 @@ from golden.kernel.types import ENGINE_OF, Tile, alu_code, nonzero_imm
 from rtl.isa import Instr
 
 from golden.kernel.checks import (check_formats, check_parts, check_reduce_op,
-                                   check_same_shape, operation)
+                                   check_same_shape, check_slots, operation)
 
 __all__ = ["VectorOps"]
 
@@ -53,6 +53,7 @@ class VectorOps:
     def _vec(self, opname, dst, src0=None, src1=None, *, src1_ap=None, op0=0, op1=0, imm0=0.0,
              imm1=0.0, rev0=False, rev1=False, sel0=False, sel1=False, sr=False,
              names=("src", "src1")):
+        check_slots(opname, ap1=(names[0], src0), ap2=(names[1], src1))
         check_formats(self.cfg, "vector", dst=dst, **{names[0]: src0, names[1]: src1})
         aps, reads = {"ap0": dst.ap()}, []
         if src0 is not None:

@@ -84,10 +84,28 @@ def test_table_that_does_not_fit_sbuf_is_named():
     x = big.view(0, 8)
     _refused(k, ValueError, r"^activation #1: sbuf_tile 'table_exp' of 57 fp32 \(\d+ bytes per "
                             r"partition\) does not fit the SBUF: \d+ of 4096 bytes per "
-                            r"partition in use: the exp activation table loads through a "
+                            r"partition in use, the largest free run \d+ bytes \(tiles that "
+                            r"fit a bank are spread over the 4 banks: allocate the big ones "
+                            r"first\): the exp activation table loads through a "
                             r"temporary SBUF tile of 57 words per partition \(call "
                             r"load_table\('exp'\) before allocating the big tiles\)",
              lambda: k.activation(x, x, "exp"))
+
+
+def test_sbuf_fragmented_by_small_tiles():
+    """Small tiles spread over the banks leave no run long enough for a big one: the message
+    gives the largest free run and the way out."""
+    k = Kernel(SMALL, dram_bytes=1 << 16)
+    k.sbuf_tile(P, 8, "bf16", "s0")
+    k.sbuf_tile(P, 8, "bf16", "s1")
+    bank = SMALL.sbuf_bytes_per_partition // SMALL.sbuf_banks
+    free = SMALL.sbuf_bytes_per_partition - bank - 16
+    with pytest.raises(ValueError, match=rf"^sbuf_tile 'big' of {(free + 16) // 4} fp32 .* 32 "
+                                         rf"of {SMALL.sbuf_bytes_per_partition} bytes per "
+                                         rf"partition in use, the largest free run {free} "
+                                         rf"bytes .*allocate the big ones first\)$"):
+        k.sbuf_tile(P, (free + 16) // 4, "fp32", "big")
+    assert k.sbuf_tile(P, free // 4, "fp32", "fits").elems == free // 4
 
 
 def test_psum_capacity():
@@ -142,6 +160,20 @@ def test_reduction_the_engine_has():
     _refused(k, ValueError, r"^tensor_reduce #1: op must be one of \['add', 'max', 'min'\] "
                             r"\(the reductions tensor_reduce has\), not 'multiply'",
              lambda: k.tensor_reduce(d, a, "multiply"))
+
+
+def test_operand_without_an_ap_slot():
+    """tensor_reduce has no src1 AP slot (rtl.isa): a tile pre_operand is refused when recorded,
+    not when the program is encoded."""
+    k = Kernel(SMALL, dram_bytes=1 << 16)
+    a, d = k.sbuf_tile(P, 8, "fp32", "a"), k.sbuf_tile(P, 1, "fp32", "d")
+    col = k.sbuf_tile(P, 1, "fp32", "col")
+    _refused(k, ValueError, r"^tensor_reduce #1: pre_operand col must be a number, not a tile: "
+                            r"tensor_reduce has no ap2 operand slot \(its APs are "
+                            r"\['ap0', 'ap1'\]\)",
+             lambda: k.tensor_reduce(d, a, "max", pre_op="multiply", pre_operand=col))
+    k.tensor_reduce(d, a, "max", pre_op="multiply", pre_operand=2.0)
+    k.build()
 
 
 def test_per_partition_operand_partitions():
