@@ -51,9 +51,9 @@ class SimError:
 
     @property
     def short_detail(self):
-        """``detail`` without a trailing decoded-instruction dump (``(VecInstr(...))``), at most
-        200 characters."""
-        d = re.sub(r"\s*\(\w+Instr\(.*$", "", self.detail, flags=re.S)
+        """``detail`` without a trailing decoded-instruction dump (``(VecInstr(...))``), on one
+        line, at most 200 characters."""
+        d = " ".join(re.sub(r"\s*\(\w+Instr\(.*$", "", self.detail, flags=re.S).split())
         return d if len(d) <= 200 else d[:197] + "..."
 
     def __str__(self):

@@ -4,18 +4,18 @@ one program per engine for :mod:`golden.isasim` (and the RTL core: the same byte
 the semaphore waits and posts from the data dependencies (``docs/kernels.md``).
 
 A :class:`Kernel` records operations in program order. Each operation reads and writes
-*resources* (a tile, a whole DRAM tensor) and completes on a *completion stream*: its engine
-(an engine instruction posts ``sem[engine index] += 1`` at completion **only when a later
-operation waits for it**, decided when the kernel is built: a post makes the tensor decoder
-wait for the array to drain, docs/core.md §4, so matmul chains without a consumer stream; so
-``sem[e] >= j`` means "e's j-th posting instruction, and everything before it, retired":
-retire is in order) or its DMA queue (every descriptor posts its queue's semaphore,
-``len(ENGINES) + engine * dma_queues + queue``).
-Before an operation, the issuing engine waits for the last writer of everything it touches and,
-when it writes, for every reader since that write (the latest count per completion stream; a
-wait the same issuer already made is not repeated; more than one wait becomes ``nop``s with a
-wait in front of the instruction). Operations on one completion stream are ordered by program
-order (an engine's in-order stream, a DMA queue's FIFO) and need no semaphore.
+*resources* (a tile, the rectangle of a DRAM tensor a load or store touches) and completes on a
+*completion stream*: its engine (an engine instruction posts ``sem[engine index] += 1`` at
+completion **only when a later operation waits for it**, decided when the kernel is built: a
+post makes the tensor decoder wait for the array to drain, docs/core.md §4, so matmul chains
+without a consumer stream; so ``sem[e] >= j`` means "e's j-th posting instruction, and
+everything before it, retired": retire is in order) or its DMA queue (every descriptor posts
+its queue's semaphore, ``len(ENGINES) + engine * dma_queues + queue``). Before an operation,
+the issuing engine waits for the last writer of everything it touches and, when it writes, for
+every reader since that write (the latest count per completion stream; a wait the same issuer
+already made is not repeated; more than one wait becomes ``nop``s with a wait in front of the
+instruction). Operations on one completion stream are ordered by program order (an engine's
+in-order stream, a DMA queue's FIFO) and need no semaphore.
 
 So the emitted programs are race-free by construction (:func:`golden.isasim.find_races` finds
 nothing) and give the result of running the operations one after the other.

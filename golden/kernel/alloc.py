@@ -50,6 +50,10 @@ class Allocator:
         elif codes is not None:
             data = check_tensor_codes(name, dtype, codes)
         if data is not None:
+            if shape is not None and tuple(shape) != data.shape:
+                raise ValueError(f"dram_tensor {name!r} shape {tuple(shape)!r} must be the "
+                                 f"shape of its {'codes' if codes is not None else 'data'} "
+                                 f"{data.shape!r} (or None)")
             shape = data.shape
         if shape is None or len(shape) != 2 or min(shape) < 1:
             raise ValueError(f"dram_tensor {name!r} shape must be (rows >= 1, cols >= 1), "
@@ -108,7 +112,9 @@ class Allocator:
             what = f"{name!r} " if name else ""
             raise ValueError(f"sbuf_tile {what}of {elems} {dtype} ({size} bytes per partition) "
                              f"does not fit the SBUF: {used} of {c.sbuf_bytes_per_partition} "
-                             f"bytes per partition in use")
+                             f"bytes per partition in use, the largest free run "
+                             f"{self._largest_free()} bytes (tiles that fit a bank are spread "
+                             f"over the {c.sbuf_banks} banks: allocate the big ones first)")
         uid = self._tile_uid()
         self._live[uid] = (off, off + size)
         self._sbuf_top = max(self._sbuf_top, off + size)
@@ -128,6 +134,13 @@ class Allocator:
         if carry:
             self._readers[("tile", uid)] = carry
         return Tile(SBUF, parts, elems, dtype, off, name or f"sbuf{uid}", uid)
+
+    def _largest_free(self):
+        """The longest run of free bytes per partition in the SBUF."""
+        best, off = 0, 0
+        for a, b in sorted(self._live.values()):
+            best, off = max(best, a - off), max(off, b)
+        return max(best, self.cfg.sbuf_bytes_per_partition - off)
 
     def sbuf_bank(self, tile):
         """The SBUF bank ``tile`` starts in."""
@@ -178,11 +191,14 @@ class Allocator:
         c = self.cfg
         if bank is None:
             bank, self._next_bank = self._next_bank, (self._next_bank + 1) % c.psum_banks
-        if not 0 <= bank < c.psum_banks or not 1 <= n <= c.psum_bank_fp32 \
-                or not 1 <= parts <= c.partitions:
-            raise ValueError(f"psum_tile needs bank in [0, {c.psum_banks}), n in [1, "
-                             f"{c.psum_bank_fp32}], parts in [1, {c.partitions}], not "
-                             f"{bank}, {n}, {parts}")
+        what = f"psum_tile {name!r}" if name else "psum_tile"
+        for field, v, hi, rule in (("bank", bank, c.psum_banks - 1, "psum_banks - 1"),
+                                   ("n", n, c.psum_bank_fp32, "psum_bank_fp32: FP32 entries "
+                                    "of a bank"),
+                                   ("parts", parts, c.partitions, "partitions")):
+            lo = 0 if field == "bank" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise ValueError(f"{what} {field} must be in [{lo}, {hi}] ({rule}), not {v!r}")
         return Tile(PSUM, parts, n, "fp32", bank * c.psum_bank_bytes, name or f"psum{bank}",
                     -1 - bank, bank)
 

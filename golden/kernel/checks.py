@@ -12,9 +12,15 @@ Rules (the engines' decoders, checked here first):
   ``cfg.formats`` (``golden.vector.vector_formats``), and the operands an instruction reads
   and writes have the same partition count and element count (``golden.vector.check``'s
   ``E_SHAPE`` rule; a per-partition ``[parts, 1]`` operand only needs the partitions);
+- ``tensor_reduce``: a reduction the engine has (add, max, min: ``rtl.isa.REDUCE_OPS``);
+- every operand has an AP slot in the opcode's encoding (``rtl.isa.OPS_BY_NAME[op].aps``:
+  ``tensor_reduce`` and ``max8`` have no ``src1``, so a tile ``pre_operand`` is refused);
 - tensor engine sources: a format of ``cfg.formats``, and the stationary / moving pair
-  allowed by :func:`golden.fma_chain.check_pair` (fp32/tf32 only with fp32/tf32);
-- sparse matmuls: a pattern of ``cfg.sparsity`` (``golden.sparse.pattern_params``);
+  allowed by :func:`golden.fma_chain.check_pair` (fp32/tf32 only with fp32/tf32); the
+  stationary's M (its elements) at most ``cfg.pe_cols`` (its K, partitions, fit the array's
+  rows as every tile does);
+- sparse matmuls: a pattern of ``cfg.sparsity`` (``golden.sparse.pattern_params``), and the
+  weights' and moving formats an allowed pair;
 - SBUF / PSUM: every tile fits (an activation table's tile is named ``table_<func>``).
 """
 
@@ -23,7 +29,8 @@ from __future__ import annotations
 import functools
 
 __all__ = ["operation", "check_formats", "check_same_shape", "check_parts",
-           "check_tensor_formats"]
+           "check_tensor_formats", "check_pair_names", "check_stationary_cols",
+           "check_reduce_op", "check_slots"]
 
 
 def operation(name):
@@ -64,18 +71,43 @@ def check_formats(cfg, engine, **tiles):
 def check_tensor_formats(cfg, stationary, moving=None):
     """``ValueError`` unless the tensor engine's sources are formats of ``cfg.formats`` and
     form an allowed pair (:func:`golden.fma_chain.check_pair`)."""
-    from golden.fma_chain import check_pair
     for role, t in (("stationary", stationary), ("moving", moving)):
         if t is not None and t.dtype not in cfg.formats:
             raise ValueError(f"{role} {t.name} format {t.dtype!r} is not enabled by config "
                              f"{cfg.name!r}: the tensor engine takes {tuple(cfg.formats)}")
     if moving is not None:
-        try:
-            check_pair(cfg.fmt(stationary.dtype), cfg.fmt(moving.dtype))
-        except ValueError:
-            raise ValueError(f"stationary {stationary.name} ({stationary.dtype}) and moving "
-                             f"{moving.name} ({moving.dtype}) are a forbidden format pair: "
-                             f"fp32/tf32 pair only with fp32/tf32") from None
+        check_pair_names(cfg, f"stationary {stationary.name}", stationary.dtype,
+                         f"moving {moving.name}", moving.dtype)
+
+
+def check_pair_names(cfg, s_role, s_fmt, m_role, m_fmt):
+    """``ValueError`` unless formats ``s_fmt`` (stationary) and ``m_fmt`` (moving) of the
+    config form an allowed tensor engine pair (:func:`golden.fma_chain.check_pair`)."""
+    from golden.fma_chain import check_pair
+    try:
+        check_pair(cfg.fmt(s_fmt), cfg.fmt(m_fmt))
+    except ValueError:
+        raise ValueError(f"{s_role} ({s_fmt}) and {m_role} ({m_fmt}) are a forbidden format "
+                         f"pair: fp32/tf32 pair only with fp32/tf32") from None
+
+
+def check_stationary_cols(cfg, role, t):
+    """``ValueError`` unless the stationary tile ``t``'s M (its elements) fits the array's
+    ``cfg.pe_cols`` columns."""
+    if t.elems > cfg.pe_cols:
+        raise ValueError(f"{role} {t.name} has M = {t.elems} elements per partition: the "
+                         f"stationary's M must be <= pe_cols = {cfg.pe_cols} (one load fills "
+                         f"the array's columns)")
+
+
+def check_reduce_op(op):
+    """``ValueError`` unless ALU operation ``op`` (name or code) is a reduction the vector
+    engine has (``rtl.isa.REDUCE_OPS``: add, max, min)."""
+    from golden.kernel.types import alu_code
+    from rtl.isa import ALU_NAMES, REDUCE_OPS
+    if alu_code(op) not in REDUCE_OPS:
+        raise ValueError(f"op must be one of {[ALU_NAMES[o] for o in REDUCE_OPS]} (the "
+                         f"reductions tensor_reduce has), not {op!r}")
 
 
 def check_same_shape(**tiles):
@@ -96,3 +128,14 @@ def check_parts(ref_role, ref, **tiles):
         if t is not None and t.parts != ref.parts:
             raise ValueError(f"{role} {t.name} has {t.parts} partitions, {ref_role} {ref.name} "
                              f"{ref.parts}: they must be equal")
+
+
+def check_slots(opname, **operands):
+    """``ValueError`` unless each given operand (``slot=(role, tile)``) has its AP slot in the
+    encoding of ``opname`` (:data:`rtl.isa.OPS_BY_NAME`)."""
+    from rtl.isa import OPS_BY_NAME
+    have = OPS_BY_NAME[opname].aps
+    for slot, (role, t) in operands.items():
+        if t is not None and slot not in have:
+            raise ValueError(f"{role} {t.name} must be a number, not a tile: {opname} has no "
+                             f"{slot} operand slot (its APs are {sorted(have)})")

@@ -31,7 +31,12 @@ class ScalarOps:
         cols = img.shape[1]
         key = f"__table_{name}"
         t = self.tensors.get(key) or self.dram_tensor(key, dtype="fp32", codes=img)
-        tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
+        try:
+            tile = self.sbuf_tile(P, cols, "fp32", f"table_{name}")
+        except ValueError as e:
+            raise ValueError(f"{e}: the {name} activation table loads through a temporary "
+                             f"SBUF tile of {cols} words per partition (call "
+                             f"load_table({name!r}) before allocating the big tiles)") from None
         self.load(tile, t, queue=queue)
         fid = ga.FUNCTION_IDS[name]
         self._emit("act", "act", [tile], [],

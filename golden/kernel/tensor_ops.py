@@ -8,7 +8,7 @@ from dataclasses import replace
 from golden.ap import ELEM_BYTES, PSUM, SBUF
 from rtl.isa import Instr
 
-from golden.kernel.checks import check_tensor_formats, operation
+from golden.kernel.checks import check_stationary_cols, check_tensor_formats, operation
 
 __all__ = ["TensorOps"]
 
@@ -24,6 +24,7 @@ class TensorOps:
         left out when the same tile, not written since, is already loaded."""
         if out.mem != PSUM or stationary.mem != SBUF or moving.mem != SBUF:
             raise ValueError("matmul out must be a PSUM tile, stationary and moving SBUF tiles")
+        check_stationary_cols(self.cfg, "stationary", stationary)
         if stationary.parts != moving.parts or out.parts != stationary.elems \
                 or out.elems != moving.elems:
             raise ValueError(f"matmul shapes: stationary [K={stationary.parts}, "
@@ -45,7 +46,11 @@ class TensorOps:
     @operation("transpose")
     def transpose(self, out, tile):
         """``out[m, k] = tile[k, m]`` as raw bits (zero-extended codes) in PSUM: the tensor
-        engine's bypass (``load_stationary`` of ``tile`` + ``transpose``)."""
+        engine's bypass (``load_stationary`` of ``tile`` + ``transpose``). For an ``fp32``
+        tile the bits are the values; a narrower tile's codes land in the low bits of each
+        FP32 entry, so widen it first (:meth:`copy` to an ``fp32`` tile, exact) to get values
+        (docs/kernels.md §5)."""
+        check_stationary_cols(self.cfg, "stationary", tile)
         if out.mem != PSUM or tile.mem != SBUF or out.parts != tile.elems \
                 or out.elems != tile.parts:
             raise ValueError(f"transpose out must be a PSUM tile [{tile.elems}, {tile.parts}] "
@@ -87,12 +92,15 @@ class TensorOps:
             raise ValueError(f"sparse_matmul x_fmt must be one of "
                              f"{sparse_formats(self.cfg, pattern)} and moving a 4-byte tile, "
                              f"not {x_fmt!r}, {moving.dtype}")
+        check_stationary_cols(self.cfg, "weights", weights)
         if weights.parts != moving.parts or weights.parts % n or out.parts != weights.elems \
                 or out.elems != moving.elems:
             raise ValueError(f"sparse_matmul shapes: weights [K={weights.parts} (a multiple "
                              f"of n = {n}), M={weights.elems}], moving [K={moving.parts}, "
                              f"N={moving.elems}], out must be [M, N], not [{out.parts}, "
                              f"{out.elems}]")
+        # the format pair rule (fp32/tf32 only with fp32/tf32) holds already: w_fmt has 8 or
+        # 16 bits, and x_fmt packs m/n >= 2 elements into a 32-bit lane (at most 16 bits)
         imm = {"sp_n": n, "sp_m": m}
         key = (weights.ap(), self._writer.get(self._res(weights)), pattern, w_fmt)
         if key != self._pe_loaded:

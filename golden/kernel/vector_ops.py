@@ -7,8 +7,8 @@ from __future__ import annotations
 from golden.kernel.types import ENGINE_OF, Tile, alu_code, nonzero_imm
 from rtl.isa import Instr
 
-from golden.kernel.checks import (check_formats, check_parts, check_same_shape,
-                                   operation)
+from golden.kernel.checks import (check_formats, check_parts, check_reduce_op,
+                                   check_same_shape, check_slots, operation)
 
 __all__ = ["VectorOps"]
 
@@ -53,6 +53,7 @@ class VectorOps:
     def _vec(self, opname, dst, src0=None, src1=None, *, src1_ap=None, op0=0, op1=0, imm0=0.0,
              imm1=0.0, rev0=False, rev1=False, sel0=False, sel1=False, sr=False,
              names=("src", "src1")):
+        check_slots(opname, ap1=(names[0], src0), ap2=(names[1], src1))
         check_formats(self.cfg, "vector", dst=dst, **{names[0]: src0, names[1]: src1})
         aps, reads = {"ap0": dst.ap()}, []
         if src0 is not None:
@@ -106,6 +107,7 @@ class VectorOps:
     def tensor_reduce(self, dst, src, op="add", pre_op="bypass", pre_operand=0.0, sr=False):
         """``dst[p, 0] = op-reduction of (src pre_op pre_operand)[p, :]`` (``op`` add, max or
         min; the engine's interleaved order, docs/vector.md §1.5)."""
+        check_reduce_op(op)
         i0, t0, a0, s0 = self._operand(pre_operand, src.elems)
         check_parts("src", src, dst=dst, pre_operand=t0)
         if dst.elems != 1:

@@ -133,6 +133,15 @@ def test_codes_out_of_range_are_refused():
         _kernel().dram_tensor("x", data=np.ones((1, 1)), codes=np.ones((1, 1), np.uint16))
 
 
+def test_shape_must_match_the_data():
+    with pytest.raises(ValueError, match=r"'x' shape \(2, 3\) must be the shape of its data "
+                                         r"\(4, 4\)"):
+        _kernel().dram_tensor("x", (2, 3), "bf16", data=np.ones((4, 4), np.float32))
+    with pytest.raises(ValueError, match=r"'x' shape \(1, 4\) must be the shape of its codes"):
+        _kernel().dram_tensor("x", (1, 4), "bf16", codes=np.ones((4, 1), np.uint16))
+    assert _kernel().dram_tensor("x", (1, 4), "bf16", data=np.ones((1, 4))).shape == (1, 4)
+
+
 def test_bad_data_leaves_the_kernel_unchanged():
     k = _kernel()
     with pytest.raises(TypeError):
@@ -172,7 +181,7 @@ def test_docs_snippet_runs():
     """The ``# data in and out`` example of docs/kernels.md §5 runs as written."""
     import pathlib
     text = (pathlib.Path(__file__).parents[2] / "docs" / "kernels.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    blocks = [b.split("```", 1)[0] for b in text.split("```python run\n")[1:]]
     code = [b for b in blocks if b.startswith("# data in and out")]
     assert len(code) == 1
     exec(compile(code[0], "docs/kernels.md", "exec"), {})
