@@ -228,8 +228,9 @@ class SimBuild:
         log = self.build_dir / f"sim_{tag}_{os.getpid()}.log"
         results.unlink(missing_ok=True)     # a stale file must not stand in for this run
         try:
+            # the language named: a build reused from its key never called runner.build
             self.runner.test(test_module=test_module, hdl_toplevel=self.name,
-                             build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
+                             hdl_toplevel_lang="verilog", build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
                              testcase=testcase, seed=seed, results_xml=str(results),
                              waves=self.waves, log_file=log)
         except SystemExit:

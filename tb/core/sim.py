@@ -47,8 +47,10 @@ def timeline_png(rec, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from rtl import isa
-    bits = {e: isa.ENGINES.index(e) for e in ENGINES_BUILT}
-    bits["dma"] = len(isa.ENGINES)
+    from rtl.core.neuroncore import activity_layout
+    lay = activity_layout(preset_from_env())
+    bits = {e: lay["busy"][0] + isa.ENGINES.index(e) for e in ENGINES_BUILT}
+    bits["dma"] = lay["dma"][0]
     tl, end = rec["timeline"], rec["cycles"]
     fig, ax = plt.subplots(figsize=(10, 0.5 + 0.45 * len(LANES)))
     for row, lane in enumerate(LANES):
