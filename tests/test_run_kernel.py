@@ -100,7 +100,7 @@ def test_rtl_timeline_decodes_the_activity_port(cfg):
         return 1 << (lay[field][0] + i)
     w, iss, ret = b("waiting", x), b("issued", x), b("retired", x)
     busy, done = b("dma_busy"), b("dma_done", 1)
-    trace = [(2, w), (3, w | busy), (5, iss | busy), (8, iss | done), (9, ret), (12, iss)]
+    trace = [(2, w), (3, w | busy), (5, iss | busy), (8, iss | done), (9, ret | done), (12, done)]
     tl = timeline.rtl_timeline(trace, 12, lay, ("dve",), 1, cfg.dma_queues)
     assert tl["engines"]["dve"] == {"exec": [(5, 9, 0), (9, 12, 1)], "wait": [(2, 5, 0)]}
     assert tl["dma"] == {"dma0.q1": [(3, 8, 0)]}

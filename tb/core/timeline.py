@@ -260,7 +260,8 @@ def _bars(tl, describe):
     """``[(row, a, b, colour, title)]`` of a timeline: per engine its waits and executions,
     then per DMA queue its transfers; ``describe(stream, index)`` names an instruction."""
     rows, out = [], []
-    for e, r in tl["engines"].items():
+    for e in sorted(tl["engines"], key=_order):
+        r = tl["engines"][e]
         if not r["exec"] and not r["wait"]:
             continue
         rows.append(e)
