@@ -31,3 +31,17 @@ def gemm_relu(cfg):
 def not_a_kernel(cfg):
     """Returns something else than a Kernel (the bad-spec test)."""
     return 42
+
+
+def copy_wrong_shape(cfg):
+    """A vector copy whose source has half the destination's elements, emitted as a raw
+    instruction (``k.instr``: no build-time check), so it fails when it runs: ``E_SHAPE`` on
+    the vector engine, instruction 0 of its queue, operation ``instr #1``."""
+    from rtl.isa import Instr
+    k = Kernel(cfg)
+    y = k.dram_tensor("Y", (cfg.partitions, 8), "fp32")
+    a, b = k.sbuf_tile(cfg.partitions, 8, "fp32"), k.sbuf_tile(cfg.partitions, 4, "fp32")
+    k.instr(Instr(op="tensor_copy", aps={"ap0": a.ap(), "ap1": b.ap()}), reads=[b], writes=[a])
+    k.store(y, a)
+    k.output("Y", y)
+    return k

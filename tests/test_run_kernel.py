@@ -13,7 +13,8 @@ from golden.kernel import Kernel
 from tb.core import timeline
 from tb.core.build import build_key, integration_cfg, sources_digest
 from tb.core.run_kernel import (KernelSpecError, build_program, compare_outputs, core_config,
-                                load_kernel, main, run_golden_program, run_kernel)
+                                format_report, load_kernel, main, rtl_error_text,
+                                run_golden_program, run_kernel)
 
 TINY = str(Path(__file__).with_name("run_kernel_tiny.py"))
 
@@ -27,7 +28,7 @@ def test_spec_missing_file(tmp_path):
 
 def test_spec_missing_function():
     with pytest.raises(KernelSpecError, match=r"has no function 'nope' \(its functions: "
-                                              r"gemm_relu, not_a_kernel\)"):
+                                              r"copy_wrong_shape, gemm_relu, not_a_kernel\)"):
         load_kernel(f"{TINY}:nope")
 
 
@@ -155,3 +156,30 @@ def test_compare_outputs_names_every_differing_output(cfg):
     (m,) = compare_outputs(kp, cfg, want, got, "CMD")
     assert "first at [3, 4]: RTL 0x3f800000 (1.0), golden 0x0 (0.0); reproduce: CMD" in m
     assert compare_outputs(kp, cfg, want, want, "CMD") == []
+
+
+@pytest.mark.xdist_group("core")
+def test_runtime_error_named_on_golden_and_rtl(cfg, tmp_path):
+    """An instruction that fails when it runs: both sides name the error, the engine, the
+    queue index and the kernel operation; no output is compared."""
+    rep = run_kernel(f"{TINY}:copy_wrong_shape", cfg, out_dir=tmp_path, quiet=True)
+    assert not rep.ok and not rep.mismatches and not rep.checked
+    assert rep.golden_error.startswith("E_SHAPE on dve instruction 0 (instr #1)")
+    assert rep.rtl_error.startswith("E_SHAPE on dve instruction 0 (instr #1)")
+    assert "RTL error: E_SHAPE on dve instruction 0 (instr #1)" in format_report(rep)
+
+
+def test_rtl_error_text_sources(cfg):
+    """The RTL's ERR_CODE source field: an engine (with its operation), the DMA, the
+    semaphore file."""
+    from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
+    from rtl.isa import E_AXI, E_SEM, E_SHAPE, ENGINES
+    fn, name = load_kernel(f"{TINY}:gemm_relu")
+    kp = build_program(fn, name, cfg)
+    pe = ENGINES.index("pe")
+    assert rtl_error_text(kp, {"code": E_SHAPE, "source": pe, "pc": 1, "info": 2}) == \
+        f"E_SHAPE on pe instruction 1 ({kp.operation('pe', 1)}): info 0x2"
+    assert rtl_error_text(kp, {"code": E_AXI, "source": ERR_SRC_DMA, "pc": 0, "info": 5}) \
+        .startswith("E_AXI on the DMA")
+    assert rtl_error_text(kp, {"code": E_SEM, "source": ERR_SRC_SEM, "pc": 0, "info": 3}) \
+        .startswith("E_SEM on the semaphore file (semaphore 3)")

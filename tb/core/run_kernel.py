@@ -42,7 +42,7 @@ from rtl import isa
 from tb.runner import ROOT
 
 __all__ = ["KernelSpecError", "KernelReport", "load_kernel", "build_program", "kernel_needs",
-           "core_config", "run_rtl", "format_report",
+           "core_config", "run_rtl", "format_report", "rtl_error_text",
            "run_golden_program", "compare_outputs", "run_kernel", "main"]
 
 
@@ -220,7 +220,7 @@ def compare_outputs(kp, cfg, golden, rtl, reproduce):
     return out
 
 
-def _rtl_error_text(kp, e):
+def rtl_error_text(kp, e):
     from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
     name = isa.ERROR_NAMES.get(e["code"], hex(e["code"]))
     src = e["source"]
@@ -310,7 +310,7 @@ def run_kernel(kernel, cfg=None, waves=False, *, out_dir=None, golden=run_golden
     rep.build_cached = sim.cached
     rep.rtl_cycles = rec["cycles"]
     if rec["error"]:
-        rep.rtl_error = _rtl_error_text(kp, rec["error"])
+        rep.rtl_error = rtl_error_text(kp, rec["error"])
     else:
         rep.checked = {n: int(v.size) for n, v in rec["outputs"].items()}
         if not g["error"]:

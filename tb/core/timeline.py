@@ -303,7 +303,7 @@ def write_kernel_timeline(base, panels, *, title):
             ax.broken_barh([(a, max(b - a, 0.5))], (y[r] - 0.38, 0.76), facecolors=col,
                            linewidth=0)
         ax.set_yticks(range(len(rows)), rows)
-        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
         ax.set_title(f"{name}: {cycles} cycles", fontsize=9, loc="left")
     axes[-1, 0].set_xlim(0, span)
     axes[-1, 0].set_xlabel("cycle from the doorbell")
