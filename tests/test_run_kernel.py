@@ -183,3 +183,26 @@ def test_rtl_error_text_sources(cfg):
         .startswith("E_AXI on the DMA")
     assert rtl_error_text(kp, {"code": E_SEM, "source": ERR_SRC_SEM, "pc": 0, "info": 3}) \
         .startswith("E_SEM on the semaphore file (semaphore 3)")
+
+
+def test_build_reused_only_under_its_key(cfg, tmp_path, monkeypatch):
+    """``SimBuild(key=...)``: a finished build of the same key is reused without calling the
+    design function; another key clears the stored key and elaborates (here the design
+    function raises, standing in for the rebuild), so a stale build is never run."""
+    from tb import runner
+    monkeypatch.setattr(runner, "BUILD", tmp_path)
+    name = "core_cachetest"
+    d = runner.build_dir_for(cfg, name)
+    d.mkdir(parents=True)
+    (d / name).write_text("binary")
+    (d / "build_key.txt").write_text("k1")
+
+    def design():
+        raise RuntimeError("elaborated")
+    sim = runner.SimBuild(design, unit="core", cfg=cfg, name=name, public_depth=1, key="k1")
+    assert sim.cached and sim.build_seconds == 0.0
+    with pytest.raises(RuntimeError, match="elaborated"):
+        runner.SimBuild(design, unit="core", cfg=cfg, name=name, public_depth=1, key="k2")
+    assert not (d / "build_key.txt").exists()
+    with pytest.raises(RuntimeError, match="elaborated"):     # nor the old key any more
+        runner.SimBuild(design, unit="core", cfg=cfg, name=name, public_depth=1, key="k1")

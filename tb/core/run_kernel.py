@@ -245,7 +245,7 @@ def _describe(kp):
         op = ops.get(stream, [])
         name = op[k] if 0 <= k < len(op) else ""
         label = kp.operation(stream, k) or ""
-        return f"{name} ({label})" if label else name
+        return f"{name} ({label})" if name and label else (label or name)
     return describe
 
 
