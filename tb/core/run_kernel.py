@@ -251,10 +251,11 @@ def _describe(kp):
 
 # ---- the run -----------------------------------------------------------------------------------
 
-def run_rtl(kp, cfg, name, out_dir, *, waves=False):
+def run_rtl(kp, cfg, name, out_dir, *, waves=False, estimate=0):
     """Build (or reuse) the core of ``cfg`` and run ``kp`` on it with the generic cocotb
-    module; returns ``(record, sim build)``: the record has ``cycles``, ``trace``, ``error``
-    and ``outputs`` ({name: codes})."""
+    module (the run is bounded by ``tb.core.driver.MAX_CYCLES`` or four times the golden
+    ``estimate``, whichever is longer); returns ``(record, sim build)``: the record has
+    ``cycles``, ``trace``, ``error`` and ``outputs`` ({name: codes})."""
     from tb.core.build import HIER_ABOVE_PES, core_sim
     sim = core_sim(cfg, waves=waves, hier=cfg.pe_rows * cfg.pe_cols > HIER_ABOVE_PES)
     queues = kp.place_queues()
@@ -265,7 +266,8 @@ def run_rtl(kp, cfg, name, out_dir, *, waves=False):
     outs = {n: (t.addr, t.shape[0] * t.pitch) for n, t in kp.outputs.items()}
     params = {"name": name, "image": str(image), "dram_base": kp.dram_base,
               "dram_bytes": kp.dram_base + len(kp.dram), "queues": queues,
-              "outputs": outs, "out": str(rec_path)}
+              "outputs": outs, "out": str(rec_path),
+              "max_cycles": 4 * int(estimate)}
     (out_dir / "params.json").write_text(json.dumps(params, indent=1))
     import time
     cpu = time.process_time()
@@ -305,7 +307,7 @@ def run_kernel(kernel, cfg=None, waves=False, *, out_dir=None, golden=run_golden
     t1 = time.monotonic()
     rep.golden_cycles = g["cycles"]
     rep.golden_error = str(g["error"]) if g["error"] else None
-    rec, sim = run_rtl(kp, ccfg, name, out_dir, waves=waves)
+    rec, sim = run_rtl(kp, ccfg, name, out_dir, waves=waves, estimate=g["cycles"])
     t2 = time.monotonic()
     rep.build_cached = sim.cached
     rep.rtl_cycles = rec["cycles"]

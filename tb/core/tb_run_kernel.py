@@ -40,7 +40,7 @@ async def run_kernel(dut):
     w0 = time.monotonic()
     cycles, err = await tb.run_queues(queues, p.get("name", "kernel"), dram_base=base,
                                       dram_limit=base + len(image),
-                                      max_cycles=int(p.get("max_cycles", MAX_CYCLES)))
+                                      max_cycles=max(MAX_CYCLES, int(p.get("max_cycles", 0))))
     wall = time.monotonic() - w0
     mon.cancel()
     t0 = tb.start_cycle
