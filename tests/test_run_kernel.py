@@ -12,7 +12,7 @@ import pytest
 from golden.kernel import Kernel
 from tb.core import timeline
 from tb.core.build import build_key, integration_cfg, sources_digest
-from tb.core.run_kernel import (KernelSpecError, build_program, compare_outputs, core_config,
+from tb.core.run_kernel import (KernelBuildError, KernelSpecError, build_program, compare_outputs, core_config,
                                 format_report, load_kernel, main, rtl_error_text,
                                 run_golden_program, run_kernel)
 
@@ -51,6 +51,19 @@ def test_spec_no_output(cfg):
         return k
     with pytest.raises(KernelSpecError, match="'bare' marks no output"):
         build_program(bare, "bare", cfg)
+
+
+def test_kernel_that_does_not_build(cfg, tmp_path):
+    """An operation's own check (a matmul of mismatched shapes) stops the run before anything
+    runs, naming the kernel and the operation."""
+    def bad(c):
+        k = Kernel(c)
+        a, b = k.sbuf_tile(4, 4, "bf16"), k.sbuf_tile(2, 8, "bf16")
+        k.matmul(k.psum_tile(4, 8), a, b)
+        return k
+    with pytest.raises(KernelBuildError, match=r"kernel 'bad' does not build for .*: matmul #1"):
+        run_kernel(bad, cfg, out_dir=tmp_path, quiet=True)
+    assert not any(tmp_path.iterdir())
 
 
 def test_command_exit_status_on_bad_spec(tmp_path, capsys):

@@ -24,7 +24,7 @@ whose results are marked with ``k.output(name, dram_tensor)``. Then:
    and, with ``waves``, ``build/sim/<kernel>/<kernel>.vcd``.
 
 Exit status of the command: 0 when everything matched, 1 on a mismatch or an error, 2 on a
-bad ``KERNEL`` spec.
+bad ``KERNEL`` spec or a kernel that does not build (its message printed, nothing run).
 """
 
 from __future__ import annotations
@@ -41,13 +41,18 @@ import numpy as np
 from rtl import isa
 from tb.runner import ROOT
 
-__all__ = ["KernelSpecError", "KernelReport", "load_kernel", "build_program", "kernel_needs",
+__all__ = ["KernelSpecError", "KernelBuildError", "KernelReport", "load_kernel", "build_program", "kernel_needs",
            "core_config", "run_rtl", "format_report", "rtl_error_text",
            "run_golden_program", "compare_outputs", "run_kernel", "main"]
 
 
 class KernelSpecError(ValueError):
     """A ``KERNEL`` spec that names no kernel function (file, function or return value)."""
+
+
+class KernelBuildError(ValueError):
+    """The kernel function raised ``ValueError`` / ``TypeError`` while building (a shape, a
+    format, a capacity its operations check): nothing ran."""
 
 
 @dataclass
@@ -295,7 +300,12 @@ def run_kernel(kernel, cfg=None, waves=False, *, out_dir=None, golden=run_golden
     t0, t0_wall = time.monotonic(), time.time()
     fn, name = load_kernel(kernel)
     cfg = cfg or preset_from_env("small")
-    kp = build_program(fn, name, cfg)
+    try:
+        kp = build_program(fn, name, cfg)
+    except KernelSpecError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise KernelBuildError(f"kernel {name!r} does not build for {cfg.name}: {e}") from e
     ccfg = core_config(cfg, kp)
     spec = kernel if isinstance(kernel, str) else f"<function {name}>"
     command = command or (f"python -m tb.core.run_kernel {spec} --config {cfg.name}"
@@ -403,7 +413,7 @@ def main(argv=None):
     try:
         cfg = _config(a.config)
         rep = run_kernel(a.kernel, cfg, waves=a.waves)
-    except KernelSpecError as e:
+    except (KernelSpecError, KernelBuildError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0 if rep.ok else 1
