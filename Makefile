@@ -26,8 +26,9 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 ## make sim [WAVES=1]: kernels on the whole core (cycles, busy fractions, timelines in build/sim/), then the blocks' demos
+## make sim KERNEL=path/to/file.py:function [CONFIG=...] [WAVES=1]: that kernel only, on golden and the RTL core, outputs checked bit for bit (CONFIG default: small; docs/core.md)
 sim: $(STAMP)
-	CONFIG=$(SIM_CONFIG) $(PY) -m tb.demo
+	$(if $(KERNEL),CONFIG=$(or $(CONFIG),small) $(PY) -m tb.core.run_kernel '$(KERNEL)' $(if $(filter-out 0,$(WAVES)),--waves),CONFIG=$(SIM_CONFIG) $(PY) -m tb.demo)
 
 ## make lint: ruff with the narrow rule set of pyproject.toml (bugs, not style)
 lint: $(STAMP)

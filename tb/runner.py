@@ -157,10 +157,16 @@ class SimBuild:
         wildcard pairs (Verilator's ``public_flat_rw`` configuration: ``("*psum", "bank*")``
         makes every ``bank<n>`` memory of a module whose name ends in ``psum`` visible).
         Needs ``public_depth``.
+    key : str, optional
+        A digest of everything the build depends on (config, RTL sources, options: see
+        :func:`tb.core.build.build_key`); ``design`` is then a function returning the design.
+        When the build directory holds a finished build of the same key, nothing is
+        elaborated or rebuilt (``cached`` is True); otherwise the key is cleared, the design
+        built, and the key written after the build succeeded.
     """
 
     def __init__(self, design, *, unit, cfg, variant=None, name=None, build_args=(),
-                 waves=False, public_depth=None, public_vars=()):
+                 waves=False, public_depth=None, public_vars=(), key=None):
         setup_verilator_env()
         self.name = name = name or sim_name(unit, cfg, variant)
         self.cfg = cfg
@@ -173,7 +179,16 @@ class SimBuild:
                              "public already")
         if public_depth == 1:
             public_vars = [(name, "*")] + public_vars
+        self.cached = False
         with locked(self.build_dir):
+            stamp = self.build_dir / "build_key.txt"
+            if key is not None:
+                if (stamp.exists() and stamp.read_text() == key
+                        and (self.build_dir / name).exists()):
+                    self.cached, self.build_seconds = True, 0.0
+                    return
+                stamp.unlink(missing_ok=True)
+                design = design()
             vfile, mods = write_design(design, name, self.build_dir / "src")
             t0 = time.monotonic()
             args = list(FAST_BUILD_ARGS) + list(build_args)
@@ -192,6 +207,8 @@ class SimBuild:
                               build_dir=self.build_dir, build_args=args, waves=waves,
                               log_file=self.build_dir / "build.log")
             self.build_seconds = time.monotonic() - t0
+            if key is not None:
+                stamp.write_text(key)
 
     def run(self, test_module: str, *, params=None, testcase=None, seed=None, tag="run",
             expect_skip=()):
@@ -211,8 +228,9 @@ class SimBuild:
         log = self.build_dir / f"sim_{tag}_{os.getpid()}.log"
         results.unlink(missing_ok=True)     # a stale file must not stand in for this run
         try:
+            # the language named: a build reused from its key never called runner.build
             self.runner.test(test_module=test_module, hdl_toplevel=self.name,
-                             build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
+                             hdl_toplevel_lang="verilog", build_dir=self.build_dir, test_dir=self.build_dir, extra_env=env,
                              testcase=testcase, seed=seed, results_xml=str(results),
                              waves=self.waves, log_file=log)
         except SystemExit:

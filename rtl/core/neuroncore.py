@@ -26,10 +26,22 @@ from rtl.tensor.sbuf_fed import SbufTensorEngine
 from rtl.scalar.engine import ScalarEngine
 from rtl.vector.engine import VectorEngine
 
-__all__ = ["NeuronCore", "ENGINES_BUILT"]
+__all__ = ["NeuronCore", "ENGINES_BUILT", "activity_layout"]
 
 #: Engines with a sequencer in this core (the others' queue registers read as idle).
 ENGINES_BUILT = ("pe", "dve", "act", "sp")
+
+
+def activity_layout(cfg):
+    """``{field: (lsb, width)}`` of the ``activity`` trace port (:class:`NeuronCore`), in bit
+    order: ``busy``, ``dma``, ``retired``, ``waiting``, ``issued`` (one bit per engine of
+    ``rtl.isa.ENGINES`` each, but ``dma``: one), ``dma_busy`` (per DMA engine), ``dma_done``
+    (per DMA engine and queue, engine-major)."""
+    ne, out, lsb = len(isa.ENGINES), {}, 0
+    for name, w in (("busy", ne), ("dma", 1), ("retired", ne), ("waiting", ne), ("issued", ne),
+                    ("dma_busy", cfg.dma_engines), ("dma_done", cfg.dma_engines * cfg.dma_queues)):
+        out[name], lsb = (lsb, w), lsb + w
+    return out
 
 
 class NeuronCore(wiring.Component):
@@ -67,12 +79,14 @@ class NeuronCore(wiring.Component):
     host : In(AXI4LiteSignature())
         The host registers (ports ``host__*``).
     irq : Out(1)
-    activity : Out(2 * len(rtl.isa.ENGINES) + 1)
-        Trace port: bit ``e`` = the sequencer of engine ``e`` (``rtl.isa.ENGINES`` order) is
-        busy, bit ``len(ENGINES)`` = some DMA engine is not idle (the host reads the same as
-        cycle counts in the ``Q_BUSY`` / ``DMA_BUSY`` registers), bit ``len(ENGINES) + 1 + e``
-        toggles when engine ``e`` retires an instruction. Testbenches draw timelines and time
-        each instruction from it.
+    activity : Out(sum of the widths of activity_layout(cfg))
+        Trace port (fields :func:`activity_layout`), per engine ``e`` (``rtl.isa.ENGINES``
+        order): ``busy`` its sequencer is busy (the host reads the same as cycle counts in the
+        ``Q_BUSY`` / ``DMA_BUSY`` registers), ``retired`` / ``issued`` toggle when it retires /
+        issues an instruction, ``waiting`` its next instruction waits on a semaphore; ``dma``
+        some DMA engine is not idle, ``dma_busy`` each DMA engine runs a descriptor,
+        ``dma_done`` toggles when a queue completes a descriptor. Testbenches draw timelines
+        and time each instruction from it.
     """
 
     class Signature(wiring.Signature):
@@ -81,7 +95,8 @@ class NeuronCore(wiring.Component):
             self.managers = len(ENGINES_BUILT) + 1 + cfg.dma_engines
             self.mux = AXI4Mux.Signature(cfg, self.managers)
             super().__init__({"axi": Out(self.mux.out_sig), "host": In(AXI4LiteSignature()),
-                              "irq": Out(1), "activity": Out(2 * len(isa.ENGINES) + 1)})
+                              "irq": Out(1), "activity": Out(sum(
+                                  w for _, w in activity_layout(cfg).values()))})
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
         super().__init__(self.Signature(cfg))
@@ -224,10 +239,14 @@ class NeuronCore(wiring.Component):
                     m.d.comb += [dma_err.eq(1), dma_code.eq(d.q_code[q]),
                                  dma_info.eq(d.q_info[q])]
         dma_idle = Cat(d.idle for d in dmas).all()
-        retired = Signal(len(isa.ENGINES))
+        trace = {f: Signal(len(isa.ENGINES), name=f"trace_{f}")
+                 for f in ("retired", "waiting", "issued")}
         for e in ENGINES_BUILT:
-            m.d.comb += retired[isa.ENGINES.index(e)].eq(seqs[e].retired)
-        m.d.comb += [self.activity.eq(Cat(csr.seq_busy, ~dma_idle | draining, retired))]
+            m.d.comb += [trace[f][isa.ENGINES.index(e)].eq(getattr(seqs[e], f)) for f in trace]
+        m.d.comb += [self.activity.eq(Cat(csr.seq_busy, ~dma_idle | draining, *trace.values(),
+                                          *(d.busy for d in dmas),
+                                          *(d.completed[q][0] for d in dmas
+                                            for q in range(cfg.dma_queues))))]
         m.d.comb += [csr.dma_err.eq(dma_err), csr.dma_code.eq(dma_code),
                      csr.dma_info.eq(dma_info), csr.dma_idle.eq(dma_idle & ~draining)]
         return m

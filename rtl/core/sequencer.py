@@ -123,6 +123,12 @@ class Sequencer(wiring.Component):
     notify, irq_done : Out(1); notify_code : Out(16)
     retired : Out(1)
         Toggles at every retire (trace: one edge per instruction, also when back to back).
+    issued : Out(1)
+        Toggles when an instruction leaves the sequencer (handed to the engine, or a local
+        ``nop``/``notify``/``halt`` taken): the trace's start of its execution.
+    waiting : Out(1)
+        The next instruction waits on its semaphore (read, and below ``wait_val``): the trace
+        tells a stalled engine from a busy one.
     """
 
     class Signature(wiring.Signature):
@@ -153,7 +159,7 @@ class Sequencer(wiring.Component):
                 "busy": Out(1), "halted": Out(1),
                 "err": Out(1), "err_code": Out(ERROR_BITS), "err_pc": Out(Q), "err_info": Out(32),
                 "notify": Out(1), "notify_code": Out(16), "irq_done": Out(1),
-                "retired": Out(1),
+                "retired": Out(1), "issued": Out(1), "waiting": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, engine: str):
@@ -265,6 +271,7 @@ class Sequencer(wiring.Component):
         have = ibuf.r_rdy & ~blocked
         with m.If(have & ~rerr & ok_all & wait_en & ~sem_ok):
             m.d.sync += [primed.eq(1), waited.eq(waited + 1)]
+            m.d.comb += self.waiting.eq(primed)
             with m.If(timeout & drained):
                 raise_error(E_TIMEOUT, idx, wait_sem)
         go = have & ~rerr & ok_all & sem_ok & infl.w_rdy
@@ -283,6 +290,8 @@ class Sequencer(wiring.Component):
             m.d.comb += self.issue.valid.eq(1)
             with m.If(self.issue.ready):
                 m.d.comb += [infl.w_en.eq(1), ibuf.r_en.eq(1)]
+        with m.If(infl.w_en):
+            m.d.sync += self.issued.eq(~self.issued)
         with m.If(ibuf.r_en):
             m.d.sync += [primed.eq(0), waited.eq(0)]
             with m.If(opcode == isa.OPS_BY_NAME["halt"].code):

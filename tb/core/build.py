@@ -1,7 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Verilator build of the NeuronCore top (one per config)."""
+"""The Verilator build of the NeuronCore top (one per config), cached by a key.
+
+Elaborating the core in Amaranth takes most of a minute of Python even when Verilator then
+finds nothing to rebuild, so :func:`core_sim` keys each build by :func:`build_key`: a SHA-1 of
+the config, the build options and every source the Verilog comes from (``rtl/**/*.py``, this
+file, ``tb/runner.py``) plus the Amaranth and Verilator versions. A build directory whose
+finished build has the same key is used as it is, without elaborating; any other key (a config
+field, an RTL line, an option changed) elaborates and rebuilds, so a stale build is never
+run."""
 
 from __future__ import annotations
+
+import hashlib
+import json
+from importlib import metadata
+from pathlib import Path
 
 from rtl.core.neuroncore import NeuronCore
 from rtl.emit import Design
@@ -9,9 +22,10 @@ from rtl.scalar import engine as scalar_engine
 from rtl.tensor.array import group_module_name, pe_module_name
 from rtl.tensor import engine as tensor_engine
 from rtl.vector import fu as vector_fu
-from tb.runner import SimBuild
+from tb.runner import FAST_BUILD_ARGS, MAKE_OVERRIDES, ROOT, SimBuild
 
-__all__ = ["HIER_ABOVE_PES", "core_design", "core_sim", "integration_cfg"]
+__all__ = ["HIER_ABOVE_PES", "core_design", "core_sim", "integration_cfg", "build_key",
+           "sources_digest"]
 
 
 def integration_cfg(cfg, *, sparse=False):
@@ -60,6 +74,33 @@ HIER_ABOVE_PES = 64
 CORE_BUILD_ARGS = ("-CFLAGS", "-O0")
 
 
+def sources_digest(root=ROOT):
+    """SHA-1 (hex) of the files the core's Verilog and its build depend on: every
+    ``rtl/**/*.py``, ``tb/core/build.py`` and ``tb/runner.py`` under ``root`` (path and
+    contents), and the installed Amaranth and Verilator versions. Reading and hashing them
+    takes milliseconds."""
+    root = Path(root)
+    h = hashlib.sha1()
+    files = sorted((root / "rtl").rglob("*.py")) + [root / "tb" / "core" / "build.py",
+                                                     root / "tb" / "runner.py"]
+    for f in files:
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    for dist in ("amaranth", "verilator"):
+        try:
+            h.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=none".encode())
+    return h.hexdigest()
+
+
+def build_key(cfg, options, sources):
+    """The cache key of a core build: SHA-1 (hex) of the whole config (``cfg.to_dict()``), the
+    JSON-able build ``options`` and the ``sources`` digest (:func:`sources_digest`)."""
+    text = json.dumps({"cfg": cfg.to_dict(), "options": options, "sources": sources},
+                      sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
 def core_sim(cfg, *, waves=False, optimize=False, hier=False) -> SimBuild:
     """A (cached) Verilator build of the core; ``optimize`` compiles the C++ at the default
     ``-O3`` of the fast build (a separate build: several times longer to build, faster to run,
@@ -67,9 +108,13 @@ def core_sim(cfg, *, waves=False, optimize=False, hier=False) -> SimBuild:
     regression's build stays valid; ``hier`` builds the many-instance leaves as Verilator
     hierarchical blocks (:func:`core_design`). The core's testbenches use only its ports, so
     only the top module is visible to cocotb (``public_depth=1``: 17 times faster, see
-    :class:`~tb.runner.SimBuild`)."""
+    :class:`~tb.runner.SimBuild`). A finished build of the same :func:`build_key` is reused
+    without elaborating the design (``.cached``)."""
     unit = ("core_opt" if optimize else "core") + ("_hier" if hier else "") \
         + ("_waves" if waves else "")
     args = (() if optimize else CORE_BUILD_ARGS) + (("--hierarchical",) if hier else ())
-    return SimBuild(core_design(cfg, hier=hier), unit=unit, cfg=cfg, waves=waves,
-                    public_depth=1, build_args=args)
+    options = {"unit": unit, "waves": waves, "build_args": args, "public_depth": 1,
+               "fast_build_args": FAST_BUILD_ARGS, "make_overrides": MAKE_OVERRIDES}
+    key = build_key(cfg, options, sources_digest())
+    return SimBuild(lambda: core_design(cfg, hier=hier), unit=unit, cfg=cfg, waves=waves,
+                    public_depth=1, build_args=args, key=key)

@@ -83,6 +83,8 @@ class CoreTB(TB):
             await self.wr(self.qreg(e, "Q_TAIL"), tail)
         await self.wr("IRQ_STATUS", 0b111)
         t0 = cocotb.utils.get_sim_time("ns")
+        #: Cycle of the doorbell (the ``CTRL`` write that starts the engines) of the last run.
+        self.start_cycle = int(t0 // CLOCK_NS)
         await self.wr("CTRL", mask << 8)
         if self.cut_after is not None:        # a soft reset in the middle of the run
             await ClockCycles(self.dut.clk, self.cut_after)

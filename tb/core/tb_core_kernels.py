@@ -70,6 +70,7 @@ async def run_kernel(tb, case):
                                                         for n, v in case.expected.items()},
             "worst_vs_bound": {n: q for n, (_, q) in check.items()},
             "timeline": [(c - t0, v & ((2 << ne) - 1)) for c, v in log], "retires": retires,
+            "trace": [(c - tb.start_cycle, v) for c, v in log if c >= tb.start_cycle],
             "wall_seconds": wall}
 
 
