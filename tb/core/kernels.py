@@ -12,7 +12,7 @@ import numpy as np
 from golden import kernels as gk
 from golden.kernels import gemm_kernel
 
-__all__ = ["KERNELS", "build_case", "gemm_case", "dram_traffic"]
+__all__ = ["KERNELS", "CYCLE_KERNELS", "build_case", "gemm_case", "dram_traffic"]
 
 
 def gemm_case(cfg, seed=0, K=None, M=None, N=None, dram_bytes=1 << 20):
@@ -41,8 +41,16 @@ def _golden(name):
     return build
 
 
-#: name -> builder(cfg, seed, **params) -> golden.kernels.KernelCase
+#: name -> builder(cfg, seed, **params) -> golden.kernels.KernelCase (the make-sim kernels and
+#: the cycle-model suite, golden/kernels/suite.py)
 KERNELS = {"gemm": gemm_case, **{n: _golden(n) for n in gk.KERNELS}}
+
+#: The kernels the golden cycle model is measured on (bench ``golden_cycle_error``,
+#: ``tests/test_core.py``): every engine, odd free sizes; ``[{"name", **params}]``.
+CYCLE_KERNELS = [{"name": n} for n in ("mlp", "attention_head", "layer_norm", "sparse_mlp",
+                                        "gemm", "softmax_rows", "row_reduce", "rms_norm",
+                                        "act_chain", "pe_transpose", "dma_copy", "gemm_fp8")] + [
+    {"name": "softmax_rows", "F": 33}, {"name": "layer_norm", "D": 33}]
 
 
 def build_case(name, cfg, seed=0, **params):
