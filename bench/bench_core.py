@@ -76,35 +76,12 @@ def golden_estimates(cfg, seed=1):
     return m
 
 
-def kernel_label(spec):
-    """``name`` or ``name_F33``: a cycle-model kernel with its non-default parameters."""
-    return "_".join([spec["name"], *(f"{k}{v}" for k, v in spec.items()
-                                      if k not in ("name", "seed"))])
-
-
-def cycle_errors(cfg, specs, recs):
-    """``[(label, RTL cycles, golden estimate, signed error)]`` of the kernels ``specs`` whose
-    RTL records (``tb/core/tb_core_kernels.py``) are ``recs``, on ``cfg`` (the config the RTL
-    ran, narrowed by ``integration_cfg``). The estimate is the golden ISA simulator's cycles of
-    the same program; the error is ``(estimate - RTL) / RTL``."""
-    from golden.kernels import run_golden
-    from tb.core.kernels import build_case
-    if len(specs) != len(recs):
-        raise ValueError(f"cycle_errors needs one RTL record per kernel, not {len(recs)} for "
-                         f"{len(specs)}")
-    rows = []
-    for spec, r in zip(specs, recs):
-        p = {k: v for k, v in spec.items() if k != "name"}
-        est = run_golden(build_case(spec["name"], cfg, **p))["cycles"]
-        rows.append((kernel_label(spec), r["cycles"], est, (est - r["cycles"]) / r["cycles"]))
-    return rows
-
-
 def cycle_error_metrics(small, specs, recs):
     """``golden_cycle_error`` (mean |error|), ``_worst`` (= ``_max``), ``golden_cycle_table``
-    and ``small_<kernel>_cycles`` / ``_golden_estimate`` of :func:`cycle_errors` on the small
+    and ``small_<kernel>_cycles`` / ``_golden_estimate`` of ``tb.core.kernels.cycle_errors`` on the small
     preset's make-sim core."""
     from tb.core.build import integration_cfg
+    from tb.core.kernels import cycle_errors
     rows = cycle_errors(integration_cfg(small, sparse=True), specs, recs)
     m = {}
     for label, rtl, est, _e in rows:
