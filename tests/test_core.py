@@ -60,13 +60,15 @@ def _table(rows):
 
 
 @pytest.mark.xdist_group("core")
-def test_core_cycle_model(cfg, seed, tmp_path):
+def test_core_cycle_model(seed, tmp_path):
     """The golden cycle model against the RTL on a few cheap kernels: each estimate within
     CYCLE_WORST of the cycles the core takes for the same program (outputs bit for bit, as in
-    test_core_kernels)."""
+    test_core_kernels). On the small preset whatever CONFIG is: the goals are stated there
+    (make test shares the build with the tests above)."""
+    from rtl.config import get_preset
     from tb.core.kernels import CYCLE_KERNELS
     assert all(s in CYCLE_KERNELS for s in CYCLE_SMOKE)
-    rows = _cycle_errors(_sim(cfg), CYCLE_SMOKE, seed, tmp_path, "cycles")
+    rows = _cycle_errors(_sim(get_preset("small")), CYCLE_SMOKE, seed, tmp_path, "cycles")
     bad = [r for r in rows if abs(r[3]) > CYCLE_WORST]
     assert not bad, f"seed={seed}: golden estimate off by more than {CYCLE_WORST:.0%}:\n" \
                     f"{_table(rows)}"
@@ -74,11 +76,13 @@ def test_core_cycle_model(cfg, seed, tmp_path):
 
 @pytest.mark.full
 @pytest.mark.xdist_group("core_sparse")
-def test_core_cycle_model_all(cfg, seed, tmp_path):
-    """Every kernel of CYCLE_KERNELS on the make-sim core (sparse PE and FP8): the mean error of
-    the golden estimate within CYCLE_MEAN and each kernel's within CYCLE_WORST."""
+def test_core_cycle_model_all(seed, tmp_path):
+    """Every kernel of CYCLE_KERNELS on the small preset's make-sim core (sparse PE and FP8):
+    the mean error of the golden estimate within CYCLE_MEAN and each kernel's within
+    CYCLE_WORST (bench core's golden_cycle_error and _worst)."""
+    from rtl.config import get_preset
     from tb.core.kernels import CYCLE_KERNELS
-    sim = core_sim(integration_cfg(cfg, sparse=True))
+    sim = core_sim(integration_cfg(get_preset("small"), sparse=True))
     rows = _cycle_errors(sim, CYCLE_KERNELS, seed, tmp_path, "cycles_all")
     mean = sum(abs(r[3]) for r in rows) / len(rows)
     worst = max(abs(r[3]) for r in rows)
