@@ -11,8 +11,10 @@ bit for bit against golden by the cocotb test that produces the figures.
 * ``mlp_roofline_fraction``: the MLP layer (tiled GEMM from DRAM + bias + GELU, ``mlp_shape``)
   on the RTL: :func:`mlp_bound` over its cycles. Goal >= 0.85 on the default preset.
 * ``golden_cycle_error``: mean of |golden estimate - RTL cycles| / RTL cycles over the
-  ``make sim`` kernels (``tb/core/sim.py`` SIM_KERNELS) on the small preset, each kernel's
-  figures next to it.
+  cycle-model kernels (``tb/core/kernels.py`` CYCLE_KERNELS: the ``make sim`` kernels and
+  ``golden/kernels/suite.py``, every engine, odd free sizes) on the small preset's make-sim
+  core; ``golden_cycle_error_worst`` (and ``_max``, the same) the worst kernel;
+  ``golden_cycle_table`` each kernel's parameters, RTL cycles, estimate and signed error.
 * ``golden_*``: the golden ISA simulator's estimates (no RTL) of the same GEMM
   (``golden_gemm_tensor_util_from_dram``) and of the roofline MLP (``mlp_shape``: 256 x 128 x
   1024 on default; ``golden_mlp_roofline_fraction`` = ``mlp_bound`` / estimated cycles, the
@@ -74,6 +76,26 @@ def golden_estimates(cfg, seed=1):
     return m
 
 
+def cycle_error_metrics(small, specs, recs):
+    """``golden_cycle_error`` (mean |error|), ``_worst`` (= ``_max``), ``golden_cycle_table``
+    and ``small_<kernel>_cycles`` / ``_golden_estimate`` of ``tb.core.kernels.cycle_errors`` on the small
+    preset's make-sim core."""
+    from tb.core.build import integration_cfg
+    from tb.core.kernels import cycle_errors
+    rows = cycle_errors(integration_cfg(small, sparse=True), specs, recs)
+    m = {}
+    for label, rtl, est, _e in rows:
+        m[f"small_{label}_cycles"] = rtl
+        m[f"small_{label}_golden_estimate"] = est
+    errs = [abs(e) for *_x, e in rows]
+    m["golden_cycle_error"] = sum(errs) / len(errs)
+    m["golden_cycle_error_worst"] = m["golden_cycle_error_max"] = max(errs)
+    m["golden_cycle_kernels"] = len(rows)
+    m["golden_cycle_table"] = [{"kernel": lb, "rtl_cycles": r, "golden_cycles": g,
+                                "error": round(e, 4)} for lb, r, g, e in rows]
+    return m
+
+
 def _run(cfg, kernels, optimize, dram_bytes, sparse=False, hier=False):
     from tb.core.build import core_sim, integration_cfg
     from tb.runner import ROOT
@@ -121,25 +143,13 @@ def run(cfg, seed=1):
         m[f"gemm_busy_{e}"] = b / cyc
     m["sim_cycles_per_second"] = cyc / r["wall_seconds"]
     m["verilator_build_seconds_cached_or_cold"] = round(sim.build_seconds, 1)
-    # the make-sim kernels on the small preset: RTL cycles against the golden estimate
-    from golden.kernels import run_golden
-    from tb.core.build import integration_cfg
-    from tb.core.kernels import build_case
-    from tb.core.sim import SIM_KERNELS
+    # the cycle-model kernels on the small preset: RTL cycles against the golden estimate
+    from tb.core.kernels import CYCLE_KERNELS
     small = get_preset("small")
-    specs = [dict(k, seed=seed) for k in SIM_KERNELS]
-    # the make-sim core (4:16 sparse PE: the sparse MLP on the sparse mode)
+    specs = [dict(k, seed=seed) for k in CYCLE_KERNELS]
+    # the make-sim core (4:16 sparse PE and FP8: the sparse MLP and the FP8 GEMM)
     recs, wall, _ = _run(small, specs, False, 1 << 20, sparse=True)
-    errs = []
-    for spec, r in zip(specs, recs):
-        spec = dict(spec)
-        name = spec.pop("name")
-        est = run_golden(build_case(name, integration_cfg(small, sparse=True), **spec))["cycles"]
-        m[f"small_{name}_cycles"] = r["cycles"]
-        m[f"small_{name}_golden_estimate"] = est
-        errs.append(abs(est - r["cycles"]) / r["cycles"])
-    m["golden_cycle_error"] = sum(errs) / len(errs)
-    m["golden_cycle_error_max"] = max(errs)
+    m.update(cycle_error_metrics(small, specs, recs))
     m["small_sim_cycles_per_second"] = (sum(r["cycles"] for r in recs)
                                         / sum(r["wall_seconds"] for r in recs))
     m["bench_wall_seconds"] = time.monotonic() - t0

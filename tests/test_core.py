@@ -33,6 +33,64 @@ def test_core_kernels(cfg, seed):
             tag="kernels")
 
 
+#: The cycle model's goals (issue 38): the mean |golden estimate - RTL| / RTL over
+#: tb/core/kernels.py CYCLE_KERNELS, and every kernel's.
+CYCLE_MEAN, CYCLE_WORST = 0.05, 0.10
+#: make test: cheap kernels of CYCLE_KERNELS that the regression's core runs (BF16 only, no
+#: sparse PE), each vector / scalar / tensor / DMA (about 3,300 RTL cycles together)
+CYCLE_SMOKE = [{"name": "softmax_rows", "F": 33}, {"name": "row_reduce"},
+               {"name": "pe_transpose"}, {"name": "rms_norm"}]
+
+
+def _cycle_errors(sim, specs, seed, tmp_path, tag):
+    """Run ``specs`` on the core build ``sim`` and return ``cycle_errors`` of its records:
+    RTL cycles measured here, the golden estimate of the same programs."""
+    import json
+    from tb.core.kernels import cycle_errors
+    specs = [dict(s, seed=seed) for s in specs]
+    metrics = tmp_path / "cycles.jsonl"
+    sim.run("tb.core.tb_core_kernels", params={"kernels": specs, "metrics": str(metrics)},
+            tag=tag)
+    recs = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
+    return cycle_errors(sim.cfg, specs, recs)
+
+
+def _table(rows):
+    return "\n".join(f"{lb:<18}{r:>8}{g:>8}{e:>+8.3f}" for lb, r, g, e in rows)
+
+
+@pytest.mark.xdist_group("core")
+def test_core_cycle_model(seed, tmp_path):
+    """The golden cycle model against the RTL on a few cheap kernels: each estimate within
+    CYCLE_WORST of the cycles the core takes for the same program (outputs bit for bit, as in
+    test_core_kernels). On the small preset whatever CONFIG is: the goals are stated there
+    (make test shares the build with the tests above)."""
+    from rtl.config import get_preset
+    from tb.core.kernels import CYCLE_KERNELS
+    assert all(s in CYCLE_KERNELS for s in CYCLE_SMOKE)
+    rows = _cycle_errors(_sim(get_preset("small")), CYCLE_SMOKE, seed, tmp_path, "cycles")
+    bad = [r for r in rows if abs(r[3]) > CYCLE_WORST]
+    assert not bad, f"seed={seed}: golden estimate off by more than {CYCLE_WORST:.0%}:\n" \
+                    f"{_table(rows)}"
+
+
+@pytest.mark.full
+@pytest.mark.xdist_group("core_sparse")
+def test_core_cycle_model_all(seed, tmp_path):
+    """Every kernel of CYCLE_KERNELS on the small preset's make-sim core (sparse PE and FP8):
+    the mean error of the golden estimate within CYCLE_MEAN and each kernel's within
+    CYCLE_WORST (bench core's golden_cycle_error and _worst)."""
+    from rtl.config import get_preset
+    from tb.core.kernels import CYCLE_KERNELS
+    sim = core_sim(integration_cfg(get_preset("small"), sparse=True))
+    rows = _cycle_errors(sim, CYCLE_KERNELS, seed, tmp_path, "cycles_all")
+    mean = sum(abs(r[3]) for r in rows) / len(rows)
+    worst = max(abs(r[3]) for r in rows)
+    assert mean <= CYCLE_MEAN and worst <= CYCLE_WORST, (
+        f"seed={seed}: mean {mean:.3f} (<= {CYCLE_MEAN}), worst {worst:.3f} (<= "
+        f"{CYCLE_WORST}):\n{_table(rows)}")
+
+
 @pytest.mark.xdist_group("core")
 def test_core_random_programs(cfg, seed):
     """Random all-engine programs, clean and corrupted, on the core against the golden ISA

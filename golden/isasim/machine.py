@@ -399,12 +399,11 @@ class IsaSim:
 
     def _book_fetch(self, s, i, ready):
         """Book the fetch burst of instruction ``i`` of engine stream ``s``, its address beat
-        sent at ``ready`` (and after the burst before it): ``fetch_cycles`` beats on the shared
-        R channel, then ``dram_latency``."""
+        sent at ``ready``: ``fetch_cycles`` beats on the shared R channel, after
+        ``dram_latency`` (the sequencer keeps up to ``fetch_depth`` reads in flight, so it
+        does not wait for the burst before)."""
         if not self._fetch_cycles or i in s.fetch or i >= len(s.prog):
             return
-        if i:
-            ready = max(ready, self._fetched(s, i - 1, start=True) + 1)
         t = ready + self.timing.dram_latency
         st = self.axi["r"].book(t, self._fetch_cycles, (s, i), t)
         s.fetch[i] = (st, st + self._fetch_cycles)

@@ -120,7 +120,7 @@ def _act_timing(sim, ins, issue):
     if ins.op == "act_table_load":          # drain the pipeline, then one word per cycle
         start = max(issue, st["done"])
         n = elems_per_partition(ins.aps["ap1"])
-        done = start + act_pipe_cycles(sim.cfg) + n * ins.aps["ap1"].count
+        done = start + sim.timing.act_table_overhead + n * ins.aps["ap1"].count
         st.update(free=done, done=done, dst=None)
         return start, done
     ai = act_instr(sim, ins)

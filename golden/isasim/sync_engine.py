@@ -68,17 +68,22 @@ def _dma_start(sim, ins):
 
 
 def _t_dma_start(sim, ins, issue):
-    # one 64-byte burst per descriptor on the shared R channel, read and queued one at a time
+    # one 64-byte burst per descriptor on the shared R channel, read and queued one at a time;
+    # the sync engine runs one dma_start at a time (rtl/core/sync_engine.py: it takes the next
+    # from its sequencer once the last one is done)
     n = ins.imm.get("count", 0)
     beats = -(-gdma.DESC_BYTES // sim.cfg.sbuf_word_bytes)
-    done = issue + 1
+    st = sim.engine_state.setdefault("sp", {"free": 0})
+    start = max(issue, st["free"])
+    done = start + 1
     for _ in range(n):
         done = sim.axi["r"].book(done + sim.timing.dram_latency, beats) + beats + 1
     s = sim.dma_streams[(ins.imm.get("engine", 0), ins.imm.get("queue", 0))]
     # the dma_start's own Event is the next one on the timeline
     s.prog.extend((d, done, len(sim.timeline)) for d in sim.pending_descs)
     sim.pending_descs = []
-    return issue, done
+    st["free"] = done
+    return start, done
 
 
 def _dma_start_access(sim, ins):

@@ -52,6 +52,10 @@ class Timing:
         Scalar engine, cycles beyond the elements (``None``: the element pipeline
         ``2 + L + 12 L + 4 + 3`` plus 8 cycles of checks, 56 at ``L = mul + add stages = 3``,
         docs/scalar.md §5).
+    act_table_overhead : int
+        Scalar engine, ``act_table_load`` cycles beyond its words (one per cycle) once the
+        pipeline has drained (the retire gap after the activation before it on the small core:
+        200 cycles for the 192 words of ``reciprocal``, 236 for the 228 of ``exp``).
     act_raw_wait : int
         Scalar engine, cycles an instruction that reads what the one before it writes loses
         beyond waiting for that write and restarting the pipeline (``act_overhead``): the RTL
@@ -78,6 +82,7 @@ class Timing:
     vector_transpose_overhead: int = 17
     vector_find_index8_overhead: int = 33
     act_overhead: int | None = None
+    act_table_overhead: int = 8
     act_raw_wait: int = 45
 
     def __post_init__(self):
@@ -85,7 +90,7 @@ class Timing:
                   "dram_latency", "vector_latency", "vector_overhead", "vector_reduce_overhead",
                   "vector_max8_overhead", "vector_scan_overhead", "vector_bn_stats_overhead",
                   "vector_bn_aggr_overhead", "vector_transpose_overhead",
-                  "vector_find_index8_overhead", "act_raw_wait"):
+                  "vector_find_index8_overhead", "act_table_overhead", "act_raw_wait"):
             v = getattr(self, k)
             lo = 1 if k in ("seq_issue", "post_latency", "sync_cycles") else 0
             if isinstance(v, bool) or not isinstance(v, int):
@@ -107,18 +112,21 @@ class AxiChannel:
     ready (``book``). Bursts are booked in the simulator's order, which is close to cycle
     order, so a burst booked late still fills an earlier gap.
 
-    Instruction prefetches are booked *soft* (``who`` = ``(stream, index)``): the
-    interconnect is round-robin, so a descriptor or data burst asked for later does not wait
-    behind every prefetch queued before it. A hard booking ignores the soft bursts that have
-    not started by its ready cycle and whose instruction has not issued, and those it overlaps
-    are booked again after it (their stream's ``fetch`` entry is updated)."""
+    Instruction prefetches are booked *soft* (``who`` = ``(stream, index)``, with the cycle
+    ``ready`` its address beat + ``dram_latency``): the DRAM serves reads in the order of their
+    address beats (the testbench's AXI RAM takes one read at a time), so a descriptor or data
+    burst passes exactly the prefetches whose address beat went out with or after its own (in a
+    tie the descriptor or data read goes first: the first dma_start of a DMA-only kernel
+    retires at 81 cycles on the small core, 93 modelled the other way). A hard booking ignores
+    the soft bursts ready at or after its own ready cycle, and those it overlaps are booked
+    again after it (their stream's ``fetch`` entry is updated)."""
 
     def __init__(self):
         self.st, self.en, self.who = [], [], []     # sorted by start, disjoint
 
     def _movable(self, k, t):
         w = self.who[k]
-        return w is not None and self.st[k] >= t and w[1] >= w[0].pos
+        return w is not None and w[2] >= t
 
     def _place(self, t, n, hard):
         k = bisect_right(self.en, t)

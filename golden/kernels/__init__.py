@@ -25,12 +25,13 @@ from golden.kernels.common import (ONE, KernelCase, decode_f64, encode_codes, f3
 from golden.kernels.dp_step import MultiKernelCase, dp_step, dp_step_case, run_golden_multi
 from golden.kernels.gemm import gemm_kernel, split_queues, tail_spans
 from golden.kernels.mlp import mlp, sparse_mlp
+from golden.kernels.suite import SUITE
 
 __all__ = ["KernelCase", "gemm_reference", "gemm_kernel", "split_queues", "mlp",
            "attention_head", "layer_norm", "sparse_mlp", "KERNELS", "decode_f64",
            "random_inputs", "run_golden", "ONE", "encode_codes", "f32_bits", "tiled_chain",
            "tile_ring", "random_bf16", "random_fp32", "tail_spans", "MULTI_KERNELS",
-           "MultiKernelCase", "dp_step", "dp_step_case", "run_golden_multi"]
+           "MultiKernelCase", "dp_step", "dp_step_case", "run_golden_multi", "SUITE"]
 
 
 def random_inputs(cfg, name, seed=0, **sizes):
@@ -53,12 +54,14 @@ def random_inputs(cfg, name, seed=0, **sizes):
     if name == "layer_norm":
         T, D = sizes.get("T", P), sizes.get("D", 48)
         return (random_fp32(rng, (T, D), 2.0, 0.5), random_fp32(rng, (D,), 0.5, 1.0), random_fp32(rng, (D,), 0.3))
+    if name in SUITE:
+        return SUITE[name][1](cfg, rng, **sizes)
     raise ValueError(f"kernel name must be one of {sorted(KERNELS)}, not {name!r}")
 
 
-#: The ``make sim`` kernels by name.
+#: The ``make sim`` kernels and the cycle-model suite (:mod:`golden.kernels.suite`) by name.
 KERNELS = {"mlp": mlp, "attention_head": attention_head, "layer_norm": layer_norm,
-           "sparse_mlp": sparse_mlp}
+           "sparse_mlp": sparse_mlp, **{n: f for n, (f, _inputs) in SUITE.items()}}
 
 
 #: The multi-core kernels by name: each ``builder(cfg, seed=0, ranks=4, **sizes) ->``

@@ -12,7 +12,8 @@ import numpy as np
 from golden import kernels as gk
 from golden.kernels import gemm_kernel
 
-__all__ = ["KERNELS", "build_case", "gemm_case", "dram_traffic"]
+__all__ = ["KERNELS", "CYCLE_KERNELS", "build_case", "gemm_case", "dram_traffic", "kernel_label",
+           "cycle_errors"]
 
 
 def gemm_case(cfg, seed=0, K=None, M=None, N=None, dram_bytes=1 << 20):
@@ -41,8 +42,16 @@ def _golden(name):
     return build
 
 
-#: name -> builder(cfg, seed, **params) -> golden.kernels.KernelCase
+#: name -> builder(cfg, seed, **params) -> golden.kernels.KernelCase (the make-sim kernels and
+#: the cycle-model suite, golden/kernels/suite.py)
 KERNELS = {"gemm": gemm_case, **{n: _golden(n) for n in gk.KERNELS}}
+
+#: The kernels the golden cycle model is measured on (bench ``golden_cycle_error``,
+#: ``tests/test_core.py``): every engine, odd free sizes; ``[{"name", **params}]``.
+CYCLE_KERNELS = [{"name": n} for n in ("mlp", "attention_head", "layer_norm", "sparse_mlp",
+                                        "gemm", "softmax_rows", "row_reduce", "rms_norm",
+                                        "act_chain", "pe_transpose", "dma_copy", "gemm_fp8")] + [
+    {"name": "softmax_rows", "F": 33}, {"name": "layer_norm", "D": 33}]
 
 
 def build_case(name, cfg, seed=0, **params):
@@ -50,6 +59,32 @@ def build_case(name, cfg, seed=0, **params):
     if name not in KERNELS:
         raise ValueError(f"kernel must be one of {sorted(KERNELS)}, not {name!r}")
     return KERNELS[name](cfg, seed, **params)
+
+
+def kernel_label(spec):
+    """``name`` or ``name_F33``: a cycle-model kernel with its non-default parameters."""
+    return "_".join([spec["name"], *(f"{k}{v}" for k, v in spec.items()
+                                      if k not in ("name", "seed"))])
+
+
+def cycle_errors(cfg, specs, recs):
+    """``[(label, RTL cycles, golden estimate, signed error)]`` of the kernels ``specs`` whose
+    RTL records (``tb/core/tb_core_kernels.py``) are ``recs``, on ``cfg`` (the config the RTL
+    ran, narrowed by ``integration_cfg``). The estimate is the golden ISA simulator's cycles of
+    the same program; the error is ``(estimate - RTL) / RTL``."""
+    from golden.kernels import run_golden
+    if len(specs) != len(recs):
+        raise ValueError(f"cycle_errors needs one RTL record per kernel, not {len(recs)} for "
+                         f"{len(specs)}")
+    rows = []
+    for spec, r in zip(specs, recs):
+        if r.get("kernel") != spec["name"]:
+            raise ValueError(f"cycle_errors: record of {r.get('kernel')!r} for kernel "
+                             f"{spec['name']!r}")
+        p = {k: v for k, v in spec.items() if k != "name"}
+        est = run_golden(build_case(spec["name"], cfg, **p))["cycles"]
+        rows.append((kernel_label(spec), r["cycles"], est, (est - r["cycles"]) / r["cycles"]))
+    return rows
 
 
 def dram_traffic(kp):

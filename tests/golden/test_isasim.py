@@ -638,14 +638,18 @@ def test_dma_engine_serializes_its_queues_and_engines_run_in_parallel():
     prog = ("dma_start engine=0 queue=0 count=1 desc_addr=0\n"
             "dma_start engine=1 queue=0 count=1 desc_addr=128\n"
             "dma_start engine=0 queue=1 count=1 desc_addr=64\n")
-    sim = IsaSim(cfg, dram_bytes=dram)
+    # fetches not modelled: the sequencer's prefetch reads (ahead of the descriptors' in the
+    # DRAM's order) would shift the bursts this test times
+    sim = IsaSim(cfg, dram_bytes=dram, timing=Timing(fetch_cycles=0))
     assert sim.run({"sp": assemble(prog)}) is None
     ev = {e.stream: e for e in sim.timeline if e.op == "descriptor"}
     beats = -(-(4 + 1024) // W)                     # one row of 1024 bytes from lane 4
     dc = sim.timing.dma_desc_cycles
     lat = sim.timing.dram_latency
     a, b, c = ev["dma0.q0"], ev["dma1.q0"], ev["dma0.q1"]
-    assert a.done - a.start == dc + lat + beats + 1           # check, AXI latency, burst, write
+    # check, AXI latency, burst, write; the next two dma_starts' descriptor reads (one at a
+    # time after this one's) may take the R channel first
+    assert 0 <= a.done - a.start - (dc + lat + beats + 1) <= 2 * (gdma.DESC_BYTES // W)
     assert c.start >= a.done                                  # one at a time per engine
     assert b.start < a.done                                   # the other engine in parallel
     # ... but the engines share the AXI master's R channel: one burst at a time (b's, asked

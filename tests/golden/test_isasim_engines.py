@@ -407,7 +407,7 @@ def test_vector_and_scalar_cycle_formulas():
     assert sim.run({"act": [t, *acts]}) is None
     pipe = 2 + L + 12 * L + 4 + 3
     a, b, c, e, f = sim.timeline
-    assert a.done - a.start == pipe + t.aps["ap1"].dims[0][1] * P
+    assert a.done - a.start == Timing().act_table_overhead + t.aps["ap1"].dims[0][1] * P
     over = pipe + 14                                 # docs/scalar.md §5: 574 for 512
     assert b.done - b.start == over + 16 and b.start == a.done   # after the table load
     assert c.start == b.start + 16 and c.done - c.start == over + 16   # overlapped
