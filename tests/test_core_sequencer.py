@@ -11,12 +11,14 @@ contract in program order (docs/core.md), never from the RTL.
 import random
 
 import pytest
+from amaranth.hdl import Elaboratable, Module, Signal
 from amaranth.sim import Simulator
 
 from golden.asm import assemble
 from rtl import isa
 from rtl.config import get_preset
-from rtl.core.sequencer import (E_AXI, E_OPCODE, E_QUEUE, E_SEM, E_TIMEOUT, Sequencer)
+from rtl.core.sequencer import (E_AXI, E_OPCODE, E_QUEUE, E_SEM, E_TIMEOUT, Sequencer,
+                                opcode_check)
 from rtl.isa import APEnc, Instr, encode
 
 CFG = get_preset("small")
@@ -299,3 +301,85 @@ def test_halt_pauses_and_ring_wraps():
     got["seed"] = 7
     check(prog, got)
     assert got["head"] == 7
+
+
+class _Check(Elaboratable):
+    """The sequencer's instruction check (:func:`rtl.core.sequencer.opcode_check`) alone."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.raw = Signal(8 * IB)
+        self.ok = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        ok, _ = opcode_check(m, self.raw, self.engine)
+        m.d.comb += self.ok.eq(ok)
+        return m
+
+
+def _field_ones(raw, lsb_bit, width):
+    w = int.from_bytes(raw, "little") | (((1 << width) - 1) << lsb_bit)
+    return w.to_bytes(IB, "little")
+
+
+def _check_cases(engine):
+    """``[(raw, what)]`` for ``engine``: per opcode (its own, the common ones and one foreign
+    one) the bare instruction, each of the 1,024 bits set alone, each immediate field at all
+    ones, and every field at once at all ones."""
+    hdr = {f.name: f for f in isa.HEADER}
+    ops = [op for op in isa.OPCODES if op.engine in (None, engine)]
+    ops.append(next(op for op in isa.OPCODES if op.engine not in (None, engine)))
+    cases = []
+    for op in ops:
+        base = bytes([op.code]) + bytes(IB - 1)
+        cases.append((base, f"{op.name} bare"))
+        cases += [((int.from_bytes(base, "little") ^ (1 << b)).to_bytes(IB, "little"),
+                   f"{op.name} bit {b}") for b in range(8 * IB)]
+        full = base
+        for f in op.imm:
+            cases.append((_field_ones(base, 8 * isa.IMM_BYTE + f.lsb, f.width),
+                          f"{op.name} {f.name} all ones"))
+            full = _field_ones(full, 8 * isa.IMM_BYTE + f.lsb, f.width)
+        for f in isa.HEADER:
+            if f.name not in ("opcode", "reserved", "flags", "ctl"):
+                full = _field_ones(full, f.lsb, f.width)
+        w = int.from_bytes(full, "little")
+        w |= sum(1 << b for b in isa.CTL_BITS.values()) << hdr["ctl"].lsb
+        w |= sum(1 << isa.FLAG_BITS[fl] for fl in op.flags) << hdr["flags"].lsb
+        cases.append((w.to_bytes(IB, "little"), f"{op.name} every field all ones"))
+        for raw, what in cases[-len(op.imm) - 1:] + [(base, f"{op.name} bare")]:
+            # legal by the ISA tables for the engine's own and the common opcodes
+            assert (isa.check_reserved(raw, engine) is None) == (op.engine in (None, engine)), \
+                what
+    return cases
+
+
+def _run_check(engine, cases):
+    """``[(what, accepted)]`` of the RTL check for ``cases``."""
+    dut = _Check(engine)
+    got = []
+
+    async def bench(ctx):
+        for raw, what in cases:
+            ctx.set(dut.raw, int.from_bytes(raw, "little"))
+            got.append((what, bool(ctx.get(dut.ok))))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def test_every_field_and_reserved_bit():
+    """For every engine, the instruction check accepts or rejects exactly as
+    :func:`rtl.isa.check_reserved` says (:func:`_check_cases`): every reserved header, flag,
+    ctl, AP and immediate bit set alone is rejected, every bit of a field accepted, each
+    immediate field at all ones (``op1`` = 0xFF, ``imm1`` = 0xFFFFFFFF, ...) and every field at
+    once accepted, a foreign opcode rejected."""
+    for engine in isa.ENGINES:
+        cases = _check_cases(engine)
+        bad = [f"{engine}: {what}: {'accepted' if ok else 'rejected'}"
+               for (raw, what), (_, ok) in zip(cases, _run_check(engine, cases))
+               if ok != (isa.check_reserved(raw, engine) is None)]
+        assert not bad, f"{len(bad)} wrong: {bad[:6]}"
