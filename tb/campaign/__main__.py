@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """``python -m tb.campaign KIND [--n N] [--seed S] [--backend local|ray] [--workers W]
-[--task I | --tasks A:B] [--param k=v ...] [--timeout SECONDS] [--out DIR]``"""
+[--task I | --tasks A:B] [--param k=v ...] [--timeout SECONDS] [--out DIR]``
+
+``--task I`` re-runs task ``I`` alone, always (by default in
+``build/campaign/<kind>-<seed>/rerun-<I>/``); otherwise a run resumes its directory."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from tb.campaign.core import OUT
 from tb.campaign.kinds import KINDS
 from tb.campaign.run import run_campaign
 
@@ -51,8 +56,14 @@ def main(argv=None):
     a = ap.parse_args(argv)
     params = dict(a.param)
     tasks = range(a.task, a.task + 1) if a.task is not None else a.tasks
+    out = a.out
+    if a.task is not None:
+        # a re-run runs: its own directory, emptied, beside the campaign's results
+        out = Path(out) if out else OUT / f"{a.kind}-{a.seed}" / f"rerun-{a.task}"
+        for f in ("tasks.jsonl", "meta.json", "summary.json"):
+            (out / f).unlink(missing_ok=True)
     summary, _ = run_campaign(a.kind, n=a.n, seed=a.seed, params=params, backend=a.backend,
-                              workers=a.workers, tasks=tasks, out=a.out, timeout=a.timeout,
+                              workers=a.workers, tasks=tasks, out=out, timeout=a.timeout,
                               progress=not a.quiet, cmd=" ".join(["python -m tb.campaign",
                                                                   *(argv or sys.argv[1:])]))
     print(f"campaign {a.kind}: {summary['done']}/{summary['tasks']} tasks, "

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import resource
+import shlex
 import signal
 import sys
 import time
@@ -107,9 +108,19 @@ def strip_timing(result):
     return {k: v for k, v in result.items() if k not in TIMING}
 
 
+def _param_text(v):
+    """``v`` as ``--param`` reads it back: plain text for a string that is not JSON, else JSON."""
+    if isinstance(v, str):
+        try:
+            json.loads(v)
+        except ValueError:
+            return v
+    return json.dumps(v, separators=(",", ":"))
+
+
 def repro_command(kind, seed, index, n, params=None):
     """The one command that re-runs task ``index`` alone."""
-    extra = "".join(f" --param {k}={json.dumps(v, separators=(',', ':'))}"
+    extra = "".join(f" --param {shlex.quote(f'{k}={_param_text(v)}')}"
                     for k, v in sorted((params or {}).items()))
     return f"python -m tb.campaign {kind} --seed {seed} --n {n} --task {index}{extra}"
 

@@ -9,6 +9,9 @@
 * ``full``: the ``make test-full`` tier, one test (pytest node id) per task, ``CONFIG``
   default, ``--seed`` from the task's SeedSequence.
 * ``activation``: :mod:`tb.campaign.activation`.
+* ``selftest``: the engine's own check (no hardware): draws from the task's SeedSequence;
+  parameters make chosen tasks fail (``fail``: indices), sleep (``sleep``: seconds) or kill
+  their worker once (``die_once``: a marker directory).
 """
 
 from __future__ import annotations
@@ -127,6 +130,28 @@ def full_summarize(results):
     return {"tests_passed": sum(r.get("returncode") == 0 for r in results)}
 
 
+# ------------------------------------------------------------------------------------------------
+# selftest
+# ------------------------------------------------------------------------------------------------
+
+def selftest_run(params, index, ss):
+    import time
+    if params.get("sleep"):
+        time.sleep(float(params["sleep"]))
+    marker = params.get("die_once")
+    if marker and index in params.get("die_at", ()):
+        flag = Path(marker) / f"died-{index}"
+        if not flag.exists():
+            flag.parent.mkdir(parents=True, exist_ok=True)
+            flag.write_text("1")
+            os._exit(3)         # the worker process dies mid-task
+    draws = [int(x) for x in ss.generate_state(4)]
+    out = {"draws": draws, "instructions": 10}
+    if index in params.get("fail", ()):
+        out.update(status="fail", mismatches=1, failing_seeds=[draws[0]])
+    return out
+
+
 KINDS = {
     "fuzz": Kind("fuzz", fuzz_run, lambda p: int(p["n"]), fuzz_summarize, default_n=10),
     "mutate": Kind("mutate", mutation.run, mutation.count, mutation.summarize, default_n=20,
@@ -134,6 +159,8 @@ KINDS = {
     "full": Kind("full", full_run, lambda p: len(full_tests()), full_summarize, default_n=0),
     "activation": Kind("activation", activation.run, lambda p: int(p["n"]),
                        activation.summarize, default_n=4096),
+    "selftest": Kind("selftest", selftest_run, lambda p: int(p["n"]), lambda rs: {},
+                     default_n=8),
 }
 
 

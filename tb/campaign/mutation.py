@@ -183,7 +183,7 @@ def finish(params, seed, results, wall):
         out.append(mu.block_report(get_block(name), plan, tested, n=int(params["n"]),
                                    seed=seed, preset=preset(params), claims=claims,
                                    base=base, timeout=timeout,
-                                   wall=sum(r.get("wall_seconds", 0.0) for r in rs)))
+                                   wall=wall))
     names = block_names(params) if params.get("blocks") else []
     return mu.write_outputs(out, names, n=int(params["n"]), seed=seed, preset=preset(params),
                             stale=mu.stale_claims(claims), wall=wall)
