@@ -64,7 +64,7 @@ def main(argv=None):
             (out / f).unlink(missing_ok=True)
     summary, _ = run_campaign(a.kind, n=a.n, seed=a.seed, params=params, backend=a.backend,
                               workers=a.workers, tasks=tasks, out=out, timeout=a.timeout,
-                              progress=not a.quiet, cmd=" ".join(["python -m tb.campaign",
+                              progress=not a.quiet, finish=a.task is None, cmd=" ".join(["python -m tb.campaign",
                                                                   *(argv or sys.argv[1:])]))
     print(f"campaign {a.kind}: {summary['done']}/{summary['tasks']} tasks, "
           f"{summary['instructions']} instructions, {summary['mismatches']} mismatches, "

@@ -28,8 +28,9 @@ OUT = ROOT / "build" / "campaign"
 #: Result fields that describe the run, not the result: left out when two runs are compared.
 TIMING = ("wall_seconds", "cpu_seconds", "host", "pid")
 
-#: Source directories whose ``*.py`` files make the source-tree identity of a campaign.
-TREE_DIRS = ("rtl", "golden", "tb", "synth")
+#: Directories whose ``*.py`` files make the source-tree identity of a campaign (the tests too:
+#: they decide what a mutant is).
+TREE_DIRS = ("rtl", "golden", "tb", "synth", "tests")
 
 
 def task_seed(seed, index):

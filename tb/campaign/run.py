@@ -37,11 +37,13 @@ def summarize(kind, seed, n, params, results, wall, cmd=None):
 
 
 def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=None,
-                 tasks=None, out=None, timeout=None, progress=True, log=print, cmd=None):
+                 tasks=None, out=None, timeout=None, progress=True, log=print, cmd=None,
+                 finish=True):
     """Run (or resume) the campaign; returns ``(summary, {index: result})``.
 
     ``tasks``: a ``range`` of task indices to run (default all); ``out``: the results directory
-    (default ``build/campaign/<kind>-<seed>``); ``timeout``: seconds per task."""
+    (default ``build/campaign/<kind>-<seed>``); ``timeout``: seconds per task; ``finish``: run
+    the kind's closing step (mutate: the reports in ``build/mutate/``; not for a re-run)."""
     k = get_kind(kind)
     params = dict(params or {})
     n = k.default_n if n is None else n
@@ -79,7 +81,7 @@ def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=
     wall = time.monotonic() - t0
     results = [done[i] for i in sorted(done)]
     summary = summarize(kind, seed, n, params, results, wall, cmd)
-    if k.finish and results:
+    if finish and k.finish and results:
         extra = k.finish(full, seed, results, wall)
         if extra:
             summary["report"] = extra
