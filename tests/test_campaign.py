@@ -91,6 +91,11 @@ def test_a_hanging_task_times_out_with_its_seed(tmp_path):
     assert r["wall_seconds"] < 5
 
 
+def test_an_exception_in_a_task_is_its_result():
+    r = run_task("activation", 1, 0, {"n": 3})          # 3 is not a power of two
+    assert r["status"] == "error" and "power of two" in r["detail"] and r["task"] == 0
+
+
 def test_a_worker_killed_mid_task_is_retried_and_counted_once(tmp_path):
     params = {"die_once": str(tmp_path / "marks"), "die_at": [1]}
     s, res = run_campaign("selftest", n=4, seed=9, params=params, out=tmp_path / "c",

@@ -66,8 +66,8 @@ def _alarm(signum, frame):
 
 def run_task(kind, seed, index, params=None, timeout=None):
     """Run task ``index`` of a ``kind`` campaign seeded ``seed``; returns its JSON-able result
-    (``task``, ``kind``, ``seed``, the kind's fields, ``status``: ``ok``, ``fail`` or
-    ``timeout``, and the :data:`TIMING` fields). ``timeout`` (seconds) is enforced with
+    (``task``, ``kind``, ``seed``, the kind's fields, ``status``: ``ok``, ``fail``, ``timeout``
+    or ``error`` (an exception, its traceback in ``detail``), and the :data:`TIMING` fields). ``timeout`` (seconds) is enforced with
     ``SIGALRM`` when called in a process's main thread."""
     from tb.campaign.kinds import get_kind
     k = get_kind(kind)
@@ -81,6 +81,10 @@ def run_task(kind, seed, index, params=None, timeout=None):
         res = k.run({**params, "campaign_seed": seed}, int(index), task_seed(seed, index))
     except TaskTimeout:
         res = {"status": "timeout", "detail": f"no result in {timeout} s"}
+    except (Exception, SystemExit) as e:     # a broken task is a result, not a dead campaign
+        import traceback
+        res = {"status": "error",
+               "detail": "".join(traceback.format_exception(e))[-4000:]}
     finally:
         if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
