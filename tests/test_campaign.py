@@ -142,3 +142,20 @@ def test_build_key_and_lock(tmp_path):
     buildcache.node_build("unit", k1, make, out=tmp_path)
     assert made == [f"unit_{k0}", f"unit_{k1}"]
     assert (tmp_path / "builds" / f"unit-{k0}.done").read_text().strip() == k0
+
+
+def test_an_unreachable_ray_address_is_refused_in_seconds():
+    import socket
+    import time
+
+    from tb.campaign.backends import check_address
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                   # a port nothing listens on
+    t = time.monotonic()
+    with pytest.raises(ConnectionError, match="unreachable"):
+        check_address(f"ray://127.0.0.1:{port}", timeout=2.0)
+    assert time.monotonic() - t < 5
+    with pytest.raises(ValueError, match="RAY_ADDRESS must be host:port"):
+        check_address("nowhere")
