@@ -3,7 +3,8 @@
 [--task I | --tasks A:B] [--param k=v ...] [--timeout SECONDS] [--out DIR]``
 
 ``--task I`` re-runs task ``I`` alone, always (by default in
-``build/campaign/<kind>-<seed>/rerun-<I>/``); otherwise a run resumes its directory."""
+``build/campaign/<kind>-<seed>[-<hash>]/rerun-<I>/``); otherwise a run resumes its
+directory."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from tb.campaign.core import OUT
+from tb.campaign.core import default_dir
 from tb.campaign.kinds import KINDS
 from tb.campaign.run import run_campaign
 
@@ -59,7 +60,8 @@ def main(argv=None):
     out = a.out
     if a.task is not None:
         # a re-run runs: its own directory, emptied, beside the campaign's results
-        out = Path(out) if out else OUT / f"{a.kind}-{a.seed}" / f"rerun-{a.task}"
+        n = a.n if a.n is not None else KINDS[a.kind].default_n
+        out = Path(out) if out else default_dir(a.kind, a.seed, n, params) / f"rerun-{a.task}"
         for f in ("tasks.jsonl", "meta.json", "summary.json"):
             (out / f).unlink(missing_ok=True)
     summary, _ = run_campaign(a.kind, n=a.n, seed=a.seed, params=params, backend=a.backend,

@@ -134,15 +134,27 @@ def repro_command(kind, seed, index, n, params=None):
 # the results directory
 # ------------------------------------------------------------------------------------------------
 
+def default_dir(kind, seed, n, params):
+    """``build/campaign/<kind>-<seed>``, plus ``-<8 hex>`` of ``n`` and the parameters when
+    there are parameters or ``n`` is not the kind's default (two such campaigns never share a
+    directory)."""
+    from tb.campaign.kinds import get_kind
+    name = f"{kind}-{seed}"
+    if params or n != get_kind(kind).default_n:
+        h = hashlib.sha1(json.dumps({"n": n, "params": params or {}}, sort_keys=True).encode())
+        name += f"-{h.hexdigest()[:8]}"
+    return OUT / name
+
+
 class CampaignDir:
-    """``build/campaign/<kind>-<seed>/``: ``meta.json`` (kind, seed, n, params, source tree),
+    """``build/campaign/<kind>-<seed>[-<hash>]/`` (:func:`default_dir`): ``meta.json`` (kind, seed, n, params, source tree),
     ``tasks.jsonl`` (one result per line, appended as tasks finish) and ``summary.json``.
 
     A directory made by another source tree or with other parameters is refused (its results
     would be mixed with this tree's)."""
 
     def __init__(self, kind, seed, n, params, path=None, tree=None):
-        self.path = Path(path) if path else OUT / f"{kind}-{seed}"
+        self.path = Path(path) if path else default_dir(kind, seed, n, params)
         self.meta = {"kind": kind, "seed": seed, "n": n, "params": params or {},
                      "tree": tree or tree_id()}
         self.jsonl = self.path / "tasks.jsonl"

@@ -42,7 +42,7 @@ def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=
     """Run (or resume) the campaign; returns ``(summary, {index: result})``.
 
     ``tasks``: a ``range`` of task indices to run (default all); ``out``: the results directory
-    (default ``build/campaign/<kind>-<seed>``); ``timeout``: seconds per task; ``finish``: run
+    (default :func:`tb.campaign.core.default_dir`); ``timeout``: seconds per task; ``finish``: run
     the kind's closing step (mutate: the reports in ``build/mutate/``; not for a re-run)."""
     k = get_kind(kind)
     params = dict(params or {})
