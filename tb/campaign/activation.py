@@ -79,7 +79,8 @@ def run(params, index, ss):
 
 def summarize(results):
     """Per function: the largest error over the tasks run and its input, inputs over the bound;
-    the inputs covered and the fraction of 2**32."""
+    the (function, input) pairs evaluated, their rate per CPU second, and the fraction of 2**32
+    covered."""
     per = {}
     for r in results:
         for name, v in r.get("functions", {}).items():
@@ -92,7 +93,9 @@ def summarize(results):
     for p in per.values():
         p["worst_input_hex"] = None if p["worst_input"] is None else f"0x{p['worst_input']:08X}"
     inputs = sum(r.get("inputs", 0) for r in results)
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in results)
     nf = max(1, len(per))
     return {"functions": per, "inputs": inputs,
+            "inputs_per_cpu_second": round(inputs / cpu) if cpu else None,
             "fraction_of_fp32": inputs / nf / float(1 << 32),
             "reference_error_ulp": REF_ERROR_ULP, "bound_ulp": BOUND}
