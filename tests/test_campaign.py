@@ -96,6 +96,11 @@ def test_an_exception_in_a_task_is_its_result():
     assert r["status"] == "error" and "power of two" in r["detail"] and r["task"] == 0
 
 
+def test_a_task_never_runs_on_another_source_tree():
+    r = run_task("selftest", 1, 0, {"n": 2, "campaign_tree": "0" * 16})
+    assert r["status"] == "error" and "changed since the campaign started" in r["detail"]
+
+
 def test_a_worker_killed_mid_task_is_retried_and_counted_once(tmp_path):
     params = {"die_once": str(tmp_path / "marks"), "die_at": [1]}
     s, res = run_campaign("selftest", n=4, seed=9, params=params, out=tmp_path / "c",

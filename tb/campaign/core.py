@@ -68,7 +68,8 @@ def run_task(kind, seed, index, params=None, timeout=None):
     """Run task ``index`` of a ``kind`` campaign seeded ``seed``; returns its JSON-able result
     (``task``, ``kind``, ``seed``, the kind's fields, ``status``: ``ok``, ``fail``, ``timeout``
     or ``error`` (an exception, its traceback in ``detail``), and the :data:`TIMING` fields). ``timeout`` (seconds) is enforced with
-    ``SIGALRM`` when called in a process's main thread."""
+    ``SIGALRM`` when called in a process's main thread. A ``campaign_tree`` in ``params`` (the
+    driver's :func:`tree_id`) must be this process's tree: a task never runs on other code."""
     from tb.campaign.kinds import get_kind
     k = get_kind(kind)
     params = dict(params or {})
@@ -78,6 +79,10 @@ def run_task(kind, seed, index, params=None, timeout=None):
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, float(timeout))
     try:
+        want = params.get("campaign_tree")
+        if want and _tree() != want:
+            raise RuntimeError(f"this worker's source tree {_tree()} is not the campaign's "
+                               f"{want}: it changed since the campaign started")
         res = k.run({**params, "campaign_seed": seed}, int(index), task_seed(seed, index))
     except TaskTimeout:
         res = {"status": "timeout", "detail": f"no result in {timeout} s"}
@@ -95,6 +100,16 @@ def run_task(kind, seed, index, params=None, timeout=None):
            "cpu_seconds": round(_cpu() - c0, 3), "host": os.uname().nodename,
            "pid": os.getpid()}
     return json.loads(json.dumps(out))
+
+
+_TREE = []
+
+
+def _tree():
+    """:func:`tree_id` as this process first saw it."""
+    if not _TREE:
+        _TREE.append(tree_id())
+    return _TREE[0]
 
 
 def _main_thread():

@@ -96,7 +96,8 @@ def _worker():
 
 
 def plan_path(params, block, seed):
-    return OUT / "plans" / (f"mutate-{tree_id()}-{preset(params)}-{seed}-{params['n']}-"
+    tree = params.get("campaign_tree") or tree_id()
+    return OUT / "plans" / (f"mutate-{tree}-{preset(params)}-{seed}-{params['n']}-"
                             f"{block}.json")
 
 

@@ -53,6 +53,7 @@ def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=
     if want and (want[0] < 0 or want[-1] >= total):
         raise ValueError(f"tasks must lie in [0, {total}), not {want!r}")
     cdir = CampaignDir(kind, seed, n, params, path=out)
+    full["campaign_tree"] = cdir.meta["tree"]
     done = cdir.done()
     todo = [i for i in want if i not in done]
     log(f"campaign {kind} seed {seed}: {total} tasks, {len(want)} selected, "
