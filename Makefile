@@ -13,7 +13,7 @@ TEST_CONFIG := $(or $(CONFIG),small)
 FULL_CONFIG := $(or $(CONFIG),default)
 MUTATE_CONFIG := $(or $(CONFIG),small)
 
-.PHONY: all sim lint docs test test-full bench synth synth-sweep verilog mutate clean distclean venv
+.PHONY: all sim lint docs test test-full bench synth synth-sweep verilog mutate campaign clean distclean venv
 
 all: test
 
@@ -62,9 +62,18 @@ synth-sweep: $(STAMP)
 verilog: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m synth.generate
 
-## make mutate [BLOCK=name] [N=count] [SEED=s]: mutation testing of the RTL (docs/mutation.md)
+## make mutate [BLOCK=name,...] [N=count] [SEED=s] [BACKEND=local|ray]: mutation testing of the RTL as campaign tasks, N (20) mutants per block (docs/mutation.md)
 mutate: $(STAMP)
-	CONFIG=$(MUTATE_CONFIG) $(PY) -m synth.mutate $(if $(BLOCK),--block $(BLOCK)) $(if $(N),-n $(N)) $(if $(SEED),--seed $(SEED))
+	CONFIG=$(MUTATE_CONFIG) $(PY) -m tb.campaign mutate --backend $(or $(BACKEND),local) --workers $(JOBS) --seed $(or $(SEED),1) $(if $(N),--n $(N)) $(if $(BLOCK),--param blocks=$(BLOCK))
+
+## make campaign KIND=fuzz|mutate|full|activation [N=tasks] [SEED=s] [BACKEND=ray|local]: a verification campaign on Ray (embedded local Ray; RAY_ADDRESS=host:port for a cluster) or a local process pool (docs/campaigns.md)
+CAMPAIGN_BACKEND := $(or $(BACKEND),ray)
+$(VENV)/.campaign-stamp: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,plot,campaign]'
+	touch $@
+
+campaign: $(STAMP) $(if $(filter ray,$(CAMPAIGN_BACKEND)),$(VENV)/.campaign-stamp)
+	$(PY) -m tb.campaign $(KIND) --backend $(CAMPAIGN_BACKEND) --seed $(or $(SEED),1) $(if $(N),--n $(N))
 
 clean:
 	rm -rf build

@@ -97,4 +97,8 @@ EQUIVALENT = {
     # rtl/tensor/engine.py:elaborate:const_dec:`return ok & (c.k[:n.bit_length() - 1] == 0) if n > 1 else ok`#2
     "fc1a5a9c96": "for n = 1 (the only value the change reaches) c.k[:0] is an empty slice, "
                   "whose == 0 is always 1, so ok & 1 is ok",
+    # rtl/core/axi_mux.py:elaborate:drop_eq:`m.d.comb += [s.wvalid.eq(1), s.wstrb.eq(0), s.wlast.eq(flush_last)]`#2
+    "694b79c0f0": "s.wstrb is a comb signal with init 0 driven only in the Elif (pass-through) "
+                  "branch: in the flush branch it takes its init value 0 without the explicit "
+                  ".eq(0), so flush beats stay strobe-less",
 }

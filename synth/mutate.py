@@ -435,50 +435,36 @@ def _log(*a):
     print(*a, flush=True)
 
 
-def run_block(block, workers, *, n, seed, preset, claims, log=_log):
-    """Mutate ``block``; returns the result dict written to ``build/mutate/<block>.json``."""
-    t0 = time.monotonic()
-    allm = block_mutants(block)
-    by_id = {m.id: m for m in allm}
-    order = sample(allm, seed, block.name)
-    # Claimed mutants are always re-checked, then the sample.
-    claimed = [m for m in order if m.id in claims]
-    rest = [m for m in order if m.id not in claims]
-
-    # Original: Verilog hash from the pristine tree, tests pass, warm every worker's build.
-    ref, err = workers[0].verilog(block, preset)
-    if ref is None:
-        raise SystemExit(f"mutate: {block.name}: the original does not elaborate: {err}")
-
-    def warm(w):
-        return w.tests(block, preset, seed, timeout=3600)
-    with ThreadPoolExecutor(len(workers)) as ex:
-        warmups = list(ex.map(warm, workers))
-    for rc, _secs, out in warmups:
-        if rc != 0:
-            raise SystemExit(f"mutate: {block.name}: the tests fail on the original design "
-                             f"(exit {rc}):\n{out}")
-    # The first run of a worker builds from nothing, a mutant rebuilds only the design: 1.5 x
-    # that plus a minute is ample (a hang, e.g. a dropped valid, otherwise costs 3 x).
-    base = max(s for _, s, _ in warmups)
-    timeout = 1.5 * base + 60
-    log(f"{block.name}: {len(allm)} mutation sites in {len(block.sources)} files; original "
-        f"tests pass ({base:.0f} s); timeout {timeout:.0f} s per mutant")
-
-    results = {}
+def _pool_map(workers, fn, items):
+    """``fn(worker, item)`` for every item, each on a free worker, results in item order."""
     lock = threading.Lock()
     free = list(workers)
 
-    def with_worker(fn):
-        def run(m):
+    def run(item):
+        with lock:
+            w = free.pop()
+        try:
+            return fn(w, item)
+        finally:
             with lock:
-                w = free.pop()
-            try:
-                return fn(w, m)
-            finally:
-                with lock:
-                    free.append(w)
-        return run
+                free.append(w)
+    with ThreadPoolExecutor(len(workers)) as ex:
+        return list(ex.map(run, items))
+
+
+def plan_block(block, workers, *, n, seed, preset, claims):
+    """Which mutants of ``block`` are tested: the claimed ones, then the sample in order (seed
+    ``seed``) until ``n`` have changed Verilog. Returns ``{"block", "sites", "ref" (the
+    original's Verilog hash), "elaborated": [[id, status, error or None], ...] in sample order,
+    "chosen": [id, ...]}`` (statuses: ``changed``, ``identical_verilog``,
+    ``failed_to_elaborate``, ``not_run``)."""
+    allm = block_mutants(block)
+    order = sample(allm, seed, block.name)
+    claimed = [m for m in order if m.id in claims]
+    rest = [m for m in order if m.id not in claims]
+    ref, err = workers[0].verilog(block, preset)
+    if ref is None:
+        raise SystemExit(f"mutate: {block.name}: the original does not elaborate: {err}")
 
     def elaborate(w, m):
         w.apply(m)
@@ -490,47 +476,64 @@ def run_block(block, workers, *, n, seed, preset, claims, log=_log):
             return "failed_to_elaborate", err
         return ("identical_verilog", None) if h == ref else ("changed", None)
 
-    # Phase 1: elaborate the claimed mutants and the sample in order until N changed ones.
-    chosen = []
+    chosen, elaborated = [], []
     todo = claimed + rest
     i = 0
     target = len(claimed) + n
-    with ThreadPoolExecutor(len(workers)) as ex:
-        while i < len(todo) and len(chosen) < target:
-            batch = todo[i:i + len(workers)]
-            i += len(batch)
-            for m, (st, err) in zip(batch, ex.map(with_worker(elaborate), batch)):
-                r = {"status": st, "seconds": 0.0}
-                if err:
-                    r["error"] = err
-                results[m.id] = r
-                if st == "changed" and len(chosen) < target:
-                    chosen.append(m)
-                elif st == "changed":
-                    results[m.id]["status"] = "not_run"
-    log(f"{block.name}: {i} mutants elaborated, {len(chosen)} with changed Verilog to test")
+    while i < len(todo) and len(chosen) < target:
+        batch = todo[i:i + len(workers)]
+        i += len(batch)
+        for m, (st, err) in zip(batch, _pool_map(workers, elaborate, batch)):
+            if st == "changed" and len(chosen) < target:
+                chosen.append(m.id)
+            elif st == "changed":
+                st = "not_run"
+            elaborated.append([m.id, st, err])
+    return {"block": block.name, "sites": len(allm), "ref": ref, "elaborated": elaborated,
+            "chosen": chosen}
 
-    # Phase 2: run the tests on the chosen mutants.
-    def test(w, m):
-        w.apply(m)
-        try:
-            rc, secs, out = w.tests(block, preset, seed, timeout)
-        finally:
-            w.restore(m)
-        st = "timed_out" if rc is None else "survived" if rc == 0 else "killed"
-        return st, secs
 
-    with ThreadPoolExecutor(len(workers)) as ex:
-        for m, (st, secs) in zip(chosen, ex.map(with_worker(test), chosen)):
-            if m.id in claims:
-                st = "equivalent_claimed" if st == "survived" else "claim_broken"
-            results[m.id].update(status=st, seconds=round(secs, 1))
-            log(f"  {m.id} {st:<18} {secs:6.1f} s  {m.key}")
+def test_mutant(worker, block, mutant, *, preset, seed, timeout, claims):
+    """Run ``block``'s tests on ``mutant`` in ``worker``: ``(status, seconds)``, status one of
+    ``killed``, ``timed_out``, ``survived`` or, for a claimed mutant, ``equivalent_claimed`` /
+    ``claim_broken``."""
+    worker.apply(mutant)
+    try:
+        rc, secs, _ = worker.tests(block, preset, seed, timeout)
+    finally:
+        worker.restore(mutant)
+    st = "timed_out" if rc is None else "survived" if rc == 0 else "killed"
+    if mutant.id in claims:
+        st = "equivalent_claimed" if st == "survived" else "claim_broken"
+    return st, secs
 
+
+def warm_up(worker, block, preset, seed):
+    """Run the original's tests in ``worker`` (builds its Verilator models); returns the seconds
+    they took and the per-mutant time limit, 1.5 x that plus a minute (the first run of a
+    worker builds from nothing, a mutant rebuilds only the design; a hang costs 3 x)."""
+    rc, secs, out = worker.tests(block, preset, seed, timeout=3600)
+    if rc != 0:
+        raise SystemExit(f"mutate: {block.name}: the tests fail on the original design "
+                         f"(exit {rc}):\n{out}")
+    return secs, 1.5 * secs + 60
+
+
+def block_report(block, plan, tested, *, n, seed, preset, claims, base, timeout, wall):
+    """The result dict written to ``build/mutate/<block>.json`` from the ``plan``
+    (:func:`plan_block`) and ``tested`` (``{id: (status, seconds)}`` of the chosen mutants)."""
+    by_id = {m.id: m for m in block_mutants(block)}
     src = {f: original(f) for f in block.sources}
     mutants = []
-    for m in todo[:i]:
-        r = results[m.id]
+    for mid, st, err in plan["elaborated"]:
+        m = by_id[mid]
+        r = {"status": st, "seconds": 0.0}
+        if err:
+            r["error"] = err
+        if st == "changed":
+            t = tested.get(mid)
+            r = {"status": t[0], "seconds": round(t[1], 1)} if t else {"status": "not_run",
+                                                                       "seconds": 0.0}
         e = {"id": m.id, "key": m.key, **{k: v for k, v in asdict(m).items()
                                            if k not in ("start", "end")}, **r}
         if r["status"] in ("survived", "equivalent_claimed", "claim_broken"):
@@ -545,14 +548,39 @@ def run_block(block, workers, *, n, seed, preset, claims, log=_log):
         "block": block.name, "preset": preset, "seed": seed, "n": n,
         "tests": list(block.tests), "sources": list(block.sources),
         "sources_sha": sources_sha(block),
-        "sites": len(allm), "timeout_seconds": round(timeout, 1),
+        "sites": plan["sites"], "timeout_seconds": round(timeout, 1),
         "original_test_seconds": round(base, 1),
         "counts": counts, "tested": denom,
         "kill_fraction": round(detected / denom, 4) if denom else None,
-        "wall_seconds": round(time.monotonic() - t0, 1),
+        "wall_seconds": round(wall, 1),
         "mutants": mutants,
-        "_all_ids": sorted(by_id),
     }
+
+
+def run_block(block, workers, *, n, seed, preset, claims, log=_log):
+    """Mutate ``block`` with ``workers`` in this process; returns the result dict written to
+    ``build/mutate/<block>.json`` (``make mutate`` runs the same steps as campaign tasks,
+    ``tb/campaign``)."""
+    t0 = time.monotonic()
+    plan = plan_block(block, workers, n=n, seed=seed, preset=preset, claims=claims)
+    warm = _pool_map(workers, lambda w, _: warm_up(w, block, preset, seed), workers)
+    base = max(b for b, _ in warm)
+    timeout = max(t for _, t in warm)
+    log(f"{block.name}: {plan['sites']} mutation sites in {len(block.sources)} files; original "
+        f"tests pass ({base:.0f} s); timeout {timeout:.0f} s per mutant")
+    log(f"{block.name}: {len(plan['elaborated'])} mutants elaborated, {len(plan['chosen'])} "
+        f"with changed Verilog to test")
+    by_id = {m.id: m for m in block_mutants(block)}
+    chosen = [by_id[i] for i in plan["chosen"]]
+
+    def test(w, m):
+        return test_mutant(w, block, m, preset=preset, seed=seed, timeout=timeout, claims=claims)
+    tested = {}
+    for m, (st, secs) in zip(chosen, _pool_map(workers, test, chosen)):
+        tested[m.id] = (st, secs)
+        log(f"  {m.id} {st:<18} {secs:6.1f} s  {m.key}")
+    return block_report(block, plan, tested, n=n, seed=seed, preset=preset, claims=claims,
+                        base=base, timeout=timeout, wall=time.monotonic() - t0)
 
 
 def sources_sha(block):
@@ -694,36 +722,52 @@ def main(argv=None):
     bad = check_claims(claims)
     if bad:
         raise SystemExit("mutate: synth/mutants_equivalent.py: " + "; ".join(bad))
-    all_ids = {m.id for b in BLOCKS if b.sources for m in block_mutants(b)}
-    stale = [(k, v) for k, v in claims.items() if k not in all_ids]
+    stale = stale_claims(claims)
 
     t0 = time.monotonic()
     OUT.mkdir(parents=True, exist_ok=True)
     files = tracked_files()
     workers = [Worker(k, files) for k in range(max(1, a.jobs))]
-    for b in blocks:
-        res = run_block(b, workers, n=a.n, seed=a.seed, preset=preset, claims=claims)
-        res.pop("_all_ids")
+    results = [run_block(b, workers, n=a.n, seed=a.seed, preset=preset, claims=claims)
+               for b in blocks]
+    write_outputs(results, names, n=a.n, seed=a.seed, preset=preset, stale=stale,
+                  wall=time.monotonic() - t0)
+    return 0
+
+
+def stale_claims(claims):
+    """``[(id, reason)]`` of the claims that name no mutant of any registered block."""
+    from synth.blocks import BLOCKS
+    all_ids = {m.id for b in BLOCKS if b.sources for m in block_mutants(b)}
+    return [(k, v) for k, v in claims.items() if k not in all_ids]
+
+
+def write_outputs(results, names, *, n, seed, preset, stale, wall):
+    """``build/mutate/<block>.json`` and ``.md`` for each result of :func:`block_report`, the
+    one-line verdicts, and ``build/mutate/summary.json``."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    blocks = [r["block"] for r in results]
+    for res in results:
         res["stale_claims"] = stale
-        (OUT / f"{b.name}.json").write_text(json.dumps(res, indent=1) + "\n")
-        (OUT / f"{b.name}.md").write_text(write_report(res))
+        b = res["block"]
+        (OUT / f"{b}.json").write_text(json.dumps(res, indent=1) + "\n")
+        (OUT / f"{b}.md").write_text(write_report(res))
         c = res["counts"]
         det = c["killed"] + c["timed_out"] + c["claim_broken"]
         kf = res["kill_fraction"]
-        _log(f"mutate {b.name}: kill fraction {'n/a' if kf is None else f'{kf:.3f}'} "
+        _log(f"mutate {b}: kill fraction {'n/a' if kf is None else f'{kf:.3f}'} "
               f"({det}/{res['tested']}; killed {c['killed']}, timed out {c['timed_out']}, "
               f"survived {c['survived']}, claimed equivalent {c['equivalent_claimed']}, "
               f"broken claims {c['claim_broken']}, identical Verilog {c['identical_verilog']}, "
               f"failed to elaborate {c['failed_to_elaborate']}) in {res['wall_seconds']:.0f} s; "
-              f"report build/mutate/{b.name}.md")
+              f"report build/mutate/{b}.md")
     for k, v in stale:
         print(f"mutate: stale claim {k} (no such mutant any more): {v}")
-    cmd = "make mutate" + (f" BLOCK={','.join(b.name for b in blocks)}" if names else "") + \
-        (f" N={a.n}" if a.n != 20 else "") + (f" SEED={a.seed}" if a.seed != 1 else "")
-    summary = summarize(preset, {b.name for b in blocks}, cmd, [k for k, _ in stale],
-                        round(time.monotonic() - t0, 1))
+    cmd = "make mutate" + (f" BLOCK={','.join(blocks)}" if names else "") + \
+        (f" N={n}" if n != 20 else "") + (f" SEED={seed}" if seed != 1 else "")
+    summary = summarize(preset, set(blocks), cmd, [k for k, _ in stale], round(wall, 1))
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    return 0
+    return summary
 
 
 if __name__ == "__main__":
