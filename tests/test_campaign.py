@@ -9,7 +9,7 @@ import shlex
 import numpy as np
 import pytest
 
-from tb.campaign import buildcache
+from tb.campaign import build as buildcache
 from tb.campaign.__main__ import main as campaign_main
 from tb.campaign.core import CampaignDir, repro_command, run_task, task_seed
 from tb.campaign.run import identical, run_campaign

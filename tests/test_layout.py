@@ -49,6 +49,10 @@ NO_SIM = {"ap": "the AP generator runs bare in tb.amsim.SimBench (tests/test_ap_
                 "its bounded proof is formal.py"}
 #: Directories without stimulus of their own (the shared FP harness).
 NO_PROGRAM = {"fp": "a harness shared by tb/fp_arith and tb/fp_convert, which hold the vectors"}
+#: Directories under tb/ that are not a block's testbench, and why (the global rules, one
+#: SimBuild per build.py and @cocotb.test only in tb_*.py, still hold in them).
+NOT_TESTBENCH = {"campaign": "the campaign runner (docs/campaigns.md): it runs other directories' "
+                             "testbenches as tasks; its build.py is the per-node build cache"}
 
 
 def _tree(path):
@@ -101,7 +105,7 @@ def _calls(tree, name):
 
 def engine_dirs(tb_root):
     return sorted(d.name for d in tb_root.iterdir()
-                  if d.is_dir() and (d / "__init__.py").exists())
+                  if d.is_dir() and (d / "__init__.py").exists() and d.name not in NOT_TESTBENCH)
 
 
 def layout_problems(root: Path):

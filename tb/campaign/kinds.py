@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from tb.campaign import activation, mutation
-from tb.campaign.buildcache import node_lock
+from tb.campaign.build import node_lock
 from tb.campaign.core import OUT, ROOT, seed_int, tree_id
 
 __all__ = ["Kind", "KINDS", "get_kind"]
@@ -57,7 +57,7 @@ _FAIL_RE = re.compile(r"program seed (\d+) \(program (\d+)")
 def fuzz_run(params, index, ss):
     """One cocotb run of ``tb.core.tb_core_fuzz`` on the node's core model."""
     from rtl.config import get_preset
-    from tb.campaign.buildcache import core_model
+    from tb.campaign.build import core_model
     cfg = get_preset(params.get("preset") or os.environ.get("CONFIG", "small"))
     programs = int(params.get("programs", 100))
     if not 1 <= programs <= 1000:

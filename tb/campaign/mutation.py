@@ -21,7 +21,7 @@ import json
 import os
 from pathlib import Path
 
-from tb.campaign.buildcache import node_lock
+from tb.campaign.build import node_lock
 from tb.campaign.core import OUT, tree_id
 
 _STATE: dict = {}      # per process: the worker, warm-up times, plans

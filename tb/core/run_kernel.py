@@ -15,7 +15,7 @@ whose results are marked with ``k.output(name, dram_tensor)``. Then:
 2. the kernel runs on the golden ISA simulator of that config (outputs, error, cycle
    estimate, per-instruction timeline);
 3. the core is built for that config (cached: :func:`tb.core.build.core_sim`) and the generic
-   cocotb module ``tb/core/tb_run_kernel.py`` runs the same DRAM image and queues on
+   cocotb module ``tb/core/tb_core_run_kernel.py`` runs the same DRAM image and queues on
    Verilator, tracing the ``activity`` port;
 4. every output is compared bit for bit; the report gives the cycles (RTL and golden
    estimate), each engine's executing and waiting fractions, the first mismatch of each
@@ -276,7 +276,7 @@ def run_rtl(kp, cfg, name, out_dir, *, waves=False, estimate=0):
     (out_dir / "params.json").write_text(json.dumps(params, indent=1))
     import time
     cpu = time.process_time()
-    sim.run("tb.core.tb_run_kernel", params=params, tag=f"kernel_{name}")
+    sim.run("tb.core.tb_core_run_kernel", params=params, tag=f"kernel_{name}")
     rec = json.loads(rec_path.read_text())
     rec["cpu_to_first_cycle"] = cpu + rec["cpu_to_start"]
     img = bytearray(len(kp.dram))
