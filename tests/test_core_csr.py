@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 
 from rtl import isa
 from rtl.config import get_preset
-from rtl.core.csr import (CSR, ERR_SRC_SEM, ID_VALUE, IRQ_ERROR, IRQ_IDLE, IRQ_NOTIFY,
+from rtl.core.csr import (CSR, ERR_SRC_DMA, ERR_SRC_SEM, ID_VALUE, IRQ_ERROR, IRQ_IDLE, IRQ_NOTIFY,
                           Q_BLOCK, Q_REGS, Q_STRIDE, REGS, SEM_BLOCK, SEM_DEC_BLOCK,
                           SEM_INC_BLOCK)
 from rtl.core.semaphores import E_SEM, SemaphoreFile
@@ -302,4 +302,153 @@ def test_performance_counters():
         assert await read(ctx, b, REGS["DMA_BUSY"]) == 0
         assert await read(ctx, b, qreg(2, "Q_BUSY")) == 0
         assert await read(ctx, b, REGS["CYCLES"]) < 10
+    run(job)
+
+
+def test_cycles_after_the_soft_reset_as_after_reset():
+    """Both resets clear CYCLES to 0 (docs/core.md §3): read k cycles after the power-on reset
+    and k cycles after the soft-reset pulse takes effect, the two reads give the same count."""
+    k = 5
+
+    async def job(ctx, c):
+        b = c.bus
+        await ctx.tick().repeat(k)                  # cycle 0 is the first after reset
+        v0 = await read(ctx, b, REGS["CYCLES"])
+        ctx.set(b.awaddr, REGS["CTRL"])
+        ctx.set(b.wdata, 1)
+        ctx.set(b.awvalid, 1)
+        ctx.set(b.wvalid, 1)
+        ctx.set(b.bready, 1)
+        for _ in range(TIMEOUT):
+            aw = ctx.get(b.awready)
+            await ctx.tick()
+            if aw:
+                ctx.set(b.awvalid, 0)
+                ctx.set(b.wvalid, 0)
+            if ctx.get(c.soft_reset):
+                break
+        else:
+            raise AssertionError("no soft-reset pulse")
+        await ctx.tick()                            # the pulse's cycle ends: counters at 0
+        await ctx.tick().repeat(k)
+        v1 = await read(ctx, b, REGS["CYCLES"])
+        assert v1 == v0, (v0, v1)
+    run(job)
+
+
+def test_err_code_bit31_write_clears_the_latch():
+    """Writing bit 31 of ERR_CODE clears the first-error latch, which then latches the next
+    error (and again at once while a source still holds one); bit 31 written to any other
+    word, or ERR_CODE written with bit 31 clear, keeps the latch (docs/core.md §3)."""
+    read_only = ("ID", "CFG0", "CFG1", "SR_SEED", "STATUS", "ERR_PC", "ERR_INFO", "CYCLES",
+                 "DMA_BUSY")
+
+    async def job(ctx, c):
+        b = c.bus
+        ctx.set(c.dma_idle, 1)
+        ctx.set(c.seq_err[1], 1)
+        ctx.set(c.seq_code[1], 0x05)
+        ctx.set(c.seq_pc[1], 12)
+        await ctx.tick()
+        ctx.set(c.seq_err[1], 0)
+        first = 1 << 31 | 1 << 8 | 0x05
+        assert await read(ctx, b, REGS["ERR_CODE"]) == first
+        for name in read_only:
+            await write(ctx, b, REGS[name], 1 << 31)
+        await write(ctx, b, REGS["ERR_CODE"], 0x7FFF_FFFF)
+        await ctx.tick()
+        assert ctx.get(c.stop)
+        assert await read(ctx, b, REGS["ERR_CODE"]) == first
+        await write(ctx, b, REGS["ERR_CODE"], 1 << 31)
+        await ctx.tick()
+        assert not ctx.get(c.stop)
+        assert await read(ctx, b, REGS["ERR_CODE"]) >> 31 == 0
+        # the next error is the first one again; held, it latches again after a clear
+        ctx.set(c.dma_err, 1)
+        ctx.set(c.dma_code, 0x0A)
+        await ctx.tick()
+        second = 1 << 31 | ERR_SRC_DMA << 8 | 0x0A
+        assert await read(ctx, b, REGS["ERR_CODE"]) == second
+        await write(ctx, b, REGS["ERR_CODE"], 1 << 31)
+        await ctx.tick()
+        assert ctx.get(c.stop)
+        assert await read(ctx, b, REGS["ERR_CODE"]) == second
+    run(job)
+
+
+def test_read_response_held_until_rready():
+    """AXI4-Lite (IHI 0022, A3.2.1): once RVALID is up, RDATA stays until the RREADY
+    handshake. A second AR presented meanwhile is answered after the first, each with its
+    register's value."""
+    async def job(ctx, c):
+        b = c.bus
+        addrs = [REGS["ID"], REGS["SR_SEED"]]
+        want = [ID_VALUE, CFG.sr_seed]
+        got, held = [], 0
+        ctx.set(b.araddr, addrs[0])
+        ctx.set(b.arvalid, 1)
+        ctx.set(b.rready, 0)
+        sent = 0
+        for _ in range(TIMEOUT):
+            ar = ctx.get(b.arvalid) and ctx.get(b.arready)
+            rv = ctx.get(b.rvalid)
+            rd = ctx.get(b.rdata)
+            if rv:
+                assert rd == want[len(got)], (len(got), hex(rd))
+                held += not ctx.get(b.rready)
+            await ctx.tick()
+            if ar:
+                sent += 1
+                if sent < len(addrs):
+                    ctx.set(b.araddr, addrs[sent])     # the next AR at once
+                else:
+                    ctx.set(b.arvalid, 0)
+            if rv and ctx.get(b.rready):
+                got.append(rd)
+                held = 0
+                ctx.set(b.rready, 0)
+                if len(got) == len(addrs):
+                    break
+            elif held >= 4:
+                ctx.set(b.rready, 1)                   # accept after 4 cycles of back-pressure
+        else:
+            raise AssertionError(f"reads not answered: {got}")
+        assert got == want, [hex(v) for v in got]
+    run(job)
+
+
+def test_write_channels_handshake_independently():
+    """A manager that drops AWVALID and WVALID each on its own handshake: both beats are
+    accepted, B comes only after both (AXI4-Lite, IHI 0022 A3.3.1), and the write takes
+    effect, also when W is presented before AW."""
+    async def job(ctx, c):
+        b = c.bus
+        for value, aw_delay in ((0x1234_5678, 0), (0x0BAD_CAFE, 3)):
+            ctx.set(b.awaddr, REGS["WATCHDOG"])
+            ctx.set(b.wdata, value)
+            ctx.set(b.wvalid, 1)
+            ctx.set(b.bready, 1)
+            aw_done = w_done = False
+            for cyc in range(TIMEOUT):
+                if cyc == aw_delay and not aw_done:
+                    ctx.set(b.awvalid, 1)
+                aw = ctx.get(b.awvalid) and ctx.get(b.awready)
+                w = ctx.get(b.wvalid) and ctx.get(b.wready)
+                bv = ctx.get(b.bvalid)
+                if bv:
+                    assert aw_done and w_done, (value, aw_done, w_done)
+                await ctx.tick()
+                if aw:
+                    aw_done = True
+                    ctx.set(b.awvalid, 0)
+                if w:
+                    w_done = True
+                    ctx.set(b.wvalid, 0)
+                if bv:
+                    break
+            else:
+                raise AssertionError(f"no B (AW {aw_done}, W {w_done})")
+            ctx.set(b.bready, 0)
+            assert await read(ctx, b, REGS["WATCHDOG"]) == value
+            assert ctx.get(c.watchdog) == value
     run(job)
