@@ -64,7 +64,7 @@ verilog: $(STAMP)
 
 ## make mutate [BLOCK=name,...] [N=count] [SEED=s] [BACKEND=local|ray]: mutation testing of the RTL as campaign tasks, N (20) mutants per block (docs/mutation.md)
 mutate: $(STAMP)
-	CONFIG=$(MUTATE_CONFIG) $(PY) -m tb.campaign mutate --backend $(or $(BACKEND),local) --workers $(JOBS) --seed $(or $(SEED),1) $(if $(N),--n $(N)) $(if $(BLOCK),--param blocks=$(BLOCK))
+	CONFIG=$(MUTATE_CONFIG) $(PY) -m synth.mutate campaign --backend $(or $(BACKEND),local) --workers $(JOBS) --seed $(or $(SEED),1) $(if $(N),--n $(N)) $(if $(BLOCK),--param blocks=$(BLOCK))
 
 ## make campaign KIND=fuzz|mutate|full|activation [N=tasks] [SEED=s] [BACKEND=ray|local]: a verification campaign on Ray (embedded local Ray; RAY_ADDRESS=host:port for a cluster) or a local process pool (docs/campaigns.md)
 CAMPAIGN_BACKEND := $(or $(BACKEND),ray)
@@ -72,8 +72,10 @@ $(VENV)/.campaign-stamp: $(STAMP)
 	$(PY) -m pip install -q -e '.[test,plot,campaign]'
 	touch $@
 
+# the mutate kind lives in synth (synth imports tb, never the reverse): python -m synth.mutate campaign
+CAMPAIGN_CMD = $(if $(filter mutate,$(KIND)),-m synth.mutate campaign,-m tb.campaign $(KIND))
 campaign: $(STAMP) $(if $(filter ray,$(CAMPAIGN_BACKEND)),$(VENV)/.campaign-stamp)
-	$(PY) -m tb.campaign $(KIND) --backend $(CAMPAIGN_BACKEND) --seed $(or $(SEED),1) $(if $(N),--n $(N))
+	$(PY) $(CAMPAIGN_CMD) --backend $(CAMPAIGN_BACKEND) --seed $(or $(SEED),1) $(if $(N),--n $(N))
 
 clean:
 	rm -rf build

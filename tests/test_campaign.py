@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from tb.campaign import build as buildcache
-from tb.campaign.__main__ import main as campaign_main
+from tb.campaign.cli import main as campaign_main
 from tb.campaign.core import CampaignDir, repro_command, run_task, task_seed
+from tb.campaign.kinds import KINDS, get_kind
 from tb.campaign.run import identical, run_campaign
 
 QUIET = {"progress": False, "log": lambda *a: None}
@@ -60,7 +61,7 @@ def test_resume_runs_only_the_missing_tasks(tmp_path):
     assert [r["task"] for r in lines] == [0, 1, 2]
     # another source tree or other parameters: refused, not mixed
     with pytest.raises(ValueError, match="another tree"):
-        CampaignDir("selftest", 3, 6, {}, path=out, tree="0" * 16)
+        CampaignDir(KINDS["selftest"], 3, 6, {}, path=out, tree="0" * 16)
     with pytest.raises(ValueError, match="another params"):
         run_campaign("selftest", n=6, seed=3, params={"sleep": 0}, out=out, workers=1, **QUIET)
 
@@ -70,7 +71,7 @@ def test_a_failing_task_prints_the_command_that_reruns_it_alone(tmp_path, capsys
     logs = []
     s, res = run_campaign("selftest", n=8, seed=11, params=params, out=tmp_path / "c",
                           workers=1, progress=False, log=logs.append)
-    cmd = repro_command("selftest", 11, 4, 8, params)
+    cmd = repro_command(KINDS["selftest"], 11, 4, 8, params)
     assert s["failing"] == [{"task": 4, "status": "fail", "seeds": res[4]["failing_seeds"],
                              "repro": cmd}]
     assert s["mismatches"] == 1 and s["failing_seeds"] == res[4]["failing_seeds"]
@@ -86,18 +87,18 @@ def test_a_failing_task_prints_the_command_that_reruns_it_alone(tmp_path, capsys
 
 
 def test_a_hanging_task_times_out_with_its_seed(tmp_path):
-    r = run_task("selftest", 5, 2, {"n": 4, "sleep": 30}, timeout=0.2)
+    r = run_task(KINDS["selftest"], 5, 2, {"n": 4, "sleep": 30}, timeout=0.2)
     assert r["status"] == "timeout" and r["task"] == 2 and r["seed"] == 5
     assert r["wall_seconds"] < 5
 
 
 def test_an_exception_in_a_task_is_its_result():
-    r = run_task("activation", 1, 0, {"n": 3})          # 3 is not a power of two
+    r = run_task(KINDS["activation"], 1, 0, {"n": 3})          # 3 is not a power of two
     assert r["status"] == "error" and "power of two" in r["detail"] and r["task"] == 0
 
 
 def test_a_task_never_runs_on_another_source_tree():
-    r = run_task("selftest", 1, 0, {"n": 2, "campaign_tree": "0" * 16})
+    r = run_task(KINDS["selftest"], 1, 0, {"n": 2, "campaign_tree": "0" * 16})
     assert r["status"] == "error" and "changed since the campaign started" in r["detail"]
 
 
@@ -164,3 +165,24 @@ def test_an_unreachable_ray_address_is_refused_in_seconds():
     assert time.monotonic() - t < 5
     with pytest.raises(ValueError, match="RAY_ADDRESS must be host:port"):
         check_address("nowhere")
+
+
+def test_kinds_pickle_by_reference_and_mutate_reruns_through_synth(tmp_path):
+    """A kind travels to a worker process by reference (its functions are module-level); the
+    mutate kind lives in synth and its repro command runs ``python -m synth.mutate campaign``."""
+    import pickle
+
+    from synth import mutate
+    from synth.mutate_campaign import MUTATE
+    for k in (*KINDS.values(), MUTATE):
+        assert pickle.loads(pickle.dumps(k)) == k, k.name
+    assert get_kind(MUTATE) is MUTATE
+    with pytest.raises(ValueError, match="campaign kind must be one of"):
+        get_kind("mutate")
+    cmd = repro_command(MUTATE, 1, 3, 20, {"blocks": "nosuchblock"})
+    assert cmd == ("python -m synth.mutate campaign --seed 1 --n 20 --task 3 "
+                   "--param blocks=nosuchblock")
+    argv = shlex.split(cmd)
+    assert argv[:4] == ["python", "-m", "synth.mutate", "campaign"]
+    with pytest.raises(ValueError, match="nosuchblock"):     # parsed, then the block refused
+        mutate.main(argv[3:] + ["--out", str(tmp_path / "m"), "--quiet"])

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``synth.mutate`` (``make mutate``) without simulation: operators, stable ids, sampling, claims."""
+"""``synth.mutants`` (``make mutate``) without simulation: operators, stable ids, sampling, claims."""
 
 import ast
 import textwrap
 
 import pytest
 
-from synth import mutate as mu
+from synth import mutants as mu
 from synth.blocks import BLOCKS
 
 SNIPPET = textwrap.dedent('''\

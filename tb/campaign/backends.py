@@ -97,7 +97,7 @@ class LocalBackend:
 
 def _died(t, tries):
     kind, seed, index, _, _ = t
-    return {"task": index, "kind": kind, "seed": seed, "status": "fail",
+    return {"task": index, "kind": kind.name, "seed": seed, "status": "fail",
             "detail": f"the worker died {tries} times running this task"}
 
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The campaign engine: seeds, one task, the results directory, resume and the summary.
 
-A campaign of kind ``K`` with seed ``S`` and ``n`` tasks runs ``run_task(K, S, i, params)`` for
-every index ``i``; task ``i`` draws its randomness from ``task_seed(S, i)``, the ``i``-th child of
+A campaign of kind ``K`` (a :class:`Kind`) with seed ``S`` and ``n`` tasks runs
+``run_task(K, S, i, params)`` for every index ``i``; task ``i`` draws its randomness from ``task_seed(S, i)``, the ``i``-th child of
 ``numpy.random.SeedSequence(S).spawn(n)``, so it is a pure function of ``(S, i)`` (and the
 source tree): it can be re-run alone, on any machine, in any order. Its result is one JSON
 object; the timing fields (:data:`TIMING`) are the only ones that may differ between runs.
@@ -18,7 +18,9 @@ import shlex
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -31,6 +33,30 @@ TIMING = ("wall_seconds", "cpu_seconds", "host", "pid")
 #: Directories whose ``*.py`` files make the source-tree identity of a campaign (the tests too:
 #: they decide what a mutant is).
 TREE_DIRS = ("rtl", "golden", "tb", "synth", "tests")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A campaign kind: ``run(params, index, seedseq) -> dict``, ``count(params) -> int`` tasks,
+    ``summarize(results) -> dict`` of extra summary fields, ``finish(params, seed, results,
+    wall)`` after the run (or None), ``default_n`` for ``--n``, and ``command``: the command
+    line that runs a campaign of this kind (default ``python -m tb.campaign <name>``), which
+    the repro command of a failing task starts with.
+
+    Every function is a module-level function: a task is pickled to other processes (the
+    process pool, Ray) by reference, and the worker imports its module."""
+    name: str
+    run: Callable
+    count: Callable
+    summarize: Callable
+    default_n: int
+    finish: Callable | None = None
+    command: str | None = None
+
+    @property
+    def cli(self):
+        """The command line that runs a campaign of this kind (before its options)."""
+        return self.command or f"python -m tb.campaign {self.name}"
 
 
 def task_seed(seed, index):
@@ -65,13 +91,11 @@ def _alarm(signum, frame):
 
 
 def run_task(kind, seed, index, params=None, timeout=None):
-    """Run task ``index`` of a ``kind`` campaign seeded ``seed``; returns its JSON-able result
+    """Run task ``index`` of a campaign of :class:`Kind` ``kind`` seeded ``seed``; returns its JSON-able result
     (``task``, ``kind``, ``seed``, the kind's fields, ``status``: ``ok``, ``fail``, ``timeout``
     or ``error`` (an exception, its traceback in ``detail``), and the :data:`TIMING` fields). ``timeout`` (seconds) is enforced with
     ``SIGALRM`` when called in a process's main thread. A ``campaign_tree`` in ``params`` (the
     driver's :func:`tree_id`) must be this process's tree: a task never runs on other code."""
-    from tb.campaign.kinds import get_kind
-    k = get_kind(kind)
     params = dict(params or {})
     t0, c0 = time.monotonic(), _cpu()
     use_alarm = bool(timeout) and _main_thread()
@@ -83,7 +107,7 @@ def run_task(kind, seed, index, params=None, timeout=None):
         if want and _tree() != want:
             raise RuntimeError(f"this worker's source tree {_tree()} is not the campaign's "
                                f"{want}: it changed since the campaign started")
-        res = k.run({**params, "campaign_seed": seed}, int(index), task_seed(seed, index))
+        res = kind.run({**params, "campaign_seed": seed}, int(index), task_seed(seed, index))
     except TaskTimeout:
         res = {"status": "timeout", "detail": f"no result in {timeout} s"}
     except (Exception, SystemExit) as e:     # a broken task is a result, not a dead campaign
@@ -95,7 +119,7 @@ def run_task(kind, seed, index, params=None, timeout=None):
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
     res.setdefault("status", "ok")
-    out = {"task": int(index), "kind": kind, "seed": seed, **res,
+    out = {"task": int(index), "kind": kind.name, "seed": seed, **res,
            "wall_seconds": round(time.monotonic() - t0, 3),
            "cpu_seconds": round(_cpu() - c0, 3), "host": os.uname().nodename,
            "pid": os.getpid()}
@@ -139,10 +163,11 @@ def _param_text(v):
 
 
 def repro_command(kind, seed, index, n, params=None):
-    """The one command that re-runs task ``index`` alone."""
+    """The one command that re-runs task ``index`` of a campaign of :class:`Kind` ``kind``
+    alone."""
     extra = "".join(f" --param {shlex.quote(f'{k}={_param_text(v)}')}"
                     for k, v in sorted((params or {}).items()))
-    return f"python -m tb.campaign {kind} --seed {seed} --n {n} --task {index}{extra}"
+    return f"{kind.cli} --seed {seed} --n {n} --task {index}{extra}"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -150,12 +175,11 @@ def repro_command(kind, seed, index, n, params=None):
 # ------------------------------------------------------------------------------------------------
 
 def default_dir(kind, seed, n, params):
-    """``build/campaign/<kind>-<seed>``, plus ``-<8 hex>`` of ``n`` and the parameters when
+    """``build/campaign/<kind>-<seed>`` (``kind`` a :class:`Kind`), plus ``-<8 hex>`` of ``n`` and the parameters when
     there are parameters or ``n`` is not the kind's default (two such campaigns never share a
     directory)."""
-    from tb.campaign.kinds import get_kind
-    name = f"{kind}-{seed}"
-    if params or n != get_kind(kind).default_n:
+    name = f"{kind.name}-{seed}"
+    if params or n != kind.default_n:
         h = hashlib.sha1(json.dumps({"n": n, "params": params or {}}, sort_keys=True).encode())
         name += f"-{h.hexdigest()[:8]}"
     return OUT / name
@@ -170,7 +194,7 @@ class CampaignDir:
 
     def __init__(self, kind, seed, n, params, path=None, tree=None):
         self.path = Path(path) if path else default_dir(kind, seed, n, params)
-        self.meta = {"kind": kind, "seed": seed, "n": n, "params": params or {},
+        self.meta = {"kind": kind.name, "seed": seed, "n": n, "params": params or {},
                      "tree": tree or tree_id()}
         self.jsonl = self.path / "tasks.jsonl"
         self.path.mkdir(parents=True, exist_ok=True)

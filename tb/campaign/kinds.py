@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The campaign kinds: what one task does, how many tasks there are, what the summary adds.
+"""The campaign kinds of ``tb`` (:class:`tb.campaign.core.Kind`): what one task does, how many
+tasks there are, what the summary adds; :data:`KINDS` names them for ``python -m tb.campaign``.
 
 * ``fuzz``: random all-engine programs (clean and corrupted) on the whole core against the
   golden ISA simulator (``tb/core/tb_core_fuzz.py``); a task is one simulator run of
   ``programs`` programs (default 100) of ``n_ops`` operations (default 96), the testbench's
   seed drawn from the task's SeedSequence (program ``j`` has seed ``tb_seed * 1000 + j``).
-* ``mutate``: :mod:`tb.campaign.mutation`.
+* ``mutate`` is not here: it is :data:`synth.mutate_campaign.MUTATE` (``synth`` imports ``tb``,
+  never the reverse), run by ``python -m synth.mutate campaign``.
 * ``full``: the ``make test-full`` tier, one test (pytest node id) per task, ``CONFIG``
   default, ``--seed`` from the task's SeedSequence.
 * ``activation``: :mod:`tb.campaign.activation`.
@@ -22,29 +24,22 @@ import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from tb.campaign import activation, mutation
+from tb.campaign import activation
 from tb.campaign.build import node_lock
-from tb.campaign.core import OUT, ROOT, seed_int, tree_id
+from tb.campaign.core import OUT, ROOT, Kind, seed_int, tree_id
 
-__all__ = ["Kind", "KINDS", "get_kind"]
+__all__ = ["KINDS", "get_kind", "count_n"]
 
 
-@dataclass(frozen=True)
-class Kind:
-    """``run(params, index, seedseq) -> dict`` (a module-level function: tasks are pickled to
-    other processes), ``count(params) -> int`` tasks, ``summarize(results) -> dict`` of extra
-    summary fields, ``finish(params, seed, results, wall)`` after the run (or None),
-    ``default_n`` for ``--n``."""
-    name: str
-    run: Callable
-    count: Callable
-    summarize: Callable
-    default_n: int
-    finish: Callable | None = None
+def count_n(params):
+    """The task count of a kind with one task per index: ``n``."""
+    return int(params["n"])
+
+
+def no_summary(results):
+    return {}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -126,6 +121,10 @@ def full_run(params, index, ss):
     return out
 
 
+def full_count(params):
+    return len(full_tests())
+
+
 def full_summarize(results):
     return {"tests_passed": sum(r.get("returncode") == 0 for r in results)}
 
@@ -153,18 +152,18 @@ def selftest_run(params, index, ss):
 
 
 KINDS = {
-    "fuzz": Kind("fuzz", fuzz_run, lambda p: int(p["n"]), fuzz_summarize, default_n=10),
-    "mutate": Kind("mutate", mutation.run, mutation.count, mutation.summarize, default_n=20,
-                   finish=mutation.finish),
-    "full": Kind("full", full_run, lambda p: len(full_tests()), full_summarize, default_n=0),
-    "activation": Kind("activation", activation.run, lambda p: int(p["n"]),
-                       activation.summarize, default_n=4096),
-    "selftest": Kind("selftest", selftest_run, lambda p: int(p["n"]), lambda rs: {},
-                     default_n=8),
+    "fuzz": Kind("fuzz", fuzz_run, count_n, fuzz_summarize, default_n=10),
+    "full": Kind("full", full_run, full_count, full_summarize, default_n=0),
+    "activation": Kind("activation", activation.run, count_n, activation.summarize,
+                       default_n=4096),
+    "selftest": Kind("selftest", selftest_run, count_n, no_summary, default_n=8),
 }
 
 
 def get_kind(name):
+    """The :class:`~tb.campaign.core.Kind` named ``name`` (a :class:`Kind` is returned as is)."""
+    if isinstance(name, Kind):
+        return name
     if name not in KINDS:
         raise ValueError(f"campaign kind must be one of {sorted(KINDS)}, not {name!r}")
     return KINDS[name]

@@ -13,7 +13,8 @@ __all__ = ["run_campaign", "summarize"]
 
 
 def summarize(kind, seed, n, params, results, wall, cmd=None):
-    """``summary.json``: ``tasks`` (in the campaign), ``done``, ``instructions``,
+    """``summary.json`` of a campaign of ``kind`` (a :class:`~tb.campaign.core.Kind` or a name
+    of :data:`tb.campaign.kinds.KINDS`): ``tasks`` (in the campaign), ``done``, ``instructions``,
     ``mismatches`` (a count), ``failing`` (per failing task: its seeds, status and the command
     that re-runs it alone), the kind's fields (``kill_fraction`` per block for ``mutate``), and
     ``wall_seconds`` (of this run) / ``cpu_seconds`` (of every task)."""
@@ -21,10 +22,10 @@ def summarize(kind, seed, n, params, results, wall, cmd=None):
     total = k.count({**params, "n": n})
     failing = [{"task": r["task"], "status": r.get("status"),
                 "seeds": r.get("failing_seeds", []),
-                "repro": repro_command(kind, seed, r["task"], n, params)}
+                "repro": repro_command(k, seed, r["task"], n, params)}
                for r in sorted(results, key=lambda r: r["task"])
                if r.get("status") not in ("ok", None)]
-    return {"kind": kind, "seed": seed, "n": n, "params": params, "tasks": total,
+    return {"kind": k.name, "seed": seed, "n": n, "params": params, "tasks": total,
             "done": len(results),
             "instructions": sum(r.get("instructions", 0) for r in results),
             "mismatches": sum(r.get("mismatches", 0) for r in results),
@@ -39,7 +40,8 @@ def summarize(kind, seed, n, params, results, wall, cmd=None):
 def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=None,
                  tasks=None, out=None, timeout=None, progress=True, log=print, cmd=None,
                  finish=True):
-    """Run (or resume) the campaign; returns ``(summary, {index: result})``.
+    """Run (or resume) the campaign of ``kind`` (a :class:`~tb.campaign.core.Kind`, or a name of
+    :data:`tb.campaign.kinds.KINDS`); returns ``(summary, {index: result})``.
 
     ``tasks``: a ``range`` of task indices to run (default all); ``out``: the results directory
     (default :func:`tb.campaign.core.default_dir`); ``timeout``: seconds per task; ``finish``: run
@@ -52,18 +54,18 @@ def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=
     want = range(total) if tasks is None else tasks
     if want and (want[0] < 0 or want[-1] >= total):
         raise ValueError(f"tasks must lie in [0, {total}), not {want!r}")
-    cdir = CampaignDir(kind, seed, n, params, path=out)
+    cdir = CampaignDir(k, seed, n, params, path=out)
     full["campaign_tree"] = cdir.meta["tree"]
     done = cdir.done()
     todo = [i for i in want if i not in done]
-    log(f"campaign {kind} seed {seed}: {total} tasks, {len(want)} selected, "
+    log(f"campaign {k.name} seed {seed}: {total} tasks, {len(want)} selected, "
         f"{len(want) - len(todo)} already done in {cdir.path}, {len(todo)} to run")
     t0 = time.monotonic()
     bar = Progress(len(want), len(want) - len(todo), enabled=progress)
     be = make_backend(backend, workers) if todo else None
     failed = sum(1 for i in want if i in done and done[i].get("status") != "ok")
     try:
-        for index, res in (be.map([(kind, seed, i, full, timeout) for i in todo])
+        for index, res in (be.map([(k, seed, i, full, timeout) for i in todo])
                            if be else ()):
             if index in done:           # a retried task that finished twice: counted once
                 continue
@@ -73,7 +75,7 @@ def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=
                 failed += 1
                 log(f"campaign: task {index} {res.get('status')}"
                     f"{' seeds ' + str(res.get('failing_seeds')) if res.get('failing_seeds') else ''}"
-                    f"; rerun alone: {repro_command(kind, seed, index, n, params)}")
+                    f"; rerun alone: {repro_command(k, seed, index, n, params)}")
             bar.step(failed)
     finally:
         bar.close()
@@ -81,7 +83,7 @@ def run_campaign(kind, *, n=None, seed=1, params=None, backend="local", workers=
             be.close()
     wall = time.monotonic() - t0
     results = [done[i] for i in sorted(done)]
-    summary = summarize(kind, seed, n, params, results, wall, cmd)
+    summary = summarize(k, seed, n, params, results, wall, cmd)
     if finish and k.finish and results:
         extra = k.finish(full, seed, results, wall)
         if extra:

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``KIND=mutate`` (``make mutate``): the mutants of every registered block as campaign tasks.
+"""The ``mutate`` campaign kind (:data:`MUTATE`; ``make mutate``, ``python -m synth.mutate
+campaign``): the mutants of every registered block as campaign tasks.
 
 Each block with tests in ``synth/blocks.py`` gets ``N`` + (its claimed mutants) task slots
 (``N`` = ``--n``, default 20): slot ``j`` of a block is the ``j``-th mutant of its plan
-(:func:`synth.mutate.plan_block`: the claimed mutants, then the sample of seed ``--seed`` in
+(:func:`synth.mutants.plan_block`: the claimed mutants, then the sample of seed ``--seed`` in
 order until ``N`` have changed Verilog). The plan is computed once per node and block (under a
 file lock) and kept in ``build/campaign/plans/``, keyed by the source tree; a task applies its
 mutant in a worker copy of the tree (``build/mutate/work/<k>``, one per worker process, its
@@ -17,19 +18,19 @@ Parameters: ``blocks`` (comma-separated, default every block with tests), ``pres
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
 
+from synth import mutants as mu
+from synth.blocks import BLOCKS, get_block
 from tb.campaign.build import node_lock
-from tb.campaign.core import OUT, tree_id
+from tb.campaign.core import OUT, Kind, tree_id
+
+__all__ = ["MUTATE", "run", "count", "summarize", "finish"]
 
 _STATE: dict = {}      # per process: the worker, warm-up times, plans
-
-
-def _mu():
-    from synth import mutate
-    return mutate
 
 
 def preset(params):
@@ -37,7 +38,6 @@ def preset(params):
 
 
 def block_names(params):
-    from synth.blocks import BLOCKS, get_block
     b = params.get("blocks")
     names = ([x.strip() for x in b.split(",") if x.strip()] if isinstance(b, str)
              else list(b) if b else [x.name for x in BLOCKS if x.tests])
@@ -50,8 +50,6 @@ def block_names(params):
 
 def layout(params):
     """``[(block, slots)]``: ``n`` + the block's claimed mutants."""
-    from synth.blocks import get_block
-    mu = _mu()
     claims = mu.load_claims()
     out = []
     for name in block_names(params):
@@ -78,8 +76,6 @@ def _worker():
     (the slot lock is kept for the life of the process)."""
     if "worker" in _STATE:
         return _STATE["worker"]
-    mu = _mu()
-    import fcntl
     for k in range(256):
         path = mu.OUT / "work" / f"{k}.slot"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +98,7 @@ def plan_path(params, block, seed):
 
 
 def get_plan(params, block, seed):
-    """The block's plan (:func:`synth.mutate.plan_block`), computed once per node."""
+    """The block's plan (:func:`synth.mutants.plan_block`), computed once per node."""
     key = (block, seed, params["n"])
     if key in _STATE.get("plans", {}):
         return _STATE["plans"][key]
@@ -111,8 +107,6 @@ def get_plan(params, block, seed):
         if path.exists():
             plan = json.loads(path.read_text())
         else:
-            from synth.blocks import get_block
-            mu = _mu()
             plan = mu.plan_block(get_block(block), [_worker()], n=int(params["n"]), seed=seed,
                                  preset=preset(params), claims=mu.load_claims())
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,8 +117,6 @@ def get_plan(params, block, seed):
 
 def run(params, index, ss):
     """Task ``index``: test the mutant in its block's slot (``not_run`` past the plan)."""
-    from synth.blocks import get_block
-    mu = _mu()
     seed = int(params["campaign_seed"])
     name, j = locate(params, index)
     plan = get_plan(params, name, seed)
@@ -168,8 +160,6 @@ def summarize(results):
 
 def finish(params, seed, results, wall):
     """Write ``build/mutate/<block>.json``/``.md`` and ``summary.json`` from the results."""
-    from synth.blocks import get_block
-    mu = _mu()
     claims = mu.load_claims()
     out = []
     for name, _ in layout(params):
@@ -188,3 +178,9 @@ def finish(params, seed, results, wall):
     names = block_names(params) if params.get("blocks") else []
     return mu.write_outputs(out, names, n=int(params["n"]), seed=seed, preset=preset(params),
                             stale=mu.stale_claims(claims), wall=wall)
+
+
+#: The ``mutate`` kind: ``n`` (default 20) mutants per block; ``python -m synth.mutate campaign``
+#: runs it and re-runs one of its tasks alone.
+MUTATE = Kind("mutate", run, count, summarize, default_n=20, finish=finish,
+              command="python -m synth.mutate campaign")
