@@ -2,11 +2,13 @@
 """One DMA engine: descriptor queues, an AXI4 master to DRAM and a partition port into SBUF.
 
 Microarchitecture, timing and error behaviour: docs/dma.md §4-§5. In short: ``dma_queues``
-FIFOs of descriptors, served round-robin at descriptor boundaries; one descriptor at a time is
-checked in closed form (:class:`~rtl.dma.descriptor.DescriptorCheck`) and then walked by two
+FIFOs of descriptors, served round-robin at descriptor boundaries; each is checked in closed
+form (:class:`~rtl.dma.descriptor.DescriptorCheck`) while earlier ones run, then walked by two
 :class:`~rtl.dma.walker.SegmentWalker` s, the source side into a word FIFO (AXI read bursts or
 SBUF word reads) and the destination side out of it (AXI write bursts or SBUF word writes, byte
-enables at the row ends), with up to ``dma_outstanding`` AXI reads and writes in flight.
+enables at the row ends), with up to ``dma_outstanding`` AXI reads and writes in flight. Two
+descriptors are in flight: the next one's reads start once the running one's reads are issued,
+its writes once the running one's are sent; completions are in order (§4.1).
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ class DMAEngine(wiring.Component):
     completed : Out(ArrayLayout(16, dma_queues))
         Per queue: descriptors completed (wraps).
     busy : Out(1)
-        A descriptor is being checked, run or posted.
+        A descriptor is being checked, run or posted (or the datapath flushed).
     idle : Out(1)
         No descriptor is queued or running.
     """
@@ -576,14 +578,17 @@ class DMAEngine(wiring.Component):
                 with m.If(~stopped_q(nq)):
                     take_slot(free)
                     m.d.comb += src_w.start.eq(1)
-            # --- the destination side: done issuing, then on to the slot read ahead ---------
-            with m.If(w_on & dst_free & ~el_mode):
+            # --- the destination side: done issuing, then (in the same cycle) on to the slot
+            # read ahead -----------------------------------------------------------------------
+            wfin = w_on & dst_free & ~el_mode
+            with m.If(wfin):
                 m.d.sync += [w_on.eq(0), wdone.bit_select(wt, 1).eq(1)]
             nxt = ~wt
             nq_w = pick(nxt, *tq)
             drop = stopped_q(nq_w) | (v.bit_select(wt, 1) & terr.bit_select(wt, 1)
                                       & (wq == nq_w))
-            with m.If(~w_on & ~el_mode & v.bit_select(nxt, 1) & ~wdone.bit_select(nxt, 1)):
+            with m.If((~w_on | wfin) & ~el_mode & v.bit_select(nxt, 1)
+                      & ~wdone.bit_select(nxt, 1)):
                 with m.If(drop):
                     # its queue stopped (an error of the descriptor before it): its reads
                     # are dropped, it writes nothing
@@ -592,7 +597,8 @@ class DMAEngine(wiring.Component):
                     m.d.comb += dst_w.start.eq(1)
                     m.d.sync += [wt.eq(nxt), w_on.eq(1)]
             # --- completion of the oldest, in order ----------------------------------------------
-            ok_bytes = (wdone.bit_select(old, 1) & (pick(old, *bpend) == 0)
+            ok_bytes = ((wdone.bit_select(old, 1) | (wfin & (wt == old)))
+                        & (pick(old, *bpend) == 0)
                         & (pick(old, *rpend) == 0)
                         & ((rt != old) | (src_free & (inflight == 0))))
             done_ok = Mux(el_mode, ~el.busy, ok_bytes) if EO else ok_bytes
