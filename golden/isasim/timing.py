@@ -34,13 +34,14 @@ class Timing:
     sync_cycles : int
         ``nop``, ``notify``, ``halt`` (run by the sequencer itself).
     dma_desc_cycles : int
-        Fixed cost of a descriptor reaching an idle engine (check, first request; docs/dma.md
-        measures 6.0). A descriptor behind a running one is checked while that one runs and
+        Fixed cost of a descriptor reaching an idle engine (queue, check, first request). A
+        descriptor behind a running one is checked while that one runs and
         starts its reads ``dma_read_ahead`` cycles after the running one's last source request
         (:class:`DmaEngineTiming`).
     dma_read_ahead : int
         Cycles from a descriptor's last source request to the next descriptor's first, when
-        the next one reads ahead (docs/dma.md §4.1).
+        the next one reads ahead (docs/dma.md §4.1: the source walker goes idle the cycle
+        after its last AR, takes the next descriptor, and offers its first AR a cycle later).
     dram_latency : int
         AXI round trip added once per descriptor and once per ``dma_start`` fetch.
     vector_latency : int
