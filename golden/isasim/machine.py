@@ -546,10 +546,11 @@ class IsaSim:
         et = self._dma_timing[s.dma[0]]
         copy = not gdma.elementwise(desc)
         overlap = copy and gdma.DRAM in (desc.src_space, desc.dst_space)
-        t0 = et.first_request(enq, start, overlap)
+        key = (s.dma[1], desc.src_space)
+        t0 = et.first_request(enq, start, overlap, key)
         times = {}
         done = dma_data(self, t0, desc, write_free=et.write_end, times=times)
-        done, self._dma_free[s.dma[0]] = et.retire(times, done, copy)
+        done, self._dma_free[s.dma[0]] = et.retire(times, done, copy, key)
         tm = self.timing
         acc = desc_access(self.cfg, desc, 0) + desc_access(self.cfg, desc, 1)
         self.timeline.append(Event(s.name, n, "descriptor", start, start, done, done, acc, None,

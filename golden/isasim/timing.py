@@ -115,7 +115,8 @@ class DmaEngineTiming:
 
     Up to two descriptors are in flight: a byte copy that touches DRAM (``overlap``) starts
     its reads ``dma_read_ahead`` cycles after the previous byte copy's last source request
-    (not before the one before that has completed; its check ran meanwhile), its writes
+    (after its last data arrived if the two differ in queue, i.e. AXI ID, or source space; not
+    before the one before that has completed; its check ran meanwhile), its writes
     after the previous one's last write; any other descriptor starts when the engine is
     empty. Completions are in order."""
 
@@ -124,25 +125,28 @@ class DmaEngineTiming:
         self.last_reads = None          # last source request of the last byte copy
         self.write_end = 0              # the last descriptor's last destination beat
         self.done = [0, 0]              # completion cycles of the last two descriptors
+        self.last_key = None            # (queue, source space) of the last byte copy
+        self.last_data = 0              # ... the cycle its last source data arrived
 
-    def first_request(self, enq, start, overlap):
+    def first_request(self, enq, start, overlap, key=None):
         """Cycle the first source request of a descriptor queued at ``enq`` and taken at
-        ``start`` can go."""
+        ``start`` can go; ``key``: its (queue, source space)."""
         tm = self.timing
         if start >= self.done[1]:                       # the engine is empty
             return start + tm.dma_desc_cycles
         if overlap and self.last_reads is not None:
-            return max(enq + tm.dma_desc_cycles, self.last_reads + tm.dma_read_ahead,
-                       self.done[0] + 1)
+            last = self.last_reads if key == self.last_key else self.last_data
+            return max(enq + tm.dma_desc_cycles, last + tm.dma_read_ahead, self.done[0] + 1)
         return max(enq + tm.dma_desc_cycles, self.done[1] + 2)
 
-    def retire(self, times, done, copy):
+    def retire(self, times, done, copy, key=None):
         """Record a descriptor (``times`` from ``dma_data``; ``copy``: a byte copy); returns
         its completion (in order) and the cycle the next descriptor may be taken."""
         done = max(done, self.done[1])
         self.done = [self.done[1], done]
         self.write_end = times["writes_end"]
         self.last_reads = times["reads_issued"] if copy else None
+        self.last_key, self.last_data = key, times.get("reads_done", 0)
         return done, (self.last_reads if copy else done)
 
 
