@@ -16,7 +16,7 @@ from golden.isasim.errors import E_AXI, E_FORMAT, E_QUEUE, E_SEM, E_TIMEOUT, Fau
 from golden.isasim.hooks import OP_HOOKS, SLOT_INDEX, ap_access, elems_per_partition, footprint
 from golden.isasim.races import desc_access
 from golden.isasim.sync_engine import dma_data
-from golden.isasim.timing import AxiChannel, Timing
+from golden.isasim.timing import AxiChannel, DmaEngineTiming, Timing
 from rtl.config import CoreConfig, check_config
 from rtl.isa import ENGINES, INSTR_BYTES, OPS_BY_NAME, Instr, check_reserved, decode
 
@@ -322,6 +322,7 @@ class IsaSim:
                 self.dma_streams[(e, q)] = s
                 self._streams.append(s)
         self._dma_free = [0] * c.dma_engines
+        self._dma_timing = [DmaEngineTiming(self.timing) for _ in range(c.dma_engines)]
         # the AXI data channels of the core's one master: instruction fetches, dma_start's
         # descriptor reads and the DMA engines' DRAM reads share R; the DMA's writes use W
         self.axi = {"r": AxiChannel(), "w": AxiChannel()}
@@ -521,7 +522,7 @@ class IsaSim:
             s.done = True
 
     def _step_dma(self, s, start):
-        desc, _enq, after = s.prog[s.pos]
+        desc, enq, after = s.prog[s.pos]
         n = s.pos
         if desc.count > MAX_DESC_ELEMS:
             raise NotImplementedError(
@@ -540,9 +541,15 @@ class IsaSim:
         # the DMA engines share the core's one AXI master with the fetches: a descriptor's
         # DRAM reads are bursts (one per contiguous run) on the R channel, its DRAM writes
         # bursts on W; after its check (dma_desc_cycles) the address beats go out back to back
-        tm_ = self.timing
-        done = dma_data(self, start + tm_.dma_desc_cycles, desc)
-        self._dma_free[s.dma[0]] = done
+        # (descriptors overlap: DmaEngineTiming, docs/dma.md §4.1)
+        et = self._dma_timing[s.dma[0]]
+        copy = not gdma.elementwise(desc)
+        overlap = copy and gdma.DRAM in (desc.src_space, desc.dst_space)
+        key = (s.dma[1], desc.src_space)
+        t0 = et.first_request(enq, start, overlap, key)
+        times = {}
+        done = dma_data(self, t0, desc, write_free=et.write_end, times=times)
+        done, self._dma_free[s.dma[0]] = et.retire(times, done, copy, key)
         tm = self.timing
         acc = desc_access(self.cfg, desc, 0) + desc_access(self.cfg, desc, 1)
         self.timeline.append(Event(s.name, n, "descriptor", start, start, done, done, acc, None,

@@ -11,32 +11,53 @@ from golden.isasim.hooks import register_op
 __all__ = ["dma_data", "desc_bursts"]
 
 
-def dma_data(sim, t0, desc):
-    """Cycle the data of ``desc`` is all moved when its first address beat can go at ``t0``."""
+def dma_data(sim, t0, desc, *, write_free=0, times=None):
+    """Cycle the data of ``desc`` is all moved when its first address beat can go at ``t0``.
+    ``write_free``: the cycle the engine's destination side is free (the previous
+    descriptor's last write); ``times`` (a dict), if given, receives ``reads_issued`` (the
+    cycle of the last source request) and ``writes_end`` (the last destination beat)."""
     lat = sim.timing.dram_latency
+    out = sim.cfg.dma_outstanding
     rd = desc_bursts(sim.cfg, desc, 0) if desc.src_space == gdma.DRAM else None
     wr = desc_bursts(sim.cfg, desc, 1) if desc.dst_space == gdma.DRAM else None
     ready = []                                  # per row: the cycle its data is in the FIFO
     if rd is not None:
         t = t0
-        for n in rd:
+        for k, n in enumerate(rd):
+            if k >= out:                        # dma_outstanding bursts in flight
+                t = max(t, ready[k - out])
             st = sim.axi["r"].book(t + lat, n)
             ready.append(st + n)
             t += 1
+        issued = t - 1
     else:                                       # SBUF side: one word per cycle
         side = desc_bursts(sim.cfg, desc, 0)
         t = t0 + 2
         for n in side:
             t += n
             ready.append(t)
+        issued = t - 2
+    if times is not None:
+        times["reads_issued"] = issued
+        times["reads_done"] = ready[-1] if ready else t0
     if wr is None:
         # SBUF destination: written as the words arrive (one per cycle)
-        return max(ready[-1] if ready else t0, t0 + sum(desc_bursts(sim.cfg, desc, 1))) + 1
-    end = t0
+        end = max(ready[-1] if ready else t0, t0 + sum(desc_bursts(sim.cfg, desc, 1)),
+                  write_free + sum(desc_bursts(sim.cfg, desc, 1))) + 1
+        if times is not None:
+            times["writes_end"] = end
+        return end
+    # a row's write burst is booked once the row's data is in (in the core the DMA's SBUF
+    # reads lose arbitration to the engines: the make-sim kernels' estimates are closer so
+    # than with the W beats right behind the reads, the isolated bench's long SBUF -> DRAM
+    # rows are then estimated slow)
+    end = max(t0, write_free)
     for k, n in enumerate(wr):
         r = ready[min(k, len(ready) - 1)] if ready else t0
         st = sim.axi["w"].book(max(r, end), n)
         end = st + n
+    if times is not None:
+        times["writes_end"] = end
     return end + lat
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from golden.ap import PSUM
 
-__all__ = ["Timing", "AxiChannel", "port_sharing"]
+__all__ = ["Timing", "AxiChannel", "DmaEngineTiming", "port_sharing"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +34,14 @@ class Timing:
     sync_cycles : int
         ``nop``, ``notify``, ``halt`` (run by the sequencer itself).
     dma_desc_cycles : int
-        Fixed cost of one descriptor (check, first request; docs/dma.md measures 6.6).
+        Fixed cost of a descriptor reaching an idle engine (queue, check, first request). A
+        descriptor behind a running one is checked while that one runs and
+        starts its reads ``dma_read_ahead`` cycles after the running one's last source request
+        (:class:`DmaEngineTiming`).
+    dma_read_ahead : int
+        Cycles from a descriptor's last source request to the next descriptor's first, when
+        the next one reads ahead (docs/dma.md §4.1: the source walker goes idle the cycle
+        after its last AR, takes the next descriptor, and offers its first AR a cycle later).
     dram_latency : int
         AXI round trip added once per descriptor and once per ``dma_start`` fetch.
     vector_latency : int
@@ -71,6 +78,7 @@ class Timing:
     fetch_depth: int | None = None
     sync_cycles: int = 1
     dma_desc_cycles: int = 7
+    dma_read_ahead: int = 2
     dram_latency: int = 4
     vector_latency: int = 8
     vector_overhead: int = 20
@@ -87,6 +95,7 @@ class Timing:
 
     def __post_init__(self):
         for k in ("seq_issue", "wait_latency", "post_latency", "sync_cycles", "dma_desc_cycles",
+                  "dma_read_ahead",
                   "dram_latency", "vector_latency", "vector_overhead", "vector_reduce_overhead",
                   "vector_max8_overhead", "vector_scan_overhead", "vector_bn_stats_overhead",
                   "vector_bn_aggr_overhead", "vector_transpose_overhead",
@@ -104,6 +113,46 @@ class Timing:
                                   or not lo <= v <= hi):
                 raise ValueError(f"Timing field '{k}' must be None or in [{lo}, {hi}], "
                                  f"not {v!r}")
+
+
+class DmaEngineTiming:
+    """The descriptor overlap of one DMA engine (docs/dma.md §4.1), for the cycle model.
+
+    Up to two descriptors are in flight: a byte copy that touches DRAM (``overlap``) starts
+    its reads ``dma_read_ahead`` cycles after the previous byte copy's last source request
+    (after its last data arrived if the two differ in queue, i.e. AXI ID, or source space; not
+    before the one before that has completed; its check ran meanwhile), its writes
+    after the previous one's last write; any other descriptor starts when the engine is
+    empty. Completions are in order."""
+
+    def __init__(self, timing: Timing):
+        self.timing = timing
+        self.last_reads = None          # last source request of the last byte copy
+        self.write_end = 0              # the last descriptor's last destination beat
+        self.done = [0, 0]              # completion cycles of the last two descriptors
+        self.last_key = None            # (queue, source space) of the last byte copy
+        self.last_data = 0              # ... the cycle its last source data arrived
+
+    def first_request(self, enq, start, overlap, key=None):
+        """Cycle the first source request of a descriptor queued at ``enq`` and taken at
+        ``start`` can go; ``key``: its (queue, source space)."""
+        tm = self.timing
+        if start >= self.done[1]:                       # the engine is empty
+            return start + tm.dma_desc_cycles
+        if overlap and self.last_reads is not None:
+            last = self.last_reads if key == self.last_key else self.last_data
+            return max(enq + tm.dma_desc_cycles, last + tm.dma_read_ahead, self.done[0] + 1)
+        return max(enq + tm.dma_desc_cycles, self.done[1] + 2)
+
+    def retire(self, times, done, copy, key=None):
+        """Record a descriptor (``times`` from ``dma_data``; ``copy``: a byte copy); returns
+        its completion (in order) and the cycle the next descriptor may be taken."""
+        done = max(done, self.done[1])
+        self.done = [self.done[1], done]
+        self.write_end = times["writes_end"]
+        self.last_reads = times["reads_issued"] if copy else None
+        self.last_key, self.last_data = key, times.get("reads_done", 0)
+        return done, (self.last_reads if copy else done)
 
 
 class AxiChannel:

@@ -2,11 +2,13 @@
 """One DMA engine: descriptor queues, an AXI4 master to DRAM and a partition port into SBUF.
 
 Microarchitecture, timing and error behaviour: docs/dma.md §4-§5. In short: ``dma_queues``
-FIFOs of descriptors, served round-robin at descriptor boundaries; one descriptor at a time is
-checked in closed form (:class:`~rtl.dma.descriptor.DescriptorCheck`) and then walked by two
+FIFOs of descriptors, served round-robin at descriptor boundaries; each is checked in closed
+form (:class:`~rtl.dma.descriptor.DescriptorCheck`) while earlier ones run, then walked by two
 :class:`~rtl.dma.walker.SegmentWalker` s, the source side into a word FIFO (AXI read bursts or
 SBUF word reads) and the destination side out of it (AXI write bursts or SBUF word writes, byte
-enables at the row ends), with up to ``dma_outstanding`` AXI reads and writes in flight.
+enables at the row ends), with up to ``dma_outstanding`` AXI reads and writes in flight. Two
+descriptors are in flight: the next one's reads start once the running one's reads are issued,
+its writes once the running one's are sent; completions are in order (§4.1).
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ class DMAEngine(wiring.Component):
     completed : Out(ArrayLayout(16, dma_queues))
         Per queue: descriptors completed (wraps).
     busy : Out(1)
-        A descriptor is being checked, run or posted.
+        A descriptor is being checked, run or posted (or the datapath flushed).
     idle : Out(1)
         No descriptor is queued or running.
     """
@@ -202,20 +204,49 @@ class DMAEngine(wiring.Component):
         m.d.comb += [self.q_code.eq(q_code), self.q_info.eq(q_info),
                      self.completed.eq(completed), self.err.eq(stopped.any())]
 
-        # --- the current descriptor ----------------------------------------------------------
-        d = Signal(DESC_LAYOUT, name="cur_desc")
-        cq = Signal(range(Q) if Q > 1 else 1, name="cur_queue")
-        rr = Signal(range(Q) if Q > 1 else 1)
+        # --- descriptors in flight ----------------------------------------------------------
+        # Up to two descriptors are in flight, in two slots ("tags" 0 and 1): the one whose
+        # source the source walker reads (`rt`), the one whose destination the destination
+        # walker writes (`wt`), the oldest (`old`, completed first). The next descriptor's
+        # reads start once the previous one's reads are all issued (docs/dma.md §4.1).
         EO = cfg.dma_element_ops
+        QW = range(Q) if Q > 1 else 1
         check = m.submodules.check = DescriptorCheck(cfg, element_ops=EO)
         m.d.comb += [check.i.payload.dram_base.eq(self.dram_base),
                      check.i.payload.dram_limit.eq(self.dram_limit)]
-
         nd = Signal(DESC_LAYOUT, name="next_desc")       # checked, waiting for the back
-        nq = Signal(range(Q) if Q > 1 else 1, name="next_queue")
-        # the walkers latch their side of `nd` when the back takes it
-        # `flush` (after a watchdog timeout) empties the datapath: walkers, word expanders,
-        # FIFOs and counters back to their reset state
+        nq = Signal(QW, name="next_queue")
+        nbad = Signal()                                  # ... and failed its check:
+        ncode, ninfo = Signal(ERROR_BITS), Signal(32)    # applied in order (no descriptor in flight)
+        rr = Signal(QW)
+
+        td = [Signal(DESC_LAYOUT, name=f"slot{t}_desc") for t in range(2)]
+        tq = [Signal(QW, name=f"slot{t}_queue") for t in range(2)]
+        v = Signal(2)                   # slot in flight
+        wdone = Signal(2)               # slot's destination words all issued
+        terr = Signal(2)                # slot saw an AXI error response
+        tinfo = [Signal(32, name=f"slot{t}_info") for t in range(2)]
+        rpend = [Signal(range(OUT + 1), name=f"slot{t}_rpend") for t in range(2)]
+        bpend = [Signal(range(OUT + 1), name=f"slot{t}_bpend") for t in range(2)]
+        old, rt, wt = Signal(), Signal(), Signal()
+        w_on = Signal()                 # the destination walker works for `wt`
+        el_mode = Signal()              # the slot in flight is an element descriptor
+        flushing = Signal()
+
+        def pick(t, a, b):
+            """Slot ``t``'s ``a`` (slot 0) or ``b`` (slot 1)."""
+            return Mux(t, b, a)
+
+        def slot_desc(t):
+            return Mux(t, td[1].as_value(), td[0].as_value())
+        rdesc = Signal(DESC_LAYOUT, name="read_desc")
+        wdesc = Signal(DESC_LAYOUT, name="write_desc")
+        odesc = Signal(DESC_LAYOUT, name="old_desc")
+        m.d.comb += [rdesc.eq(slot_desc(rt)), wdesc.eq(slot_desc(wt)), odesc.eq(slot_desc(old))]
+        oq, rq, wq = pick(old, *tq), pick(rt, *tq), pick(wt, *tq)
+
+        # `flush` (after a watchdog timeout, or to drop a descriptor read ahead of a failed
+        # one) empties the datapath: walkers, word expanders, FIFOs back to their reset state
         flush = Signal()
         axi_dead = Signal()             # the bus timed out: no AXI access until reset
 
@@ -224,24 +255,27 @@ class DMAEngine(wiring.Component):
         src_w, dst_w = SegmentWalker(cfg), SegmentWalker(cfg)
         m.submodules.src_walk = flushed(src_w)
         m.submodules.dst_walk = flushed(dst_w)
-        es = Signal(2)
-        m.d.comb += es.eq(esize_log2(nd.src_dtype))
-        for side, (wk, base, sp) in enumerate(((src_w, nd.src, nd.src_space),
-                                              (dst_w, nd.dst, nd.dst_space))):
-            m.d.comb += [wk.base.eq(base), wk.row_bytes.eq(nd.dims[0].num << es),
+        # the source walker starts from `nd`, the destination walker from `nd` (a descriptor
+        # starting alone) or from the slot read ahead (`dsel`)
+        dfrom = Signal(DESC_LAYOUT, name="dst_start_desc")
+        dst_from_nd = Signal()
+        m.d.comb += dfrom.eq(Mux(dst_from_nd, nd.as_value(), slot_desc(~wt)))
+        for side, (wk, dd) in enumerate(((src_w, nd), (dst_w, dfrom))):
+            es = esize_log2(dd.src_dtype)
+            base, sp = (dd.src, dd.src_space) if side == 0 else (dd.dst, dd.dst_space)
+            m.d.comb += [wk.base.eq(base), wk.row_bytes.eq(dd.dims[0].num << es),
                          wk.axi.eq(sp == SPACE_DRAM)]
             for k in range(3):
-                st = nd.dims[k + 1].src_stride if side == 0 else nd.dims[k + 1].dst_stride
-                m.d.comb += [wk.nums[k].eq(nd.dims[k + 1].num), wk.strides[k].eq(st)]
+                st = dd.dims[k + 1].src_stride if side == 0 else dd.dims[k + 1].dst_stride
+                m.d.comb += [wk.nums[k].eq(dd.dims[k + 1].num), wk.strides[k].eq(st)]
 
-        src_dram = d.src_space == SPACE_DRAM
-        dst_dram = d.dst_space == SPACE_DRAM
+        src_dram = rdesc.src_space == SPACE_DRAM
+        dst_dram = wdesc.dst_space == SPACE_DRAM
 
         # --- the element path (docs/dma.md §4.2): while it runs a descriptor (`el_mode`) it
         # drives the AXI channels and the SBUF port, the byte-moving datapath stays idle --------
         if EO:
             el = m.submodules.element = ElementMover(cfg, lane=sr_lane(self.engine))
-            el_mode = Signal()
             m.d.comb += [el.desc.eq(nd), el.abort.eq(flush)]
 
         def em(a_el, a_main):
@@ -260,17 +294,15 @@ class DMAEngine(wiring.Component):
         rd_out = Signal(range(OUT + 1))
         ar_fire = Signal()
         r_last = Signal()
-        axi_err = Signal()
-        axi_err_info = Signal(32)
-        m.d.comb += [axi.arid.eq(cq),
+        m.d.comb += [axi.arid.eq(rq),
                      axi.araddr.eq(em(el.ar_addr if EO else 0, src_w.seg.payload.word << lw)),
                      axi.arlen.eq(em(0, src_w.seg.payload.count - 1)), axi.arsize.eq(asig.size),
                      axi.arburst.eq(BURST_INCR),
                      axi.arvalid.eq(em(el.ar_valid if EO else 0, src_w.seg.valid & src_dram)
-                                    & (rd_out < OUT) & ~axi_dead),
+                                    & (rd_out < OUT) & ~axi_dead & ~flush),
                      ar_fire.eq(axi.arvalid & axi.arready)]
-        # a dead bus: late R beats and B responses are taken and dropped
-        m.d.comb += [axi.rready.eq(em(1, dq.w_rdy) | axi_dead),
+        # a dead bus or a flush: late R beats and B responses are taken and dropped
+        m.d.comb += [axi.rready.eq(em(1, dq.w_rdy) | axi_dead | flush),
                      r_last.eq(axi.rvalid & axi.rready & axi.rlast)]
         if EO:
             # the mover sees responses only in element mode (its counters must not take a copy's)
@@ -281,6 +313,10 @@ class DMAEngine(wiring.Component):
             m.d.sync += rd_out.eq(0)
         with m.Else():
             m.d.sync += rd_out.eq(rd_out + ar_fire - r_last)
+        # R beats belong to the older slot while it has bursts in flight (a descriptor reads
+        # ahead of another queue's only when no read is in flight: one ID, in order)
+        r_tag = Signal()
+        m.d.comb += r_tag.eq(Mux(pick(~rt, *rpend) != 0, ~rt, rt))
 
         # --- source: SBUF reads ---------------------------------------------------------------
         sx = _Expander(cfg, seg_layout(cfg))
@@ -301,17 +337,18 @@ class DMAEngine(wiring.Component):
 
         # --- destination: AXI writes -------------------------------------------------------------
         wr_out = Signal(range(OUT + 1))
+        wbursts = Signal(range(OUT + 1))        # AW taken, W beats not all sent
         ws = fifo.SyncFIFOBuffered(width=seg_layout(cfg).size, depth=OUT)
         m.submodules.wsegs = flushed(ws)
         aw_fire = Signal()
         b_fire = Signal()
-        m.d.comb += [axi.awid.eq(cq),
+        m.d.comb += [axi.awid.eq(wq),
                      axi.awaddr.eq(em(el.aw_addr if EO else 0, dst_w.seg.payload.word << lw)),
                      axi.awlen.eq(em(0, dst_w.seg.payload.count - 1)), axi.awsize.eq(asig.size),
                      axi.awburst.eq(BURST_INCR),
                      axi.awvalid.eq(em(el.aw_valid if EO else 0,
                                        dst_w.seg.valid & dst_dram & (wr_out < OUT) & ws.w_rdy)
-                                    & ~axi_dead),
+                                    & ~axi_dead & ~flush),
                      aw_fire.eq(axi.awvalid & axi.awready),
                      ws.w_en.eq(nel(aw_fire)), ws.w_data.eq(dst_w.seg.payload)]
         wx = _Expander(cfg, seg_layout(cfg))
@@ -330,9 +367,23 @@ class DMAEngine(wiring.Component):
             m.d.comb += [el.aw_ready.eq(axi.awready), el.w_ready.eq(axi.wready),
                          el.b_valid.eq(axi.bvalid & el_mode & ~axi_dead)]
         with m.If(axi_dead):
-            m.d.sync += wr_out.eq(0)
+            m.d.sync += [wr_out.eq(0), wbursts.eq(0)]
         with m.Else():
-            m.d.sync += wr_out.eq(wr_out + aw_fire - b_fire)
+            m.d.sync += [wr_out.eq(wr_out + aw_fire - b_fire),
+                         wbursts.eq(wbursts + nel(aw_fire) - nel(w_fire & wx.seg_end))]
+        # B responses: the older slot's while it awaits some with that ID (one ID is in order;
+        # different IDs are told apart by BID)
+        b_tag = Signal()
+        m.d.comb += b_tag.eq(Mux((pick(~wt, *bpend) != 0) & (axi.bid == pick(~wt, *tq)),
+                                 ~wt, wt))
+        for t in range(2):
+            with m.If(axi_dead):
+                m.d.sync += [rpend[t].eq(0), bpend[t].eq(0)]
+            with m.Else():
+                m.d.sync += [rpend[t].eq(rpend[t] + (ar_fire & (rt == t))
+                                         - (r_last & (r_tag == t))),
+                             bpend[t].eq(bpend[t] + (aw_fire & (wt == t))
+                                         - (b_fire & (b_tag == t)))]
 
         # --- destination: SBUF writes --------------------------------------------------------
         dx = _Expander(cfg, seg_layout(cfg))
@@ -366,13 +417,15 @@ class DMAEngine(wiring.Component):
             m.d.comb += [el.req_ready.eq(req.ready & ~flush), el.rsp_valid.eq(rsp & el_mode),
                          el.rsp_data.eq(self.sbuf.rsp.payload)]
 
-        # --- AXI errors while the descriptor runs -----------------------------------------------
-        with m.If(axi_dead):
-            pass
-        with m.Elif(axi.rvalid & axi.rready & (axi.rresp[1]) & ~axi_err):
-            m.d.sync += [axi_err.eq(1), axi_err_info.eq(F_RRESP | (axi.rresp << 12))]
-        with m.Elif(axi.bvalid & axi.bresp[1] & ~axi_err):
-            m.d.sync += [axi_err.eq(1), axi_err_info.eq(F_BRESP | (1 << 8) | (axi.bresp << 12))]
+        # --- AXI errors, per slot: the first error response of its descriptor ------------------
+        r_bad = axi.rvalid & axi.rready & axi.rresp[1] & ~axi_dead
+        b_bad = axi.bvalid & axi.bresp[1] & ~axi_dead
+        for t in range(2):
+            with m.If(r_bad & (r_tag == t) & ~terr[t]):
+                m.d.sync += [terr[t].eq(1), tinfo[t].eq(F_RRESP | (axi.rresp << 12))]
+            with m.Elif(b_bad & (b_tag == t) & ~terr[t]):
+                m.d.sync += [terr[t].eq(1),
+                             tinfo[t].eq(F_BRESP | (1 << 8) | (axi.bresp << 12))]
 
         # --- the AXI watchdog -------------------------------------------------------------------
         # counts the cycles in which the engine waits on the slave (an address or W beat
@@ -399,11 +452,7 @@ class DMAEngine(wiring.Component):
             m.d.sync += wd.eq(0)
 
         # --- the sequencer -------------------------------------------------------------------
-        src_idle = ~src_w.busy & ~sx.valid & (rd_out == 0) & (inflight == 0)
-        uses_dram = (nd.src_space == SPACE_DRAM) | (nd.dst_space == SPACE_DRAM)
-        dst_idle = (~dst_w.busy & ~dx.valid & ~wx.valid & ~ws.r_rdy & (wr_out == 0)
-                    & ~dq.r_rdy)
-        m.d.comb += [self.sem.payload.sem.eq(d.sem), self.sem.payload.inc.eq(d.inc)]
+        m.d.comb += [self.sem.payload.sem.eq(odesc.sem), self.sem.payload.inc.eq(odesc.inc)]
         ready_q = Cat(f.r_rdy & ~stopped[q] for q, f in enumerate(qf))
 
         def stop(queue, code, info):
@@ -411,98 +460,168 @@ class DMAEngine(wiring.Component):
                 with m.If(queue == q):
                     m.d.sync += [stopped[q].eq(1), q_code[q].eq(code), q_info[q].eq(info)]
 
+        def stopped_q(queue):
+            return stopped.bit_select(queue, 1)
+
         # front: take the next descriptor (round-robin) and check it while the back runs the
-        # current one; a checked descriptor waits in `nd` until the back takes it
+        # earlier ones; a checked descriptor (or its failed verdict) waits in `nd`
         have_next = Signal()
         front_idle = Signal()
-        back_idle = Signal()
         m.d.comb += check.i.payload.desc.eq(nd)
         with m.FSM(name="front"):
             with m.State("IDLE"):
                 m.d.comb += front_idle.eq(~have_next)
-                order = [Signal(range(Q) if Q > 1 else 1, name=f"rr_order{k}") for k in range(Q)]
+                order = [Signal(QW, name=f"rr_order{k}") for k in range(Q)]
                 for k in range(Q):
                     m.d.comb += order[k].eq(Mux(rr + k >= Q, (rr + k - Q).as_unsigned(), rr + k))
-                pick = Signal(range(Q) if Q > 1 else 1)
+                pk = Signal(QW)
                 found = Signal()
                 for k in reversed(range(Q)):
                     with m.If(ready_q.bit_select(order[k], 1)):
-                        m.d.comb += [pick.eq(order[k]), found.eq(1)]
+                        m.d.comb += [pk.eq(order[k]), found.eq(1)]
                 with m.If(found & ~have_next):
                     for q, f in enumerate(qf):
-                        with m.If(pick == q):
+                        with m.If(pk == q):
                             m.d.comb += f.r_en.eq(1)
                             m.d.sync += nd.eq(f.r_data)
-                    m.d.sync += [nq.eq(pick), rr.eq(Mux(pick == Q - 1, 0, pick + 1))]
+                    m.d.sync += [nq.eq(pk), rr.eq(Mux(pk == Q - 1, 0, pk + 1))]
                     m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.comb += check.i.valid.eq(1)
                 m.next = "VERDICT"
             with m.State("VERDICT"):
                 with m.If(check.o.valid):
-                    # a queue stopped meanwhile (by an earlier descriptor's AXI error) keeps
-                    # that first error; this descriptor is dropped
-                    with m.If(~stopped.bit_select(nq, 1)):
-                        with m.If(check.o.payload.code != 0):
-                            stop(nq, check.o.payload.code, check.o.payload.info)
-                        with m.Else():
-                            m.d.sync += have_next.eq(1)
+                    # a queue stopped meanwhile keeps its first error; this descriptor is
+                    # dropped. A failed verdict waits for the descriptors before it to
+                    # complete (the queue stops in order)
+                    with m.If(~stopped_q(nq)):
+                        m.d.sync += [have_next.eq(1), nbad.eq(check.o.payload.code != 0),
+                                     ncode.eq(check.o.payload.code),
+                                     ninfo.eq(check.o.payload.info)]
                     m.next = "IDLE"
 
-        def finish():
+        def finish(queue):
             for q in range(Q):
-                with m.If(cq == q):
+                with m.If(queue == q):
                     m.d.sync += completed[q].eq(completed[q] + 1)
 
-        with m.FSM(name="back"):
-            with m.State("IDLE"):
-                m.d.comb += back_idle.eq(1)
-                with m.If(have_next):
-                    m.d.sync += have_next.eq(0)
-                    with m.If(stopped.bit_select(nq, 1)):
-                        pass
-                    with m.Elif(axi_dead & uses_dram):
-                        # the bus timed out before: a DRAM descriptor cannot run
-                        stop(nq, E_TIMEOUT, F_TIMEOUT | TIMEOUT_LATER)
-                    with m.Else():
-                        m.d.sync += [d.eq(nd), cq.eq(nq), axi_err.eq(0)]
-                        if EO:
-                            is_el = (nd.op != 0) | (nd.src_dtype != nd.dst_dtype)
-                            m.d.sync += el_mode.eq(is_el)
-                            m.d.comb += [el.start.eq(is_el), src_w.start.eq(~is_el),
-                                         dst_w.start.eq(~is_el)]
-                        else:
-                            m.d.comb += [src_w.start.eq(1), dst_w.start.eq(1)]
-                        m.next = "RUN"
-            with m.State("RUN"):
-                m.d.comb += [self.busy.eq(1), run_state.eq(1)]
-                with m.If(wd_hit):
-                    # the slave stopped answering: give the descriptor up, stop its queue,
-                    # abandon the bus (AXI cannot cancel bursts) and empty the datapath
-                    stop(cq, E_TIMEOUT, wd_info)
-                    m.d.sync += axi_dead.eq(1)
-                    m.next = "FLUSH"
-                with m.Elif(src_idle & dst_idle & (~el.busy if EO else 1)):
-                    with m.If(axi_err):
-                        stop(cq, E_AXI, axi_err_info)
-                        m.next = "IDLE"
-                    with m.Elif(d.post):
-                        m.next = "POST"
-                    with m.Else():
-                        finish()
-                        m.next = "IDLE"
-            with m.State("FLUSH"):
-                # one cycle of datapath reset, then wait for SBUF reads still in flight (their
-                # data is dropped)
-                m.d.comb += [self.busy.eq(1), flush.eq(1)]
-                with m.If(inflight == 0):
-                    m.next = "IDLE"
-            with m.State("POST"):
-                m.d.comb += [self.busy.eq(1), self.sem.valid.eq(1)]
-                with m.If(self.sem.ready):
-                    finish()
-                    m.next = "IDLE"
-        m.d.comb += self.idle.eq(front_idle & back_idle & ~Cat(f.level != 0 for f in qf).any())
+        any_v = v.any()
+        free = Signal()                         # the slot a starting descriptor takes
+        m.d.comb += free.eq(Mux(v.bit_select(old, 1), ~old, old))
+        src_free = ~src_w.busy & ~sx.valid
+        dst_free = ~dst_w.busy & ~dx.valid & (wbursts == 0)
+        uses_dram = (nd.src_space == SPACE_DRAM) | (nd.dst_space == SPACE_DRAM)
+        nd_el = ((nd.op != 0) | (nd.src_dtype != nd.dst_dtype)) if EO else Const(0, 1)
+        m.d.comb += [run_state.eq(any_v | flushing), flush.eq(flushing)]
+
+        def take_slot(t):
+            m.d.sync += [v.bit_select(t, 1).eq(1), wdone.bit_select(t, 1).eq(0),
+                         terr.bit_select(t, 1).eq(0), rt.eq(t)]
+            for k in range(2):
+                with m.If(t == k):
+                    m.d.sync += [td[k].eq(nd), tq[k].eq(nq)]
+
+        with m.If(flushing):
+            # one or more cycles of datapath reset; SBUF reads and R beats still in flight are
+            # awaited and dropped
+            m.d.comb += self.busy.eq(1)
+            with m.If(wd_hit & ~axi_dead):
+                # (a descriptor awaiting its write responses meanwhile is given up)
+                with m.If(v.bit_select(old, 1) & ~stopped_q(oq)):
+                    stop(oq, E_TIMEOUT, wd_info)
+                m.d.sync += [axi_dead.eq(1), v.eq(0)]
+            with m.If((inflight == 0) & ((rd_out == 0) | axi_dead)):
+                m.d.sync += flushing.eq(0)
+        with m.Elif(any_v & wd_hit):
+            # the slave stopped answering: give the oldest descriptor up, stop its queue (and
+            # the queue of a descriptor in flight behind it), abandon the bus (AXI cannot
+            # cancel bursts) and empty the datapath
+            with m.If(~stopped_q(oq)):
+                stop(oq, E_TIMEOUT, wd_info)
+            other_q = pick(~old, *tq)
+            with m.If(v.bit_select(~old, 1) & (other_q != oq) & ~stopped_q(other_q)):
+                stop(other_q, E_TIMEOUT, F_TIMEOUT | TIMEOUT_LATER)
+            m.d.sync += [axi_dead.eq(1), v.eq(0), w_on.eq(0), el_mode.eq(0), flushing.eq(1)]
+        with m.Else():
+            m.d.comb += self.busy.eq(any_v)
+            # --- start: a descriptor alone (nothing in flight) -----------------------------
+            with m.If(~any_v & have_next):
+                m.d.sync += have_next.eq(0)
+                with m.If(stopped_q(nq)):
+                    pass
+                with m.Elif(nbad):
+                    stop(nq, ncode, ninfo)
+                with m.Elif(axi_dead & uses_dram):
+                    # the bus timed out before: a DRAM descriptor cannot run
+                    stop(nq, E_TIMEOUT, F_TIMEOUT | TIMEOUT_LATER)
+                with m.Else():
+                    take_slot(free)
+                    m.d.sync += [old.eq(free), wt.eq(free)]
+                    if EO:
+                        m.d.sync += [el_mode.eq(nd_el), w_on.eq(~nd_el)]
+                        m.d.comb += [el.start.eq(nd_el), src_w.start.eq(~nd_el),
+                                     dst_w.start.eq(~nd_el), dst_from_nd.eq(1)]
+                    else:
+                        m.d.sync += w_on.eq(1)
+                        m.d.comb += [src_w.start.eq(1), dst_w.start.eq(1), dst_from_nd.eq(1)]
+            # --- read ahead: the next byte copy's reads start once the running one's reads
+            # are all issued; across AXI IDs (queues) or source spaces only when no read is
+            # in flight, so the data FIFO stays in order ---------------------------------------
+            one_v = any_v & ~v.all()
+            same_src = nd.src_space == odesc.src_space
+            in_order = (((rd_out == 0) & (inflight == 0))
+                        | (same_src & ((nd.src_space != SPACE_DRAM) | (nq == oq))))
+            src_done = src_free & ((rt == old) | ~v.bit_select(rt, 1))
+            with m.If(one_v & have_next & ~nbad & ~el_mode & ~nd_el & uses_dram & ~axi_dead
+                      & src_done & in_order):
+                m.d.sync += have_next.eq(0)
+                with m.If(~stopped_q(nq)):
+                    take_slot(free)
+                    m.d.comb += src_w.start.eq(1)
+            # --- the destination side: done issuing, then (in the same cycle) on to the slot
+            # read ahead -----------------------------------------------------------------------
+            wfin = w_on & dst_free & ~el_mode
+            with m.If(wfin):
+                m.d.sync += [w_on.eq(0), wdone.bit_select(wt, 1).eq(1)]
+            nxt = ~wt
+            nq_w = pick(nxt, *tq)
+            drop = stopped_q(nq_w) | (v.bit_select(wt, 1) & terr.bit_select(wt, 1)
+                                      & (wq == nq_w))
+            with m.If((~w_on | wfin) & ~el_mode & v.bit_select(nxt, 1)
+                      & ~wdone.bit_select(nxt, 1)):
+                with m.If(drop):
+                    # its queue stopped (an error of the descriptor before it): its reads
+                    # are dropped, it writes nothing
+                    m.d.sync += [v.bit_select(nxt, 1).eq(0), flushing.eq(1)]
+                with m.Else():
+                    m.d.comb += dst_w.start.eq(1)
+                    m.d.sync += [wt.eq(nxt), w_on.eq(1)]
+            # --- completion of the oldest, in order ----------------------------------------------
+            ok_bytes = ((wdone.bit_select(old, 1) | (wfin & (wt == old)))
+                        & (pick(old, *bpend) == 0)
+                        & (pick(old, *rpend) == 0)
+                        & ((rt != old) | (src_free & (inflight == 0))))
+            done_ok = Mux(el_mode, ~el.busy, ok_bytes) if EO else ok_bytes
+            with m.If(v.bit_select(old, 1) & done_ok):
+                retire = Signal()
+                with m.If(stopped_q(oq)):
+                    # behind an error of its queue (it ran ahead): not completed
+                    m.d.comb += retire.eq(1)
+                with m.Elif(terr.bit_select(old, 1)):
+                    stop(oq, E_AXI, pick(old, *tinfo))
+                    m.d.comb += retire.eq(1)
+                with m.Elif(odesc.post):
+                    m.d.comb += self.sem.valid.eq(1)
+                    with m.If(self.sem.ready):
+                        finish(oq)
+                        m.d.comb += retire.eq(1)
+                with m.Else():
+                    finish(oq)
+                    m.d.comb += retire.eq(1)
+                with m.If(retire):
+                    m.d.sync += [v.bit_select(old, 1).eq(0), old.eq(~old), el_mode.eq(0)]
+        m.d.comb += self.idle.eq(front_idle & ~any_v & ~flushing
+                                 & ~Cat(f.level != 0 for f in qf).any())
         with m.If(~front_idle):
             m.d.comb += self.busy.eq(1)
 

@@ -4,7 +4,8 @@ against ``golden.dma`` byte for byte.
 
 Bandwidth fraction = data beats / cycles, cycles from ``start`` to ``done`` of the harness
 (descriptor check, all bursts, the last write response); one beat = ``axi_data_bits`` per
-cycle is 1.0. ``steady`` variants count from the first to the last destination write only.
+cycle is 1.0. No suffix: one descriptor of ``bytes``; ``_4k_one``: one 4 KiB descriptor;
+``_4k`` / ``_1k``: ``bytes`` moved as 4 KiB / 1 KiB descriptors back to back on one queue. ``steady`` variants count from the first to the last destination write only.
 Latency ``L``: the harness holds every read burst's address ``L`` cycles before cocotbext-axi's
 ``AxiRam`` sees it (read), or every write response ``L`` cycles (write), on top of the RAM's
 own pipeline."""
@@ -16,6 +17,7 @@ import random
 import cocotb
 
 from golden import dma as G
+from tb.dma.build import DESC_DEPTH
 from tb.dma.driver import DMATB, golden_batch
 
 
@@ -40,18 +42,25 @@ async def bench_dma(dut):
     cfg = tb.cfg
     W = cfg.sbuf_word_bytes
     rng = random.Random(tb.seed)
-    sizes = {"": int(tb.params["bytes"]), "_4k": 4096}
-    for suffix, n in sizes.items():
+    total = int(tb.params["bytes"])
+    # (suffix, descriptor bytes, descriptors): one large descriptor, one 4 KiB descriptor
+    # alone, and streams of 4 KiB / 1 KiB descriptors back to back on one queue moving
+    # ``total`` bytes (at most DESC_DEPTH descriptors)
+    sizes = (("", total, 1), ("_4k_one", 4096, 1),
+             ("_4k", 4096, max(1, min(DESC_DEPTH, total // 4096))),
+             ("_1k", 1024, max(1, min(DESC_DEPTH, total // 1024))))
+    for suffix, n, k in sizes:
         for name, ss, ds in (("read", G.DRAM, G.SBUF), ("write", G.SBUF, G.DRAM)):
-            d = G.Descriptor(src=tb.dram_base if ss == G.DRAM else 0,
-                             dst=tb.dram_base if ds == G.DRAM else 0, src_space=ss,
-                             dst_space=ds, dims=((n // 4, 4, 4),))
+            batch = [(0, G.Descriptor(src=(tb.dram_base if ss == G.DRAM else 0) + j * n,
+                                      dst=(tb.dram_base if ds == G.DRAM else 0) + j * n,
+                                      src_space=ss, dst_space=ds, dims=((n // 4, 4, 4),)))
+                     for j in range(k)]
             for lat_name, lat in (("zero_latency", 0), ("latency64", 64)):
                 mem = tb.random_memory(rng)
-                out = await _measure(tb, [(0, d)], mem,
+                out = await _measure(tb, batch, mem,
                                      rd_delay=lat if name == "read" else 0,
                                      b_delay=lat if name == "write" else 0)
-                beats = n // W
+                beats = k * n // W
                 key = f"bw_fraction_{lat_name}" + ("" if name == "read" else "_write") + suffix
                 tb.record(metric=key, value=beats / out["cycles"])
                 tb.record(metric=key + "_steady",
