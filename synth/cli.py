@@ -197,9 +197,12 @@ def main(argv=None):
 def core_report(cfg, build, out, *, flat=False, jobs=2):
     """The whole-core report of ``cfg`` (:mod:`synth.core`); prints its table."""
     t0 = time.monotonic()
-    js = core_mod.core_jobs(cfg, flat=flat)
+    scaled = core_mod.needs_scaling(cfg)
+    cfgs = core_mod.scaled_refs(cfg) if scaled else [cfg]
+    js = [j for c in cfgs for j in core_mod.core_jobs(c, flat=flat and not scaled)]
     print(f"synth: whole core {cfg.name}: {len(js)} parts (ASIC figures)"
-          + (" + the flat core" if flat else ""))
+          + (" + the flat core" if flat and not scaled else "")
+          + (f", estimated from {', '.join(c.name for c in cfgs)}" if scaled else ""))
     results = run_jobs(js, build, processes=jobs)
     errors = [r for r in results if "error" in r]
     for r in errors:
@@ -207,8 +210,12 @@ def core_report(cfg, build, out, *, flat=False, jobs=2):
               file=sys.stderr)
     if errors:
         return 1
+    table = None
+    if scaled:
+        per = [[r for r in results if r["preset"] == c.name] for c in cfgs]
+        table = core_mod.scaled_table(cfg, cfgs, per)
     md, s = core_mod.write_core_report(cfg, results, out, build / "core_area.json",
-                                       runtime=time.monotonic() - t0)
+                                       runtime=time.monotonic() - t0, table=table)
     print(md)
     print(f"synth: whole core {cfg.name}: {s['core_um2'] / 1e6:,.3f} mm² in "
           f"{time.monotonic() - t0:.0f} s -> {out / 'core_area.md'}, {out / 'core_area.json'}, "

@@ -314,6 +314,125 @@ def core_table(cfg, results):
     return rows, s
 
 
+#: Largest array synthesized as part of the tensor engine; above it the core is estimated from
+#: two reference configs (:func:`scaled_refs`).
+DIRECT_MAX = 16
+#: Partition counts of the two reference configs of a scaled estimate.
+REF_PARTITIONS = (8, 16)
+#: SBUF bytes per partition of the reference configs (the SBUF's bits are then set from the
+#: target config: only its address width is the reference's).
+REF_SBUF_BYTES = 16 * 1024
+
+
+def needs_scaling(cfg):
+    """True when the core is too big to synthesize part by part (array beyond 16 x 16)."""
+    return max(cfg.pe_rows, cfg.pe_cols) > DIRECT_MAX
+
+
+def scaled_refs(cfg):
+    """The two reference configs of ``cfg``: P = 8 and 16 partitions (square arrays), SBUF
+    16 KiB per partition, every other field ``cfg``'s; a reference equal to a preset is that
+    preset (so its results are shared with ``make synth CONFIG=<preset>``)."""
+    from rtl.config import PRESETS
+    refs = []
+    for n in REF_PARTITIONS:
+        r = cfg.replace(name=f"{cfg.name}__ref{n}", partitions=n, pe_rows=n,
+                        pe_cols=min(cfg.pe_cols, n),
+                        sbuf_bytes_per_partition=min(cfg.sbuf_bytes_per_partition,
+                                                     REF_SBUF_BYTES),
+                        sbuf_banks=min(cfg.sbuf_banks, 4))
+        refs.append(_canonical(r, PRESETS))
+    return refs
+
+
+def _canonical(cfg, presets):
+    """``cfg`` named as ``CONFIG=<preset>:<fields>`` would name it (the closest preset), so that
+    a reference config shares its results with a run of that ``CONFIG``."""
+    import dataclasses
+    from rtl.config import parse_config
+    fields = [f.name for f in dataclasses.fields(cfg) if f.name != "name"]
+
+    def diff(p):
+        return {f: getattr(cfg, f) for f in fields if getattr(cfg, f) != getattr(p, f)}
+
+    def spell(v):
+        if isinstance(v, tuple):
+            return "+".join(v)
+        return str(v).lower() if isinstance(v, bool) or v is None else str(v)
+    base = min(presets.values(), key=lambda p: len(diff(p)))
+    d = diff(base)
+    c = parse_config(base.name + (":" + ",".join(f"{k}={spell(v)}" for k, v in d.items())
+                                  if d else ""))
+    return c if c.replace(name=cfg.name) == cfg else cfg
+
+
+def _pe_um2(cfg, results):
+    from rtl.tensor.array import pe_module_name
+    r = next(r for r in results if r["core_part"] == "tensor")
+    m = r["modules"][pe_module_name(cfg)]
+    return float(m["tree"]["um2_sky130"]), int(m["tree"].get("memory_bits", 0))
+
+
+def scaled_table(cfg, refs, ref_results):
+    """``(rows, summary)`` of ``cfg`` from the part results of its two reference configs.
+
+    Every row is fitted linearly in the partition count P through the two references
+    (``a + b P``: per-partition datapaths, lanes, DMA engines = P / 8) and evaluated at
+    ``cfg.partitions``, except the PE array: ``rows x cols x PE + edge``, the PE from the
+    references' hierarchy and the edge (skew registers) fitted as ``a N + b N^2``. The SBUF's
+    and PSUM's memory bits are the config's."""
+    import numpy as np
+    tabs = [core_table(r, res) for r, res in zip(refs, ref_results)]
+    ps = [r.partitions for r in refs]
+    P = cfg.partitions
+    how_p = f"estimate (linear in P from P = {ps[0]}, {ps[1]})"
+    rows = []
+    for i, r0 in enumerate(tabs[0][0]):
+        r1 = tabs[1][0][i]
+        row = {**r0, "how": how_p, "count": None}
+        for k in ("logic_um2", "sram_bits", "cells", "flip_flops"):
+            y0, y1 = r0[k], r1[k]
+            v = y0 + (y1 - y0) * (P - ps[0]) / (ps[1] - ps[0])
+            row[k] = round(v) if k != "logic_um2" else v
+        if r0["key"] == "tensor_array":
+            pes = [_pe_um2(c, res) for c, res in zip(refs, ref_results)]
+            ns = np.array([c.pe_rows for c in refs], float)
+            edge = np.array([t[0][i]["logic_um2"] - c.pe_rows * c.pe_cols * pe[0]
+                             for t, c, pe in zip(tabs, refs, pes)])
+            ab = np.linalg.solve(np.array([ns, ns ** 2]).T, edge)
+            row["logic_um2"] = cfg.pe_rows * cfg.pe_cols * pes[1][0] + \
+                float(ab[0] * cfg.pe_rows + ab[1] * cfg.pe_rows ** 2)
+            row["sram_bits"] = 0
+            row["how"] = (f"estimate (PE × {cfg.pe_rows} × {cfg.pe_cols} + edge a N + b N² "
+                          f"fitted at N = {refs[0].pe_rows}, {refs[1].pe_rows})")
+        elif r0["key"] in ("sbuf", "psum"):
+            row["sram_bits"] = cfg.sbuf_bits if r0["key"] == "sbuf" else cfg.psum_bits
+            row["how"] = how_p + ", bits of the config"
+        elif r0["key"] not in ("tensor_ctl", "vector", "scalar", "dma", "glue", "interconnect",
+                               "semaphores"):
+            row["how"] = f"synthesized at P = {ps[1]} (P-independent)" \
+                if abs(r1["logic_um2"] - r0["logic_um2"]) < 1e-6 * max(1.0, r1["logic_um2"]) \
+                else how_p
+        row["sram_um2"] = row["sram_bits"] * SRAM_UM2_PER_BIT
+        row["um2"] = row["logic_um2"] + row["sram_um2"]
+        rows.append(row)
+    core = [r for r in rows if r["in_core"]]
+    total = sum(r["um2"] for r in core)
+    for r in rows:
+        r["share"] = r["um2"] / total if total else 0.0
+    s = {"config": cfg.name, "core_um2": total, "scaled_from": [c.name for c in refs],
+         "logic_um2": sum(r["logic_um2"] for r in core),
+         "sram_bits": sum(r["sram_bits"] for r in core),
+         "sram_um2": sum(r["sram_um2"] for r in core),
+         "cells": sum(r["cells"] for r in core), "sram_um2_per_bit": SRAM_UM2_PER_BIT,
+         "sbuf_bits_config": cfg.sbuf_bits, "psum_bits_config": cfg.psum_bits,
+         **{f"{r['key']}_um2": r["um2"] for r in rows}}
+    for k in ("scalar_lane_um2", "scalar_lane_logic_um2", "scalar_table_bits_per_lane"):
+        if k in tabs[1][1]:
+            s[k] = tabs[1][1][k]
+    return rows, s
+
+
 def _md(rows, s, cfg, runtime=None):
     lines = [f"## Whole core: `{cfg.name}`", "",
              f"{cfg.partitions} partitions, {cfg.pe_rows} × {cfg.pe_cols} PEs, SBUF "
@@ -328,16 +447,16 @@ def _md(rows, s, cfg, runtime=None):
     for r in rows:
         if not r["in_core"]:
             continue
-        lines.append(f"| {r['label']} | {r['how']} | {r['count']} | {r['logic_um2']:,.0f} | "
-                     f"{r['sram_bits']:,} | {r['sram_um2']:,.0f} | {r['um2']:,.0f} | "
-                     f"{100 * r['share']:.1f} % |")
+        lines.append(f"| {r['label']} | {r['how']} | {r['count'] or ''} | "
+                     f"{r['logic_um2']:,.0f} | {r['sram_bits']:,} | {r['sram_um2']:,.0f} | "
+                     f"{r['um2']:,.0f} | {100 * r['share']:.1f} % |")
     lines.append(f"| **core** | sum | | **{s['logic_um2']:,.0f}** | **{s['sram_bits']:,}** | "
                  f"**{s['sram_um2']:,.0f}** | **{s['core_um2']:,.0f}** | 100 % |")
     for r in rows:
         if not r["in_core"]:
-            lines.append(f"| {r['label']} | {r['how']} | {r['count']} | {r['logic_um2']:,.0f} | "
-                         f"{r['sram_bits']:,} | {r['sram_um2']:,.0f} | {r['um2']:,.0f} | "
-                         f"({100 * r['share']:.1f} %) |")
+            lines.append(f"| {r['label']} | {r['how']} | {r['count'] or ''} | "
+                         f"{r['logic_um2']:,.0f} | {r['sram_bits']:,} | {r['sram_um2']:,.0f} | "
+                         f"{r['um2']:,.0f} | ({100 * r['share']:.1f} %) |")
     lines.append("")
     if "estimate_error" in s:
         lines.append(f"Whole core synthesized flat in one run: {s['flat_um2']:,.0f} µm² "
@@ -348,6 +467,9 @@ def _md(rows, s, cfg, runtime=None):
         lines.append(f"Scalar function-unit lane: {s['scalar_lane_um2']:,.0f} µm² (logic "
                      f"{s['scalar_lane_logic_um2']:,.0f} + "
                      f"{s['scalar_table_bits_per_lane']:,} table bits as SRAM).")
+    if "scaled_from" in s:
+        lines.append(f"Estimated from the part results of {', '.join(s['scaled_from'])} (the "
+                     f"array beyond {DIRECT_MAX} × {DIRECT_MAX} is not synthesized as a part).")
     if runtime is not None:
         lines.append(f"Run time {runtime:.0f} s.")
     return "\n".join(lines) + "\n"
@@ -381,13 +503,13 @@ def _plot(rows, s, path):
     return path
 
 
-def write_core_report(cfg, results, out, index, runtime=None):
+def write_core_report(cfg, results, out, index, runtime=None, table=None):
     """Write ``core_area.json``, ``core_area.md`` and ``core_area.png`` under ``out`` and the
     config's summary into ``index`` (``build/synth/core_area.json``: one entry per config);
     returns ``(markdown, summary)``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    rows, s = core_table(cfg, results)
+    rows, s = table if table is not None else core_table(cfg, results)
     if runtime is not None:
         s["runtime_s"] = round(runtime, 1)
     (out / "core_area.json").write_text(json.dumps({**s, "rows": rows}, indent=1) + "\n")

@@ -427,3 +427,41 @@ def test_whole_core_estimate_within_3_percent_of_flat(small, outdir):
           f"{100 * s['estimate_error_logic']:.2f} %)")
     assert s["estimate_error"] < 0.03 and s["estimate_error_logic"] < 0.03
     assert s["core_um2"] > 0 and s["sram_bits"] >= small.sbuf_bits + small.psum_bits
+
+
+def test_scaled_core_from_two_reference_configs():
+    """Trainium scale: rows linear in P through the P = 8 and 16 references, the array as
+    rows x cols x PE + a fitted edge, SBUF/PSUM bits of the config."""
+    from rtl.tensor.array import pe_module_name
+    from synth import core
+    trn = get_preset("trainium")
+    assert core.needs_scaling(trn) and not core.needs_scaling(get_preset("default"))
+    refs = core.scaled_refs(trn)
+    assert [c.partitions for c in refs] == [8, 16] and refs[1] is get_preset("default")
+    assert refs[0].name == "default__partitions_8__pe_cols_8__pe_rows_8"
+
+    def results(c, pe, edge, per_p):
+        n = c.pe_rows
+        sub = {"count": 1, "tree": {"um2_sky130": n * n * pe + edge, "memory_bits": 0,
+                                     "cells": 1, "flip_flops": 1}}
+        psum = {"count": 1, "tree": {"um2_sky130": 10.0 * n, "memory_bits": c.psum_bits,
+                                      "cells": 1, "flip_flops": 1}}
+        pem = {"count": n * n, "tree": {"um2_sky130": pe, "cells": 1, "flip_flops": 1}}
+        t = _fake("tensor", "core_tensor", n * n * pe + edge + 10.0 * n + 5.0, c.psum_bits,
+                  {"core_tensor.engine.array": sub, "core_tensor.engine.psum": psum,
+                   pe_module_name(c): pem})
+        return [t, _fake("sbuf", "core_sbuf", 3.0 * n, c.sbuf_bits)] + [
+            _fake(p, f"core_{p}", per_p * n + 1.0) for p in core.PARTS
+            if p not in ("tensor", "sbuf")]
+    res = [results(refs[0], 100.0, 8 * 8 + 64 / 2, 2.0),
+           results(refs[1], 100.0, 16 * 8 + 256 / 2, 2.0)]
+    rows, s = core.scaled_table(trn, refs, res)
+    by = {r["key"]: r for r in rows}
+    assert by["tensor_array"]["logic_um2"] == pytest.approx(128 * 128 * 100.0 + 128 * 8
+                                                            + 128 * 128 / 2)
+    assert by["psum"]["logic_um2"] == pytest.approx(1280.0)
+    assert by["psum"]["sram_bits"] == trn.psum_bits and by["sbuf"]["sram_bits"] == trn.sbuf_bits
+    assert by["sbuf"]["logic_um2"] == pytest.approx(3.0 * 128)
+    assert by["vector"]["logic_um2"] == pytest.approx(2.0 * 128 + 1.0)
+    assert by["tensor_ctl"]["logic_um2"] == pytest.approx(5.0)
+    assert s["core_um2"] == pytest.approx(sum(r["um2"] for r in rows if r["in_core"]))
