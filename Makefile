@@ -1,5 +1,6 @@
 # Open NeuronCore: every target creates .venv and installs the project on first use.
-# CONFIG=<preset> selects the preset everywhere (see rtl/config.py: small, default, trainium, ...).
+# CONFIG=<preset> selects the preset everywhere (see rtl/config.py: small, default, trainium, ...);
+# CONFIG=<preset>:field=value,... or CONFIG=path/to/file.toml overrides fields (rtl.config.parse_config).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -50,13 +51,14 @@ test-full: $(STAMP)
 bench: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m bench $(if $(BENCH),--only $(BENCH))
 
-## make synth [BLOCKS=all|name,...]: area/timing report of the default blocks (or those named) for the chosen preset (build/synth/)
+## make synth [CONFIG=...] [BLOCKS=default|all|name,...]: whole-core area table of the config (build/synth/<config>/core_area.*); BLOCKS: the per-block area/Fmax report instead
 synth: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m synth $(if $(BLOCKS),--blocks $(BLOCKS))
 
-## make synth-sweep: array-size and format-configuration sweep
+## make synth-sweep: array-size and format-configuration sweep, then the whole-core estimate checked against the flat core (small)
 synth-sweep: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m synth --sweep
+	$(PY) -m synth --config small --flat
 
 ## make verilog: generated Verilog of the chosen preset under build/<preset>/verilog/
 verilog: $(STAMP)

@@ -9,6 +9,7 @@ without the HDL. Every width, depth and format used by ``rtl``, ``golden``, ``tb
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import Optional
@@ -16,7 +17,7 @@ from typing import Optional
 __all__ = [
     "FPFormat", "FORMATS", "FP32", "TF32", "BF16", "FP16", "FP8_E5M2", "FP8_E4M3", "FP8_E4M3FN",
     "FP4_E2M1", "E8M0", "cfp8_format", "CoreConfig", "check_config", "PRESETS", "get_preset",
-    "preset_from_env", "AP_MAX_DIMS", "AP_STEP_BITS", "AP_NUM_BITS", "AP_OFFSET_BITS",
+    "preset_from_env", "parse_config", "AP_MAX_DIMS", "AP_STEP_BITS", "AP_NUM_BITS", "AP_OFFSET_BITS",
     "AP_PART_BITS", "LANE_BITS", "SPARSE_PATTERN_NAMES", "parse_sparse_pattern", "ACT_DEGREE",
     "ACT_BINADES", "ACT_MAP_BASE", "ACT_SEG_BASE", "ACT_SEG_STRIDE", "ACT_HEADER_WORDS",
     "LINK_VCS", "LINK_STREAM_BITS", "LINK_CHUNK_BITS", "LINK_CRC_BITS", "LINK_CRC_POLY",
@@ -671,6 +672,129 @@ def get_preset(name):
         raise ValueError(f"CONFIG must be one of {sorted(PRESETS)}, not {name!r}") from None
 
 
+#: Longest config name spelled out from its overrides; longer ones use a hash
+#: (``<preset>__<8 hex digits>``).
+CONFIG_NAME_MAX = 48
+
+
+def _override_value(field, text):
+    """The Python value of ``field=text`` in a ``CONFIG`` string: an integer (``int(text, 0)``),
+    ``true``/``false``, ``none``, a tuple for a tuple-valued field (items joined by ``+``, empty
+    for ``()``), else the text itself (``CoreConfig`` rejects it with its usual message)."""
+    t = text.strip()
+    default = next(f.default for f in dataclasses.fields(CoreConfig) if f.name == field)
+    if field == "sparse_patterns" or isinstance(default, tuple):
+        if t.lower() == "none" and field == "sparse_patterns":
+            return None
+        return tuple(x.strip() for x in t.split("+") if x.strip())
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    if t.lower() == "none":
+        return None
+    try:
+        return int(t, 0)
+    except ValueError:
+        return t
+
+
+def _config_name(preset, overrides):
+    """Stable name of ``preset`` with ``overrides`` (a dict of the fields that differ from it):
+    ``preset`` alone, ``<preset>__<field>_<value>...`` (fields sorted) when that spells an
+    identifier of at most :data:`CONFIG_NAME_MAX` characters, else ``<preset>__<hash>``."""
+    if not overrides:
+        return preset
+    def spell(v):
+        if isinstance(v, tuple):
+            return "_".join(str(x) for x in v) or "none"
+        return str(v).lower() if isinstance(v, bool) or v is None else str(v)
+    items = sorted(overrides.items())
+    name = preset + "".join(f"__{k}_{spell(v)}" for k, v in items)
+    if name.isidentifier() and len(name) <= CONFIG_NAME_MAX:
+        return name
+    canon = preset + ":" + ",".join(f"{k}={v!r}" for k, v in items)
+    return f"{preset}__{hashlib.sha256(canon.encode()).hexdigest()[:8]}"
+
+
+def _apply_overrides(preset, overrides, source):
+    """``preset`` (a name) with ``overrides`` ({field: value}) applied, validated and named."""
+    base = get_preset(preset)
+    fields = [f.name for f in dataclasses.fields(CoreConfig) if f.name != "name"]
+    for k in overrides:
+        if k not in fields:
+            raise ValueError(f"CONFIG {source!r}: CoreConfig has no field {k!r}; fields: "
+                             f"{', '.join(fields)}")
+    overrides = dict(overrides)
+    # pe_rows must equal partitions: one given alone sets the other
+    for a, b in (("pe_rows", "partitions"), ("partitions", "pe_rows")):
+        if a in overrides and b not in overrides:
+            overrides[b] = overrides[a]
+    changed = {k: v for k, v in overrides.items() if getattr(base, k) != v}
+    if not changed:
+        return base
+    cfg = base.replace(**changed)     # CoreConfig validates every field
+    return cfg.replace(name=_config_name(preset, changed))
+
+
+def parse_config(text):
+    """The :class:`CoreConfig` a ``CONFIG`` value names.
+
+    ``text`` is one of
+
+    * a preset name: ``"default"``;
+    * a preset with overrides: ``"default:pe_rows=8,pe_cols=8"`` (``field=value`` pairs,
+      comma-separated; integers, ``true``/``false``, ``none``, tuple items joined by ``+``,
+      e.g. ``formats=bf16+fp8_e4m3``, ``mx_formats=`` for none; ``pe_rows`` given without
+      ``partitions``, or the other way round, sets both, since they must be equal);
+    * a TOML file (a path ending in ``.toml``) or TOML text: a ``preset = "<name>"`` key (default
+      ``"default"``) plus fields (lists for tuple fields).
+
+    The result is validated by :class:`CoreConfig` (its usual ``ValueError``/``TypeError``; an
+    unknown field raises ``ValueError`` naming it and listing the fields) and named stably from
+    the preset and the fields that differ from it (:func:`_config_name`): ``default``,
+    ``default__pe_cols_8__pe_rows_8``, or ``<preset>__<hash>``, the same for the string and
+    the TOML spelling of one config. The name is what build directories and reports use.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"CONFIG must be a string, not {text!r}")
+    src = text.strip()
+    if src.endswith(".toml") and "\n" not in src:
+        try:
+            with open(src, "rb") as f:
+                raw = f.read().decode()
+        except OSError as e:
+            raise ValueError(f"CONFIG {src!r}: cannot read the TOML file ({e.strerror})") from None
+        return _parse_toml(raw, src)
+    if "\n" in src or "=" in src.split(":", 1)[0]:
+        return _parse_toml(src, "<toml>")
+    preset, _, rest = src.partition(":")
+    overrides = {}
+    for item in (x for x in rest.split(",") if x.strip()):
+        k, eq, v = item.partition("=")
+        k = k.strip()
+        if not eq:
+            raise ValueError(f"CONFIG {src!r}: override {item.strip()!r} must be field=value")
+        if k not in {f.name for f in dataclasses.fields(CoreConfig)} or k == "name":
+            _apply_overrides(preset.strip(), {k: None}, src)    # raises naming the fields
+        if k in overrides:
+            raise ValueError(f"CONFIG {src!r}: field {k!r} is given twice")
+        overrides[k] = _override_value(k, v)
+    return _apply_overrides(preset.strip(), overrides, src)
+
+
+def _parse_toml(raw, source):
+    import tomllib
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"CONFIG {source!r}: not valid TOML ({e})") from None
+    preset = data.pop("preset", "default")
+    if not isinstance(preset, str):
+        raise TypeError(f"CONFIG {source!r}: 'preset' must be a string, not {preset!r}")
+    over = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return _apply_overrides(preset, over, source)
+
+
 def preset_from_env(default="default"):
-    """The preset named by the ``CONFIG`` environment variable (the Makefile's ``CONFIG=``)."""
-    return get_preset(os.environ.get("CONFIG", default) or default)
+    """The config named by the ``CONFIG`` environment variable (the Makefile's ``CONFIG=``):
+    a preset, a preset with overrides or a TOML file (:func:`parse_config`)."""
+    return parse_config(os.environ.get("CONFIG", default) or default)

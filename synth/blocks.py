@@ -81,6 +81,12 @@ class Block:
     slow : bool
         A long single job (minutes of synthesis or place and route at the default preset):
         started before the short ones so that the two workers finish together.
+    glue : bool
+        Synthesize the top module's own logic only: every other module of the design is a
+        blackbox (the glue of the whole-core report, :mod:`synth.core`).
+    flatten : bool
+        Flatten the design before synthesis (optimization across the hierarchy; the figures
+        have no per-module breakdown): the whole-core check of :mod:`synth.core`.
     """
 
     name: str
@@ -100,6 +106,8 @@ class Block:
     rtlil: bool = False
     default_pnr: bool = True
     slow: bool = False
+    glue: bool = False
+    flatten: bool = False
 
 
 def _mac_variants(cfg):

@@ -2,8 +2,15 @@
 """``python -m synth`` (this module: :func:`main`): area, timing and scaling report of every
 registered block.
 
-``make synth``        -> ``python -m synth`` (preset from ``CONFIG``, default ``default``)
-``make synth-sweep``  -> ``python -m synth --sweep`` (array sizes x format configurations)
+``make synth``        -> ``python -m synth``: the whole-core area table of the config named by
+                         ``CONFIG`` (a preset, ``preset:field=value,...`` or a TOML file;
+                         default ``default``), :mod:`synth.core`
+``make synth BLOCKS=default|all|name,...`` -> the per-block report (area, ECP5, Fmax)
+``make synth-sweep``  -> ``python -m synth --sweep`` (array sizes x format configurations), then
+                         the whole-core estimate check on ``small`` (``--flat``)
+
+Reports go to ``build/synth/<config name>/``; the result cache and yosys work directories are
+shared under ``build/synth/``.
 """
 
 from __future__ import annotations
@@ -14,9 +21,10 @@ import time
 import warnings
 from pathlib import Path
 
-from rtl.config import PRESETS, get_preset, parse_sparse_pattern, preset_from_env
+from rtl.config import PRESETS, parse_config, parse_sparse_pattern, preset_from_env
 
 from . import blocks as blocks_mod
+from . import core as core_mod
 from .design import as_design
 from .estimate import METRICS, check_estimate, estimate
 from .flow import Job, ROOT, SRAM_UM2_PER_BIT, run_jobs
@@ -147,41 +155,92 @@ def derive_estimates(results, est):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
-    ap.add_argument("--config", default=None, help=f"preset, one of {sorted(PRESETS)} "
-                    "(default: $CONFIG or 'default')")
+    ap.add_argument("--config", default=None, help=f"preset (one of {sorted(PRESETS)}), "
+                    "preset:field=value,... or a TOML file (default: $CONFIG or 'default')")
     ap.add_argument("--sweep", action="store_true", help="array sizes x format configurations")
     ap.add_argument("--no-fmax", "--quick", dest="fmax", action="store_false",
                     help="skip ECP5 place and route (no Fmax)")
     ap.add_argument("--blocks", default=None,
-                    help="comma-separated block names, or 'all' (default: the blocks marked "
-                         "default in synth/blocks.py; the sweep: all)")
+                    help="per-block report: comma-separated block names, 'default' (the blocks "
+                         "marked default in synth/blocks.py) or 'all' (without it: the "
+                         "whole-core report; the sweep: all)")
+    ap.add_argument("--core", action="store_true",
+                    help="the whole-core report (the default without --blocks / --sweep)")
+    ap.add_argument("--flat", action="store_true",
+                    help="also synthesize the whole core flat in one run and report the "
+                         "estimate's error (minutes on small; hours at the default preset)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel yosys processes")
     ap.add_argument("--update-readme", action="store_true",
                     help="replace the table between the synth-table markers of README.md")
-    ap.add_argument("--out", default=str(ROOT / "build" / "synth"), help="output directory")
+    ap.add_argument("--out", default=None,
+                    help="report directory (default: build/synth/<config name>)")
+    ap.add_argument("--build", default=None,
+                    help="cache and work directory, shared by every config (default: --out if "
+                         "given, else build/synth)")
     a = ap.parse_args(argv)
     # blocks may build helper elaboratables they do not use (e.g. a prototype PE); not our noise
     warnings.filterwarnings("ignore", message=r".* created but never used")
-    cfg = get_preset(a.config) if a.config else preset_from_env()
+    cfg = parse_config(a.config) if a.config else preset_from_env()
+    build = Path(a.build or a.out or ROOT / "build" / "synth")
+    out = Path(a.out) if a.out else build / cfg.name
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    core = a.core or a.flat or not (a.blocks or a.sweep)
+    rc = 0
+    if a.blocks or a.sweep:
+        rc = _blocks_report(a, cfg, build, out, t0)
+    if core:
+        rc = max(rc, core_report(cfg, build, out, flat=a.flat, jobs=a.jobs))
+    return rc
+
+
+def core_report(cfg, build, out, *, flat=False, jobs=2):
+    """The whole-core report of ``cfg`` (:mod:`synth.core`); prints its table."""
+    t0 = time.monotonic()
+    scaled = core_mod.needs_scaling(cfg)
+    cfgs = core_mod.scaled_refs(cfg) if scaled else [cfg]
+    js = [j for c in cfgs for j in core_mod.core_jobs(c, flat=flat and not scaled)]
+    print(f"synth: whole core {cfg.name}: {len(js)} parts (ASIC figures)"
+          + (" + the flat core" if flat and not scaled else "")
+          + (f", estimated from {', '.join(c.name for c in cfgs)}" if scaled else ""))
+    results = run_jobs(js, build, processes=jobs)
+    errors = [r for r in results if "error" in r]
+    for r in errors:
+        print(f"synth: FAILED {r['row']} [{r['preset']}]\n{r.get('traceback', r['error'])}",
+              file=sys.stderr)
+    if errors:
+        return 1
+    table = None
+    if scaled:
+        per = [[r for r in results if r["preset"] == c.name] for c in cfgs]
+        table = core_mod.scaled_table(cfg, cfgs, per)
+    md, s = core_mod.write_core_report(cfg, results, out, build / "core_area.json",
+                                       runtime=time.monotonic() - t0, table=table)
+    print(md)
+    print(f"synth: whole core {cfg.name}: {s['core_um2'] / 1e6:,.3f} mm² in "
+          f"{time.monotonic() - t0:.0f} s -> {out / 'core_area.md'}, {out / 'core_area.json'}, "
+          f"{out / 'core_area.png'}, {build / 'core_area.json'}")
+    return 0
+
+
+def _blocks_report(a, cfg, build, out, t0):
+    """The per-block report (``--blocks`` / ``--sweep``)."""
     reg = blocks_mod.BLOCKS
     if a.blocks == "all":
         pass
-    elif a.blocks:
+    elif a.blocks == "default" or not a.blocks:    # the blocks marked default (synth/blocks.py)
+        reg = tuple(b for b in reg if b.default) if not a.sweep else reg
+    else:
         reg = tuple(blocks_mod.get_block(n.strip()) for n in a.blocks.split(","))
-    elif not a.sweep:       # the default run: the blocks marked default (synth/blocks.py)
-        reg = tuple(b for b in reg if b.default)
     avail, missing = blocks_mod.available_blocks(reg)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
     print(f"synth: preset {cfg.name}, {'sweep' if a.sweep else 'default run'}, "
           f"fmax {'on' if a.fmax else 'off'}; blocks: {', '.join(b.name for b in avail) or 'none'}"
           + (f"; not available yet: {', '.join(b.name for b in missing)}" if missing else ""))
     jobs, est, skipped = plan(cfg, avail, fmax=a.fmax, sweep=a.sweep,
-                              default_run=not a.blocks and not a.sweep)
+                              default_run=a.blocks == "default" and not a.sweep)
     for note in skipped:
         print("synth: " + note.replace("`", ""))
-    results = run_jobs(jobs, out, processes=a.jobs)
+    results = run_jobs(jobs, build, processes=a.jobs)
     errors = [r for r in results if "error" in r]
     good = [r for r in results if "error" not in r and not r.get("helper")]
     est_rows, checks = derive_estimates([r for r in results if "error" not in r], est)

@@ -59,6 +59,8 @@ class Job:
     variant: object
     cfg: object
     fmax: bool = False
+    #: False: the ASIC figures only (no ECP5 mapping; the whole-core report's parts)
+    ecp5: bool = True
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -105,7 +107,9 @@ def _synth(job, design, work, liberty, with_harness, source="design.v"):
     from . import yosys
     top = job.row
     t0 = time.monotonic()
-    g, s = yosys.asic_stats(source, top, work, liberty)
+    bb = _glue_blackboxes(Path(work) / source, top) if getattr(job.block, "glue", False) else ()
+    g, s = yosys.asic_stats(source, top, work, liberty, blackbox=bb,
+                            flatten=getattr(job.block, "flatten", False))
     t1 = time.monotonic()
     ecp5_error = ecp5_note = None
 
@@ -118,6 +122,8 @@ def _synth(job, design, work, liberty, with_harness, source="design.v"):
         return yosys.ecp5_stats(source, top, work, abc=abc)
 
     try:
+        if not job.ecp5:
+            raise _NoECP5("ECP5 not mapped (ASIC figures only)")
         try:
             e = ecp5("abc9")
         except RuntimeError as exc:
@@ -125,8 +131,8 @@ def _synth(job, design, work, liberty, with_harness, source="design.v"):
             # size): map that block's LUTs with classic abc instead, and say so
             ecp5_note = f"LUTs mapped with classic abc: abc9 failed ({str(exc)[-160:].strip()})"
             e = ecp5("abc")
-    except RuntimeError as exc:   # both mappers failed: ECP5 -> n/a
-        ecp5_error = str(exc)[-400:]
+    except RuntimeError as exc:   # both mappers failed (or not run): ECP5 -> n/a
+        ecp5_error = None if isinstance(exc, _NoECP5) else str(exc)[-400:]
         e = {"total": {k: None for k in ("ecp5_luts", "ecp5_trellis_ff", "ecp5_mult18x18d",
                                          "ecp5_alu54b", "ecp5_dp16kd", "ecp5_trellis_dpr16x4")},
              "modules": {}}
@@ -150,6 +156,21 @@ def _synth(job, design, work, liberty, with_harness, source="design.v"):
             "fmax_note": "ECP5 synthesis failed"} if ecp5_error else {}),
         **({"ecp5_note": ecp5_note} if ecp5_note else {}),
     }
+
+
+class _NoECP5(RuntimeError):
+    """The job asked for the ASIC figures only."""
+
+
+def _glue_blackboxes(path, top):
+    """Every module of the design file ``path`` but ``top``: the blackboxes of a glue run."""
+    import re
+    text = Path(path).read_text()
+    if str(path).endswith(".il"):
+        names = re.findall(r"^module (\S+)", text, flags=re.M)
+    else:
+        names = re.findall(r"^module\s+(\\\S+|[A-Za-z_][\w$]*)", text, flags=re.M)
+    return tuple(n for n in names if n.lstrip("\\") != top)
 
 
 def _fmax(res, work):
@@ -177,7 +198,11 @@ def run_job(job, build_dir, src_hash):
     if job.block.array:
         from .blocks import pe_module_of
         base["pe_module"] = pe_module_of(job.block, job.cfg)
-    key1 = _sha("src", FLOW_VERSION, job.block.name, job.variant, job.cfg.to_dict(), src_hash)
+    mode = ("ecp5" if job.ecp5 else "asic") + ("_glue" if getattr(job.block, "glue", False)
+                                               else "") \
+        + ("_flat" if getattr(job.block, "flatten", False) else "")
+    key1 = _sha("src", FLOW_VERSION, job.block.name, job.variant, job.cfg.to_dict(), src_hash,
+                mode)
     c1 = cache / f"{job.row}__{job.cfg.name}__{key1}.json"
     t0, cpu0 = time.monotonic(), _cpu_seconds()
     try:
@@ -195,7 +220,7 @@ def run_job(job, build_dir, src_hash):
         write_if_changed(work / source, text)
         liberty = build_dir / "sky130_fd_sc_hd_area_only.lib"
         lib_text = liberty.read_text()
-        key2 = _sha("v", FLOW_VERSION, text, lib_text)
+        key2 = _sha("v", FLOW_VERSION, text, lib_text, mode)
         c2 = cache / f"v_{key2}.json"
         res = json.loads(c2.read_text()) if c2.exists() else None
         cached = res is not None

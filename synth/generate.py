@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from rtl.config import preset_from_env, get_preset
+from rtl.config import parse_config, preset_from_env
 from rtl.emit import write_if_changed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,9 +43,10 @@ def generate(cfg, out_dir=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", help="preset name (default: $CONFIG or 'default')")
+    ap.add_argument("--config", help="preset, preset:field=value,... or TOML file "
+                    "(rtl.config.parse_config; default: $CONFIG or 'default')")
     args = ap.parse_args(argv)
-    cfg = get_preset(args.config) if args.config else preset_from_env()
+    cfg = parse_config(args.config) if args.config else preset_from_env()
     for path, secs in generate(cfg):
         print(f"{path.relative_to(ROOT)}  {path.stat().st_size / 1024:8.1f} KiB  "
               f"{secs:5.1f} s")

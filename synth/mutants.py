@@ -409,13 +409,13 @@ class Worker:
 def emit_hash(block_name, preset):
     """Print the SHA-1 of the block's Verilog (the ``all`` variant if there is one, else every
     variant), built from the tree this process imports."""
-    from rtl.config import get_preset
+    from rtl.config import parse_config
     from synth.blocks import get_block
     from synth.design import as_design, emit_verilog
     import warnings
     warnings.filterwarnings("ignore")
     block = get_block(block_name)
-    cfg = get_preset(preset)
+    cfg = parse_config(preset)
     vs = block.variants(cfg) if block.variants else (None,)
     if "all" in vs:
         vs = ("all",)

@@ -83,12 +83,21 @@ def _read(path):
     return f"read_rtlil {path}" if str(path).endswith(".il") else f"read_verilog {path}"
 
 
-def _front(verilog, top):
+def _front(verilog, top, blackbox=(), flatten=False):
     # ``proc -norom``: a ``Switch`` of constants stays logic. yosys' ``proc_rom`` would turn it
     # into a ``$mem_v2`` ROM, which this flow counts as memory bits (SRAM), not as cells: a
     # decoder made of such tables read 0 cells.
-    return (f"{_read(verilog)}\nhierarchy -check -top {top}\nproc -norom\n"
-            f"synth -top {top} -run :fine\n")
+    # ``blackbox``: modules whose contents are dropped right after reading (the top's own logic
+    # alone: the glue of a composite whose parts are synthesized separately)
+    bb = "".join(f"blackbox {_yname(n)}\n" for n in blackbox)
+    return (f"{_read(verilog)}\n{bb}hierarchy -check -top {top}\nproc -norom\n"
+            f"synth -top {top} {'-flatten ' if flatten else ''}-run :fine\n"
+            + ("delete t:$scopeinfo\n" if flatten else ""))
+
+
+def _yname(name):
+    """A module name as a yosys command argument (escaped names keep their backslash)."""
+    return name if name.startswith("\\") or name.replace("_", "").isalnum() else "\\" + name
 
 
 def _load(path):
@@ -122,15 +131,16 @@ def _memory_bits(memjson):
     return bits
 
 
-def _leaf_cells(stat, module):
-    """Cells of one module by type, without submodule instances and ``$mem_v2`` cells."""
-    names = {k.lstrip("\\") for k in stat["modules"]}
+def _leaf_cells(stat, module, skip=()):
+    """Cells of one module by type, without submodule instances, instances of the blackboxes
+    ``skip`` and ``$mem_v2`` cells."""
+    names = {k.lstrip("\\") for k in stat["modules"]} | {n.lstrip("\\") for n in skip}
     byt = stat["modules"]["\\" + module if "\\" + module in stat["modules"] else module][
         "num_cells_by_type"]
     return {t: n for t, n in byt.items() if t.lstrip("\\") not in names and t != "$mem_v2"}
 
 
-def _per_module(stat, memjson, top, per_cells):
+def _per_module(stat, memjson, top, per_cells, skip=()):
     """Per-module figures and their hierarchical sum.
 
     ``per_cells(cells_by_type, module_stat)`` returns a dict of numbers for one module's own
@@ -143,7 +153,7 @@ def _per_module(stat, memjson, top, per_cells):
     names = {k.lstrip("\\"): k for k in stat["modules"]}
     own = {}
     for name in inst:
-        nums = per_cells(_leaf_cells(stat, name), stat["modules"][names[name]])
+        nums = per_cells(_leaf_cells(stat, name, skip), stat["modules"][names[name]])
         if memjson:
             nums["memory_bits"] = mem.get(name, 0)
         own[name] = nums
@@ -173,14 +183,16 @@ def _generic_per(cells, _m):
             "transistors": sum(CMOS_TRANSISTORS[t] * n for t, n in cells.items())}
 
 
-def asic_stats(verilog, top, workdir, liberty):
+def asic_stats(verilog, top, workdir, liberty, blackbox=(), flatten=False):
     """Generic-gate and sky130 figures of ``top`` (hierarchical), in one yosys run.
 
     Returns ``(generic, sky130)``; each is ``{"total": {...}, "modules": {...}}`` as built by
     :func:`_per_module`. ``generic`` has cells, flip_flops, transistors and memory_bits;
-    ``sky130`` has um2_sky130, um2_sky130_seq and sky130_cells.
+    ``sky130`` has um2_sky130, um2_sky130_seq and sky130_cells. ``blackbox``: module names
+    whose contents are dropped (their instances count nothing); ``flatten``: one module, optimized
+    across the hierarchy.
     """
-    script = (_front(verilog, top)
+    script = (_front(verilog, top, blackbox, flatten)
               + "select t:$mem_v2\nwrite_json -selected generic_mem.json\nselect -clear\n"
               "opt -fast -full\ntechmap\nopt -fast\ndesign -save coarse\n"
               "dfflegalize -cell $_DFF_P_ 01\n"
@@ -192,7 +204,8 @@ def asic_stats(verilog, top, workdir, liberty):
               f"tee -q -o sky130_stat.json stat -json -liberty {liberty}\n")
     run_yosys(script, workdir, "asic")
     stat = _load(Path(workdir) / "generic_stat.json")
-    generic = _per_module(stat, Path(workdir) / "generic_mem.json", top, _generic_per)
+    generic = _per_module(stat, Path(workdir) / "generic_mem.json", top, _generic_per,
+                          blackbox)
     generic["yosys_transistors"] = stat["design"].get("estimated_num_transistors")
 
     stat = _load(Path(workdir) / "sky130_stat.json")
@@ -208,7 +221,7 @@ def asic_stats(verilog, top, workdir, liberty):
         return {"um2_sky130": sum(area[t] * n for t, n in cells.items()),
                 "um2_sky130_seq": sum(area[t] * n for t, n in cells.items() if t in seq),
                 "sky130_cells": sum(cells.values())}
-    sky = _per_module(stat, None, top, per)
+    sky = _per_module(stat, None, top, per, blackbox)
     sky["yosys_area"] = stat["design"].get("area")
     return generic, sky
 

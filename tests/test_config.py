@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from rtl.config import (BF16, CoreConfig, FORMATS, FPFormat, PRESETS, cfp8_format, get_preset,
-                        preset_from_env)
+                        parse_config, preset_from_env)
 
 
 def test_presets_exist_and_are_consistent():
@@ -194,3 +194,66 @@ def test_dma_element_ops_is_a_bool():
     for bad in (1, 0, "yes", None):
         with pytest.raises(TypeError, match=r"'dma_element_ops' must be a bool, not"):
             PRESETS["small"].replace(dma_element_ops=bad)
+
+
+# --- CONFIG overrides: "preset:field=value,..." and TOML files (rtl.config.parse_config) ------
+
+def test_override_string_applies_fields_and_names_the_config():
+    c = parse_config("default:pe_rows=8,pe_cols=4")
+    d = PRESETS["default"]
+    assert (c.partitions, c.pe_rows, c.pe_cols) == (8, 8, 4)     # partitions follows pe_rows
+    assert c.psum_banks == d.psum_banks and c.formats == d.formats
+    assert c.name == "default__partitions_8__pe_cols_4__pe_rows_8"
+    # order of the overrides does not change the name; a value equal to the preset's is no change
+    assert parse_config("default:pe_cols=4,pe_rows=8").name == c.name
+    assert parse_config("default:pe_rows=16") == d
+    assert parse_config(" small ") == PRESETS["small"]
+
+
+def test_override_value_types():
+    c = parse_config("small:formats=bf16+fp8_e4m3,mx_formats=,packed_modes=false,"
+                     "sr_seed=0x1234")
+    assert c.formats == ("bf16", "fp8_e4m3") and c.mx_formats == ()
+    assert c.packed_modes is False and c.sr_seed == 0x1234
+    # a name that would not be a short identifier is a hash of the preset and the overrides
+    s = parse_config("small:sparse_patterns=4:16+2:4")
+    assert s.sparse_patterns == ("4:16", "2:4")
+    assert s.name.startswith("small__") and len(s.name) == len("small__") + 8
+    assert parse_config("small:sparse_patterns=2:4+4:16").name != s.name
+
+
+def test_toml_file_and_string_give_the_same_config(tmp_path):
+    f = tmp_path / "my_core.toml"
+    f.write_text('preset = "default"\npe_cols = 8\nformats = ["bf16", "fp8_e4m3"]\n')
+    a = parse_config(str(f))
+    b = parse_config("default:formats=bf16+fp8_e4m3,pe_cols=8")
+    assert a == b and a.name == b.name == "default__formats_bf16_fp8_e4m3__pe_cols_8"
+    (tmp_path / "p.toml").write_text("pe_cols = 4\n")                 # preset defaults to default
+    assert parse_config(str(tmp_path / "p.toml")).name == "default__pe_cols_4"
+
+
+@pytest.mark.parametrize("text, exc, message", [
+    ("default:foo=1", ValueError, r"no field 'foo'; fields: partitions, pe_rows, pe_cols"),
+    ("default:name=x", ValueError, r"no field 'name'"),
+    ("default:pe_cols=abc", TypeError, r"'pe_cols' must be an integer, not 'abc'"),
+    ("default:pe_cols=32", ValueError, r"'pe_cols' must be in \[1, 16\], not 32"),
+    ("default:packed_modes=3", TypeError, r"'packed_modes' must be a bool, not 3"),
+    ("default:pe_cols", ValueError, r"override 'pe_cols' must be field=value"),
+    ("default:pe_cols=4,pe_cols=8", ValueError, r"'pe_cols' is given twice"),
+    ("huge:pe_cols=4", ValueError, r"CONFIG must be one of"),
+    ('preset = "small"\nbogus = 1\n', ValueError, r"no field 'bogus'"),
+    ('preset = 3\n', TypeError, r"'preset' must be a string, not 3"),
+    ("no/such/file.toml", ValueError, r"cannot read the TOML file"),
+])
+def test_bad_overrides_raise_with_the_usual_messages(text, exc, message):
+    with pytest.raises(exc, match=message):
+        parse_config(text)
+
+
+def test_preset_from_env_takes_overrides(monkeypatch, tmp_path):
+    monkeypatch.setenv("CONFIG", "small:pe_cols=2")
+    assert preset_from_env().name == "small__pe_cols_2"
+    f = tmp_path / "c.toml"
+    f.write_text('preset = "small"\npsum_banks = 2\n')
+    monkeypatch.setenv("CONFIG", str(f))
+    assert preset_from_env().psum_banks == 2

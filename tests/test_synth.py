@@ -348,3 +348,120 @@ def test_pe_mode_set_configs():
         assert (bool(tl.packed), bool(tl.sparse)) == (packed, sparse), c.name
         assert (c.mul_stages, c.add_stages, c.fp32_passes) == (cfg.mul_stages, cfg.add_stages,
                                                                cfg.fp32_passes)
+
+
+# --- the whole-core report (synth/core.py) -----------------------------------------------------
+def test_glue_run_counts_the_top_only_and_flat_run_matches(small, outdir):
+    """A ``glue`` block synthesizes the top's own logic (the PEs are blackboxes: only the skew
+    and output registers are left); a ``flatten`` block gives the whole grid in one module."""
+    import dataclasses
+    glue = dataclasses.replace(FIX_GRID, name="fixture_grid_glue", array=False, glue=True)
+    flat = dataclasses.replace(FIX_GRID, name="fixture_grid_flat", array=False, flatten=True)
+    c = small.replace(name="small_2x2", partitions=2, pe_rows=2, pe_cols=2)
+    res = run_jobs([Job(b, None, c, ecp5=False) for b in (glue, flat)], outdir,
+                   processes=1, progress=None)
+    for r in res:
+        assert "error" not in r, r.get("traceback")
+    g, f = res
+    assert g["flip_flops"] == 4 * 1 + 12 * 2            # skew triangle + 2 output registers
+    assert g["modules"]["fixture_grid_glue"]["count"] == 1 and "fixture_pe" not in g["modules"]
+    # flattened, registers whose outputs nothing reads go (4 PEs of at most 20 FFs each, of
+    # which at least the 12 accumulator bits are read)
+    assert g["flip_flops"] + 4 * 4 <= f["flip_flops"] <= g["flip_flops"] + 4 * 20
+    assert f["ecp5_luts"] is None and "ecp5_error" not in f     # ASIC figures only
+    assert set(f["modules"]) == {"fixture_grid_flat"}
+
+
+def _fake(part, row, um2, bits=0, modules=None):
+    return {"core_part": part, "row": row, "um2_sky130": um2, "memory_bits": bits, "cells": 10,
+            "flip_flops": 2, "modules": modules or {}}
+
+
+def test_core_table_sums_parts_times_counts(small):
+    """The table from given part results: counts multiply, subtrees split the tensor part,
+    memories are costed as SRAM macros, shares add to 1, the flat run gives the error."""
+    from synth import core
+    from synth.flow import SRAM_UM2_PER_BIT
+    jobs = core.core_jobs(small, flat=True)
+    parts = [j.extra["core_part"] for j in jobs]
+    assert parts[0] == "flat" and set(parts) == set(core.PARTS) | {"flat"}
+    assert all(not j.ecp5 and not j.fmax for j in jobs)
+    assert core.PARTS["dma"].count(small) == small.dma_engines
+    assert core.PARTS["link"].count(small.replace(ring_size=1)) == 0
+
+    def sub(um2, bits=0):
+        return {"count": 1, "tree": {"um2_sky130": um2, "memory_bits": bits, "cells": 1,
+                                      "flip_flops": 1}}
+    res = [_fake("tensor", "core_tensor", 1000.0, 64,
+                 {"core_tensor.engine.array": sub(600.0), "core_tensor.engine.psum": sub(100.0, 64)}),
+           _fake("dma", "core_dma", 50.0), _fake("sbuf", "core_sbuf", 20.0, 1024),
+           _fake("link", "core_link", 7.0)]
+    res += [_fake(p, f"core_{p}", 1.0) for p in core.PARTS if p not in ("tensor", "dma", "sbuf",
+                                                                        "link")]
+    rows, s = core.core_table(small, res)
+    by = {r["key"]: r for r in rows}
+    assert by["tensor_array"]["logic_um2"] == 600.0
+    assert by["tensor_ctl"]["logic_um2"] == 300.0 and by["tensor_ctl"]["sram_bits"] == 0
+    assert by["psum"]["um2"] == pytest.approx(100.0 + 64 * SRAM_UM2_PER_BIT)
+    assert by["dma"]["logic_um2"] == 50.0 * small.dma_engines
+    assert by["sequencers"]["logic_um2"] == 4.0 and by["interconnect"]["logic_um2"] == 2.0
+    assert by["link_ports"]["logic_um2"] == 14.0 and not by["link_ports"]["in_core"]
+    assert s["sram_bits"] == 64 + 1024
+    assert s["core_um2"] == pytest.approx(sum(r["um2"] for r in rows if r["in_core"]))
+    assert sum(r["share"] for r in rows if r["in_core"]) == pytest.approx(1.0)
+    assert "estimate_error" not in s
+    rows, s = core.core_table(small, res + [_fake("flat", "core_flat", s["logic_um2"] * 1.02,
+                                                  s["sram_bits"])])
+    assert s["estimate_error_logic"] == pytest.approx(1 - 1 / 1.02)
+
+
+@pytest.mark.full
+@pytest.mark.timeout(3 * 3600)
+def test_whole_core_estimate_within_3_percent_of_flat(small, outdir):
+    """The whole-core report on small, and the core synthesized flat in one run: the sum of the
+    parts is within 3 % of the flat core (logic and total with SRAM macros)."""
+    from synth.cli import core_report
+    assert core_report(small, outdir, outdir / "small", flat=True) == 0
+    s = json.loads((outdir / "small" / "core_area.json").read_text())
+    print(f"estimate error: {100 * s['estimate_error']:.2f} % (logic "
+          f"{100 * s['estimate_error_logic']:.2f} %)")
+    assert s["estimate_error"] < 0.03 and s["estimate_error_logic"] < 0.03
+    assert s["core_um2"] > 0 and s["sram_bits"] >= small.sbuf_bits + small.psum_bits
+
+
+def test_scaled_core_from_two_reference_configs():
+    """Trainium scale: rows linear in P through the P = 8 and 16 references, the array as
+    rows x cols x PE + a fitted edge, SBUF/PSUM bits of the config."""
+    from rtl.tensor.array import pe_module_name
+    from synth import core
+    trn = get_preset("trainium")
+    assert core.needs_scaling(trn) and not core.needs_scaling(get_preset("default"))
+    refs = core.scaled_refs(trn)
+    assert [c.partitions for c in refs] == [8, 16] and refs[1] is get_preset("default")
+    assert refs[0].name == "default__partitions_8__pe_cols_8__pe_rows_8"
+
+    def results(c, pe, edge, per_p):
+        n = c.pe_rows
+        sub = {"count": 1, "tree": {"um2_sky130": n * n * pe + edge, "memory_bits": 0,
+                                     "cells": 1, "flip_flops": 1}}
+        psum = {"count": 1, "tree": {"um2_sky130": 10.0 * n, "memory_bits": c.psum_bits,
+                                      "cells": 1, "flip_flops": 1}}
+        pem = {"count": n * n, "tree": {"um2_sky130": pe, "cells": 1, "flip_flops": 1}}
+        t = _fake("tensor", "core_tensor", n * n * pe + edge + 10.0 * n + 5.0, c.psum_bits,
+                  {"core_tensor.engine.array": sub, "core_tensor.engine.psum": psum,
+                   pe_module_name(c): pem})
+        return [t, _fake("sbuf", "core_sbuf", 3.0 * n, c.sbuf_bits)] + [
+            _fake(p, f"core_{p}", per_p * n + 1.0) for p in core.PARTS
+            if p not in ("tensor", "sbuf")]
+    res = [results(refs[0], 100.0, 8 * 8 + 64 / 2, 2.0),
+           results(refs[1], 100.0, 16 * 8 + 256 / 2, 2.0)]
+    rows, s = core.scaled_table(trn, refs, res)
+    by = {r["key"]: r for r in rows}
+    assert by["tensor_array"]["logic_um2"] == pytest.approx(128 * 128 * 100.0 + 128 * 8
+                                                            + 128 * 128 / 2)
+    assert by["psum"]["logic_um2"] == pytest.approx(1280.0)
+    assert by["psum"]["sram_bits"] == trn.psum_bits and by["sbuf"]["sram_bits"] == trn.sbuf_bits
+    assert by["sbuf"]["logic_um2"] == pytest.approx(3.0 * 128)
+    assert by["vector"]["logic_um2"] == pytest.approx(2.0 * 128 + 1.0)
+    assert by["tensor_ctl"]["logic_um2"] == pytest.approx(5.0)
+    assert s["core_um2"] == pytest.approx(sum(r["um2"] for r in rows if r["in_core"]))
