@@ -14,7 +14,7 @@ TEST_CONFIG := $(or $(CONFIG),small)
 FULL_CONFIG := $(or $(CONFIG),default)
 MUTATE_CONFIG := $(or $(CONFIG),small)
 
-.PHONY: all sim lint docs test test-full bench synth synth-sweep verilog mutate campaign clean distclean venv
+.PHONY: all sim lint docs test test-full bench synth synth-core synth-sweep verilog mutate campaign clean distclean venv
 
 all: test
 
@@ -51,9 +51,13 @@ test-full: $(STAMP)
 bench: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m bench $(if $(BENCH),--only $(BENCH))
 
-## make synth [CONFIG=...] [BLOCKS=default|all|name,...]: whole-core area table of the config (build/synth/<config>/core_area.*); BLOCKS: the per-block area/Fmax report instead
+## make synth [CONFIG=...] [BLOCKS=default|all|name,...]: area, ECP5 LUTs and Fmax per block (the blocks marked default in synth/blocks.py unless BLOCKS names others; build/synth/<config>/)
 synth: $(STAMP)
-	CONFIG=$(SIM_CONFIG) $(PY) -m synth $(if $(BLOCKS),--blocks $(BLOCKS))
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth --blocks $(or $(BLOCKS),default)
+
+## make synth-core [CONFIG=...]: the whole core's area table, engine by engine (build/synth/<config>/core_area.*; docs/synthesis.md)
+synth-core: $(STAMP)
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth --core
 
 ## make synth-sweep: array-size and format-configuration sweep, then the whole-core estimate checked against the flat core (small)
 synth-sweep: $(STAMP)
