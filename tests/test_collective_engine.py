@@ -115,6 +115,8 @@ def test_engine_vs_golden(bench, case):
     ("all_gather ap0=sbuf.bf16[0:1]@0x400{1x8} ap1=sbuf.fp16[0:2]@0x0{1x2}", E_FORMAT, 0),
     ("all_reduce ap0=sbuf.fp32[0:1]@0xffc{1x8} ap1=sbuf.fp32[0:2]@0x0{1x4} op=1",
      E_AP_RANGE, 0),
+    ("all_reduce ap0=sbuf.fp32[0:1]@0x400{1x8} ap1=sbuf.fp32[0:2]@0xff8{1x4} op=1",
+     E_AP_RANGE, 1),
     ("all_reduce ap0=sbuf.fp32[0:1]@0x400{1x7} ap1=sbuf.fp32[0:2]@0x0{1x4} op=1", E_SHAPE, 0),
     ("all_reduce ap0=sbuf.fp32[0:1]@0x400{1x8} ap1=sbuf.fp32[0:2]@0x0{1x2,4x2} op=1",
      E_AP_FORM, 1),
@@ -177,3 +179,37 @@ def test_allreduce_4kib_cycles(bench, record_property):
     seg = rig.eng[0].signature.seg
     segs = -(-1024 // n // seg)
     assert cyc < segs * ((2 * n - 1) * seg + 2 * rig.eng[0].signature.latency) + 200
+
+
+def _cases_on(n, seed):
+    rng = np.random.default_rng(seed)
+    rig = EngineRing(CFG.replace(ring_size=n))
+    bench = (rig, SimBench(rig))
+    for k, (op, sdt, ddt, red, parts, per) in enumerate(CASES):
+        images = rand_images(rng, n)
+        texts = []
+        N = parts * per
+        for r in range(n):
+            fill(rng, images[r], sdt, parts, per)
+            if op == "all_gather":
+                dparts, dper = parts, per * n
+            elif op == "reduce_scatter":
+                q, rem = divmod(N, n)
+                dparts, dper = 1, q + (r < rem)
+                if dper == 0:
+                    break
+            else:
+                dparts, dper = 1, N
+            extra = f" op={red}" if red is not None else ""
+            texts.append(f"{op} ap0={ap(DST, ddt, dparts, dper)} "
+                         f"ap1={ap(SRC, sdt, parts, per)}{extra} stream={k}")
+        if len(texts) == n:
+            check(bench, texts, images, seed * 100 + k)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("n", [1, 4])
+def test_engine_rings_of_1_and_4(n, seed):
+    """Every case of :data:`CASES` on a ring of one (a local copy, rounded like the golden's)
+    and on a ring of four."""
+    _cases_on(n, seed)

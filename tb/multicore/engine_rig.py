@@ -34,8 +34,10 @@ class EngineRing(Elaboratable):
         self.sbuf = [SBUF(cfg, row_ports=("cc_r", "cc_w")) for _ in range(n)]
         self.tx = [LinkTX(cfg, dateline=(r == n - 1)) for r in range(n)] if n > 1 else []
         self.rx = [LinkRX(cfg) for _ in range(n)] if n > 1 else []
-        self.fwd = [DelayLine(cfg.link_flit_bits, cfg.link_latency) for _ in range(n)]
-        self.rev = [DelayLine(LINK_VCS, cfg.link_latency, in_memory=False) for _ in range(n)]
+        self.fwd = [DelayLine(cfg.link_flit_bits, cfg.link_latency)
+                    for _ in range(n)] if n > 1 else []
+        self.rev = [DelayLine(LINK_VCS, cfg.link_latency, in_memory=False)
+                    for _ in range(n)] if n > 1 else []
         self.watchdog = Signal(32)
         self.cut = Signal(range(n + 1), init=n)          # link index cut (n: none)
 
