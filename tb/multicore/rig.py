@@ -74,11 +74,11 @@ def _ap(off, dtype, parts, per):
     return f"sbuf.{dtype}[0:{parts}]@{off:#x}{{1x{per}}}"
 
 
-def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per):
+def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True):
     """A core program: the source (``parts`` x ``per`` codes of ``dtype``) DMA'd from DRAM into
     SBUF at 0 (posts s0), then each collective of ``steps`` (``(op, red, out dtype)``) on the
     CC queue in turn (each waits s0 and posts s1), and each result stored from SBUF to DRAM
-    at :data:`OUT_BASE` + 0x1000 k once s1 reaches k + 1."""
+    at :data:`OUT_BASE` + 0x1000 k once s1 reaches k + 1 (no stores without ``stores``)."""
     SBP = cfg.sbuf_bytes_per_partition
     e = _ESZ.get(dtype, 1)
     prog = CoreProgram()
@@ -109,8 +109,9 @@ def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per):
                                        dims=((dper, oe, oe), (dparts, SBP, dper * oe)),
                                        src_dtype=DTYPE_CODES[odt], dst_dtype=DTYPE_CODES[odt],
                                        post=True, sem=2, inc=1))
-        sp.append(f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(k + 1)} "
-                  f"wait=s1>={k + 1}")
+        if stores:
+            sp.append(f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(k + 1)} "
+                      f"wait=s1>={k + 1}")
     prog.queues["cc"] = "\n".join(cc) + "\n"
     prog.queues["sp"] = "\n".join(sp) + "\n"
     return prog
