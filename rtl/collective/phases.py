@@ -34,6 +34,8 @@ KIND_AR, KIND_RS, KIND_AG = 0, 1, 2
 #: Element modes: own element widened to FP32; ``op(received, own)``; own code unchanged;
 #: received code unchanged.
 MODE_OWN_W, MODE_RED, MODE_OWN_RAW, MODE_RX_RAW = 0, 1, 2, 3
+#: Width of element counts and positions (n * 2**8 partitions * 2**16 elements).
+_W = 28
 
 
 def phase_attrs(m, n, kind, rank, k, name):
@@ -92,20 +94,20 @@ class PhaseWalker:
         longest chunk; ``filt(attrs)``, when given, the phases the walk stands on (the others
         are skipped)."""
         nm = self.name
-        base = Signal(20, name=f"{nm}_base")            # segment start inside a chunk
+        base = Signal(_W, name=f"{nm}_base")            # segment start inside a chunk
         k = Signal(5, name=f"{nm}_k")
-        e = Signal(20, name=f"{nm}_e")
+        e = Signal(_W, name=f"{nm}_e")
         run = Signal(name=f"{nm}_run")
         a = phase_attrs(m, n, kind, rank, k, nm)
         self.attrs = a
-        cl = Signal(20, name=f"{nm}_clen")
+        cl = Signal(_W, name=f"{nm}_clen")
         m.d.comb += cl.eq(chunk_len(a["chunk"]))
-        ln = Signal(20, name=f"{nm}_len")
+        ln = Signal(_W, name=f"{nm}_len")
         rest = cl - base
         m.d.comb += ln.eq(Mux(cl <= base, 0, Mux(rest > seg, seg, rest)))
         use = Signal(name=f"{nm}_use")
         m.d.comb += use.eq(1 if filt is None else filt(a))
-        self.pos = Signal(20, name=f"{nm}_pos")
+        self.pos = Signal(_W, name=f"{nm}_pos")
         m.d.comb += [self.pos.eq(base + e), self.valid.eq(run & use & (e < ln)),
                      self.last.eq(e + 1 == ln), self.done.eq(~run)]
         next_phase = run & (~use | (e >= ln) | (self.step & (e + 1 >= ln)))
