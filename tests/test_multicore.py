@@ -15,7 +15,7 @@ from tb.multicore.build import multicore_cfg, multicore_sim
 
 def test_multicore_rejects_a_ring_of_one():
     with pytest.raises(ValueError, match="ring_size must be in"):
-        MultiCore(SMALL.replace(ring_size=1))
+        MultiCore.Signature(SMALL.replace(ring_size=1))
 
 
 def test_multicore_ports():
