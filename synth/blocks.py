@@ -231,6 +231,11 @@ def _build_link_port(cfg, variant):
     return LinkPort(cfg)
 
 
+def _build_cc_engine(cfg, variant):
+    from rtl.collective.engine import CollectiveEngine
+    return CollectiveEngine(cfg)
+
+
 def _build_tensor_sbuf(cfg, variant):
     from rtl.emit import Design
     from rtl.tensor.engine import leaf_modules, leaf_pragmas
@@ -450,6 +455,12 @@ BLOCKS = (
                       "FIFOs of link_credits flits, CRC and sequence check, watchdogs)",
           sources=("rtl/collective/link.py", "rtl/collective/crc.py"),
           tests=("tests/test_collective_link.py", "tests/test_collective_formal.py")),
+    Block(name="cc_engine", module="rtl.collective.engine", build=_build_cc_engine, sweep=False,
+          default_pnr=False,
+          description="the collective engine: ring schedule, source/destination cursors, FP32 "
+                      "reduce (lane ALU), widen and RNE rounding (links and SBUF apart)",
+          sources=("rtl/collective/engine.py", "rtl/collective/phases.py"),
+          tests=("tests/test_collective_engine.py",)),
 )
 
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Instruction decoders of the vector and scalar engines: raw instructions from a sequencer into
-the engines' decoded instructions (``rtl/vector/isa.py``, ``rtl/scalar/isa.py``), field for
+"""Instruction decoders of the vector, scalar and collective engines: raw instructions from a
+sequencer into the engines' decoded instructions (``rtl/vector/isa.py``, ``rtl/scalar/isa.py``,
+``rtl/collective/engine.py``), field for
 field from the encoding of ``rtl/isa.py``; the engines check and run them and report one
 status per instruction, which goes back to the sequencer in order."""
 
@@ -16,7 +17,7 @@ from rtl.core.sequencer import Sequencer
 from rtl.core.tensor_decode import decode_ap
 from rtl.isa import E_AP_FORM
 
-__all__ = ["VectorDecoder", "ScalarDecoder"]
+__all__ = ["VectorDecoder", "ScalarDecoder", "CCDecoder"]
 
 
 class _Decoder(wiring.Component):
@@ -153,6 +154,40 @@ class ScalarDecoder(_Decoder):
             ins.scale.eq(isa.imm_bits(raw, op, "scale")), ins.bias.eq(isa.imm_bits(raw, op, "bias")),
             ins.bias_src.eq(bias_ap), ins.scale_src.eq(scale_ap),
         ]
+        bad = Signal()
+        m.d.comb += bad.eq(~Cat(*forms).all())
+        return bad
+
+
+class CCDecoder(_Decoder):
+    """``cc`` instructions to :class:`~rtl.collective.engine.CollectiveEngine` instructions:
+    ``ap0`` / ``ap1`` to ``dst`` / ``src`` with their dtypes, the opcode and the immediates
+    ``op``, ``stream``, ``d`` (the same bit positions in every CC opcode; a field an opcode
+    does not have is reserved, hence 0).
+
+    Members
+    -------
+    issue : In(stream Sequencer issue_layout); done : Out(stream Sequencer done_layout)
+    instr : Out(stream collective instr_layout); eng_done : In(stream collective done_layout)
+    """
+
+    engine = "cc"
+
+    def __init__(self, cfg: CoreConfig):
+        from rtl.collective.engine import done_layout, instr_layout
+        super().__init__(cfg, instr_layout(cfg), done_layout())
+
+    def fill(self, m, raw, ins):
+        cfg = self.cfg
+        forms = []
+        for slot, name in (("ap0", "dst"), ("ap1", "src")):
+            _, _, _, form_ok = decode_ap(m, raw, slot, getattr(ins, name), cfg, f"c_{name}")
+            forms.append(form_ok)
+            m.d.comb += getattr(ins, f"{name}_dtype").eq(isa.ap_bits(raw, slot, "dtype"))
+        m.d.comb += [ins.opcode.eq(isa.header_bits(raw, "opcode")),
+                     ins.op.eq(isa.imm_bits(raw, "all_reduce", "op")),
+                     ins.stream.eq(isa.imm_bits(raw, "all_reduce", "stream")),
+                     ins.d.eq(isa.imm_bits(raw, "send_recv", "d"))]
         bad = Signal()
         m.d.comb += bad.eq(~Cat(*forms).all())
         return bad

@@ -5,15 +5,18 @@ fetch, descriptors and DMA), one AXI4-Lite slave (the host) and one interrupt li
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal, Signal
+from amaranth.hdl import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, \
+    Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl import isa
-from rtl.config import CoreConfig, check_config
+from rtl.collective.engine import CollectiveEngine
+from rtl.collective.link import LinkRX, LinkTX
+from rtl.config import LINK_VCS, CoreConfig, check_config
 from rtl.core.axi_mux import AXI4Mux
 from rtl.core.csr import CSR, AXI4LiteSignature
-from rtl.core.engine_decode import ScalarDecoder, VectorDecoder
+from rtl.core.engine_decode import CCDecoder, ScalarDecoder, VectorDecoder
 from rtl.core.semaphores import SemaphoreFile
 from rtl.core.sequencer import Sequencer
 from rtl.core.sync_engine import SyncEngine
@@ -29,7 +32,7 @@ from rtl.vector.engine import VectorEngine
 __all__ = ["NeuronCore", "ENGINES_BUILT", "activity_layout"]
 
 #: Engines with a sequencer in this core (the others' queue registers read as idle).
-ENGINES_BUILT = ("pe", "dve", "act", "sp")
+ENGINES_BUILT = ("pe", "dve", "act", "sp", "cc")
 
 
 def activity_layout(cfg):
@@ -52,7 +55,10 @@ class NeuronCore(wiring.Component):
     ``vector_r1``, ``vector_w``; its three PSUM ports share the PSUM's ``vector`` port through a
     :class:`~rtl.mem.rowmux.RowPortMux`). The scalar engine runs the ``act`` queue (SBUF row
     ports ``scalar_r``, ``scalar_w``; its two PSUM ports share the PSUM's ``scalar`` port). The sync engine runs the ``sp`` queue, whose ``dma_start`` instructions feed the
-    DMA engines (``cfg.dma_engines``, each on an SBUF partition port). Every sequencer, the
+    DMA engines (``cfg.dma_engines``, each on an SBUF partition port). The collective engine
+    runs the ``cc`` queue (SBUF row ports ``cc_r``, ``cc_w``) through the core's ring link
+    ports (docs/collectives.md §14; with ``ring_size`` 1 a collective is a local copy and the
+    core has no ring ports). Every sequencer, the
     sync engine and every DMA engine share one AXI4 master through :class:`AXI4Mux`
     (manager order: the sequencers of :data:`ENGINES_BUILT`, the sync engine, the DMA
     engines). DMA completions and instruction posts go to the semaphore file. Errors go to the
@@ -79,6 +85,13 @@ class NeuronCore(wiring.Component):
     host : In(AXI4LiteSignature())
         The host registers (ports ``host__*``).
     irq : Out(1)
+    rank : In(link_src_bits); dateline : In(1)
+        Present when ``cfg.ring_size > 1``: this core's rank, and whether its TX link is the
+        ring's dateline (its flits leave on VC1).
+    ring_tx_valid, ring_tx_flit : Out(1), Out(link_flit_bits); ring_tx_credit : In(2)
+        The TX link toward rank + 1 (flits out, credits back), when ``ring_size > 1``.
+    ring_rx_valid, ring_rx_flit : In(1), In(link_flit_bits); ring_rx_credit : Out(2)
+        The RX link from rank - 1 (flits in, credits out), when ``ring_size > 1``.
     activity : Out(sum of the widths of activity_layout(cfg))
         Trace port (fields :func:`activity_layout`), per engine ``e`` (``rtl.isa.ENGINES``
         order): ``busy`` its sequencer is busy (the host reads the same as cycle counts in the
@@ -94,9 +107,16 @@ class NeuronCore(wiring.Component):
             check_config(cfg, "NeuronCore")
             self.managers = len(ENGINES_BUILT) + 1 + cfg.dma_engines
             self.mux = AXI4Mux.Signature(cfg, self.managers)
+            ring = {}
+            if cfg.ring_size > 1:
+                fb = cfg.link_flit_bits
+                ring = {"rank": In(cfg.link_src_bits), "dateline": In(1),
+                        "ring_tx_valid": Out(1), "ring_tx_flit": Out(fb),
+                        "ring_tx_credit": In(LINK_VCS), "ring_rx_valid": In(1),
+                        "ring_rx_flit": In(fb), "ring_rx_credit": Out(LINK_VCS)}
             super().__init__({"axi": Out(self.mux.out_sig), "host": In(AXI4LiteSignature()),
                               "irq": Out(1), "activity": Out(sum(
-                                  w for _, w in activity_layout(cfg).values()))})
+                                  w for _, w in activity_layout(cfg).values())), **ring})
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
         super().__init__(self.Signature(cfg))
@@ -152,7 +172,7 @@ class NeuronCore(wiring.Component):
         m.submodules.scalar_decode = soft(sdec)
         sbuf = m.submodules.sbuf = SBUF(
             cfg, row_ports=("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w",
-                            "scalar_r", "scalar_w"),
+                            "scalar_r", "scalar_w", "cc_r", "cc_w"),
             part_ports=tuple(f"dma{i}" for i in range(n_dma)),
             priority=("tensor_st", "tensor_mv"))
 
@@ -220,6 +240,19 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, smux.down, fed.psum_scalar)
         m.d.comb += act.tw.valid.eq(0)          # tables load by ACT_TABLE_LOAD from SBUF
 
+        # ---- collective engine and the ring link ports -------------------------------------
+        cce = CollectiveEngine(cfg)
+        m.submodules.cc = soft(cce)
+        ccd = CCDecoder(cfg)
+        m.submodules.cc_decode = soft(ccd)
+        wiring.connect(m, seqs["cc"].issue, ccd.issue)
+        wiring.connect(m, ccd.done, seqs["cc"].done)
+        wiring.connect(m, ccd.instr, cce.instr)
+        wiring.connect(m, cce.done, ccd.eng_done)
+        wiring.connect(m, cce.rd, sbuf.cc_r)
+        wiring.connect(m, cce.wr, sbuf.cc_w)
+        self._ring(m, cce, soft, csr)
+
         # ---- sync engine and DMA -----------------------------------------------------------
         wiring.connect(m, seqs["sp"].issue, sync.issue)
         wiring.connect(m, sync.done, seqs["sp"].done)
@@ -250,3 +283,30 @@ class NeuronCore(wiring.Component):
         m.d.comb += [csr.dma_err.eq(dma_err), csr.dma_code.eq(dma_code),
                      csr.dma_info.eq(dma_info), csr.dma_idle.eq(dma_idle & ~draining)]
         return m
+
+    def _ring(self, m, cce, soft, csr):
+        """The link ports of the ring (none on a ring of one). The TX port is built without
+        the dateline: on the dateline core the engine's flits enter its VC1 input, which is
+        what a dateline port does to them (the engine takes every flit it receives, nothing is
+        forwarded through the port), so one converted core serves every rank."""
+        if self.cfg.ring_size == 1:
+            m.d.comb += [cce.tx.ready.eq(1), cce.link_err.eq(0), cce.rank.eq(0)]
+            return
+        tx = m.submodules.link_tx = soft(LinkTX(self.cfg))
+        rx = m.submodules.link_rx = soft(LinkRX(self.cfg))
+        dl = self.dateline
+        for v in range(LINK_VCS):
+            m.d.comb += [tx.i[v].valid.eq(cce.tx.valid & (dl == v)),
+                         tx.i[v].payload.eq(cce.tx.payload),
+                         cce.rx[v].valid.eq(rx.o[v].valid), cce.rx[v].payload.eq(rx.o[v].payload),
+                         rx.o[v].ready.eq(cce.rx[v].ready)]
+        m.d.comb += [cce.tx.ready.eq(Mux(dl, tx.i[1].ready, tx.i[0].ready)),
+                     cce.rank.eq(self.rank),
+                     self.ring_tx_valid.eq(tx.w_valid), self.ring_tx_flit.eq(tx.w_flit.as_value()),
+                     tx.credit.eq(self.ring_tx_credit),
+                     rx.w_valid.eq(self.ring_rx_valid), rx.w_flit.eq(self.ring_rx_flit),
+                     self.ring_rx_credit.eq(rx.credit),
+                     tx.watchdog.eq(csr.watchdog), rx.watchdog.eq(csr.watchdog),
+                     rx.expect.eq(cce.rx_expect),
+                     cce.link_err.eq(tx.err | rx.err),
+                     cce.link_info.eq(Mux(rx.err, rx.err_info, tx.err_info))]

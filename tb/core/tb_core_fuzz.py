@@ -30,7 +30,7 @@ from rtl import isa
 from rtl.core.csr import ERR_SRC_DMA, ERR_SRC_SEM
 from rtl.core.neuroncore import ENGINES_BUILT
 from tb.core.driver import MAX_CYCLES, CoreTB
-from tb.core.isagen import random_program
+from tb.core.isagen import GEN_ENGINES, random_program
 
 #: WATCHDOG for the fuzz runs: twice the golden model's cycle estimate of the program (the
 #: model is within a few per cent of the RTL, docs/kernels.md §4; a wait cannot last longer than
@@ -89,7 +89,8 @@ async def core_random_programs(dut):
     #                     it starts from the same memories
     for i in range(first, n):
         seed = tb.seed * 1000 + i
-        rp = random_program(tb.cfg, seed, n_ops=n_ops, engines=ENGINES_BUILT, dump=True,
+        rp = random_program(tb.cfg, seed, n_ops=n_ops, dump=True,
+                            engines=tuple(e for e in ENGINES_BUILT if e in GEN_ENGINES),
                             corrupt=(i % every == every - 1), bystanders=(),
                             region_bytes=rb)
         kp = rp.kp

@@ -1,0 +1,446 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The collective engine: runs the CC queue's instructions (``rtl/isa.py`` 0x60-0x64) on a
+unidirectional ring of ``cfg.ring_size`` cores (docs/collectives.md §14).
+
+It reads its source through its own SBUF row port (``rd``), sends and receives flits through
+the core's link ports (``tx`` into :class:`rtl.collective.link.LinkTX` input VC0, ``rx`` from
+:class:`rtl.collective.link.LinkRX`), reduces in FP32 with the vector engine's lane ALU
+(:class:`rtl.vector.alu.LaneALU`: add, max, min), rounds once into the destination format
+(:class:`rtl.fp.convert.ConvertFromFP32`, RNE) and writes its destination through a second row
+port (``wr``). The schedule (:mod:`rtl.collective.phases`) is the golden ring schedule cut into
+segments, so every element is combined in the order of
+:func:`golden.collective.schedule.sum_order` and the results are the bits of
+:mod:`golden.collective.algos`.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl import isa
+from rtl.collective.link import payload_layout
+from rtl.collective.phases import (KIND_AG, KIND_AR, KIND_RS, MODE_OWN_RAW, MODE_RED,
+                                   MODE_RX_RAW, PhaseWalker)
+from rtl.config import LANE_BITS, LINK_VCS, CoreConfig, check_config
+from rtl.fp.convert import ConvertFromFP32
+from rtl.fp.pipe import delay
+from rtl.fp.widen import WidenToFP32
+from rtl.isa import (ALU_ADD, ALU_BYPASS, ALU_MAX, ALU_MIN, E_AP_FORM, E_FORMAT, E_LINK,
+                     E_OPCODE, E_SHAPE, ERROR_BITS, MEM_SBUF)
+from rtl.mem.ap import APGenerator
+from rtl.mem.port import RowPort
+from rtl.vector.alu import LaneALU
+
+__all__ = ["CollectiveEngine", "instr_layout", "done_layout", "INFO_NOT_BUILT", "CC_BUILT"]
+
+#: ``err_info`` of ``E_OPCODE`` for a CC opcode the engine does not run (all_to_all,
+#: send_recv).
+INFO_NOT_BUILT = 0xFF
+#: CC opcodes the engine runs.
+CC_BUILT = ("all_reduce", "reduce_scatter", "all_gather")
+_W = 28                                  # element counts and indices (n * 2**8 * 2**16 max)
+
+
+def instr_layout(cfg: CoreConfig):
+    """A decoded CC instruction: ``opcode``, the immediates ``op``, ``stream``, ``d``, the
+    destination (``ap0``) and source (``ap1``) AP descriptors and dtype codes."""
+    desc = APGenerator.Signature(cfg).in_layout
+    return data.StructLayout({"opcode": 8, "op": 8, "stream": 4, "d": 8, "dst_dtype": 4,
+                              "src_dtype": 4, "dst": desc, "src": desc})
+
+
+def done_layout():
+    """One status per instruction: ``status`` (``E_*``, 0 = done) and ``info``."""
+    return data.StructLayout({"status": ERROR_BITS, "info": 32})
+
+
+def _select(curs, idx):
+    """The cursor ``curs[idx]`` (``idx`` a signal) as a dict of muxed fields."""
+    if len(curs) == 1:
+        return curs[0]
+    return {f: Array([c[f] for c in curs])[idx] for f in curs[0]}
+
+
+def _in(code, names):
+    return Cat(*[code == isa.DTYPE_CODES[n] for n in names]).any()
+
+
+class CollectiveEngine(wiring.Component):
+    """Runs all-reduce, reduce-scatter and all-gather (add / max / min; FP32, BF16, FP16 in and
+    out for reductions, those and FP8 for the gather) on a ring of ``cfg.ring_size`` ranks.
+
+    Per instruction, in order (the golden's checks, ``golden/isasim/collective_engine.py``):
+    ``E_OPCODE`` (info :data:`INFO_NOT_BUILT`) for all_to_all and send_recv (not built);
+    ``E_OPCODE`` a reduce ``op`` other than add/max/min; ``E_FORMAT`` (info the slot: 1 source,
+    0 destination) a dtype outside the op's list or a gather whose destination dtype is not the
+    source's (info 0); the destination's then the source's AP check
+    (:class:`rtl.mem.ap.APGenerator`'s code, info the slot); ``E_AP_FORM`` (info the slot) an
+    AP the engine does not walk: in PSUM, or with a second free dimension (``dims[1].num !=
+    0``); ``E_SHAPE`` a destination size that is not the table's. Then the ring schedule runs;
+    ``E_LINK`` (info the port's ``LINK_FAULTS`` kind) when a link port reports an error, and
+    ``E_SHAPE`` (info the sending rank) when a received flit is not the chunk or segment end
+    this rank expects (ranks that disagree on the size). After an error the engine drops what
+    is in flight and writes nothing more.
+
+    Parameters
+    ----------
+    cfg : CoreConfig
+        ``ring_size`` (1: a local copy, as the golden's ring of one), ``link_bits`` (>= 32:
+        one element per flit), ``link_credits`` (segments of ``link_credits - 1`` elements).
+
+    Members
+    -------
+    instr : In(stream.Signature(instr_layout(cfg)))
+    done : Out(stream.Signature(done_layout()))
+    rank : In(link_src_bits)
+    rd, wr : Out(RowPort.Signature(cfg, "sbuf"))
+    tx : Out(stream.Signature(payload_layout(cfg)))
+    rx : In(stream.Signature(payload_layout(cfg))).array(LINK_VCS)
+    rx_expect : Out(1)
+        Waiting for a flit with none received (the RX port's silence watchdog).
+    link_err : In(1); link_info : In(8)
+    busy : Out(1)
+    """
+
+    class Signature(wiring.Signature):
+        """Members, ``seg`` (elements per segment) and ``latency`` (issue to result) of a
+        :class:`CollectiveEngine`."""
+
+        def __init__(self, cfg: CoreConfig):
+            check_config(cfg, "CollectiveEngine")
+            self.seg = max(1, cfg.link_credits - 1)
+            self.latency = 2 + LaneALU.Signature(cfg).latency + 3
+            pl = payload_layout(cfg)
+            super().__init__({
+                "instr": In(stream.Signature(instr_layout(cfg))),
+                "done": Out(stream.Signature(done_layout())),
+                "rank": In(cfg.link_src_bits),
+                "rd": Out(RowPort.Signature(cfg, "sbuf")),
+                "wr": Out(RowPort.Signature(cfg, "sbuf")),
+                "tx": Out(stream.Signature(pl)),
+                "rx": In(stream.Signature(pl)).array(LINK_VCS),
+                "rx_expect": Out(1), "link_err": In(1), "link_info": In(8), "busy": Out(1),
+            })
+
+    def __init__(self, cfg: CoreConfig):
+        super().__init__(self.Signature(cfg))
+        self.cfg = cfg
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, sig = self.cfg, self.signature
+        n, P = cfg.ring_size, cfg.partitions
+        lg = (n - 1).bit_length()
+        ins = Signal(instr_layout(cfg))
+        kind = Signal(2)
+        alu_op = Signal(5)
+        status, info = Signal(ERROR_BITS), Signal(32)
+        clr = Signal()                              # drops everything in flight
+
+        # ---- the AP check: an APGenerator, reset once it has answered ----------------------
+        chk_kill = Signal()
+        chk_rst = ResetInserter(chk_kill)
+        m.submodules.chk = chk = chk_rst(APGenerator(cfg))
+        m.d.comb += chk.o.ready.eq(1)
+
+        # ---- sizes and chunks ---------------------------------------------------------------
+        def elems(d):
+            return d.count * d.dims[0].num
+        ns, nd = Signal(_W), Signal(_W)
+        m.d.comb += [ns.eq(elems(ins.src)), nd.eq(elems(ins.dst))]
+        q, r = Signal(_W), Signal(max(1, lg))
+        m.d.comb += [q.eq(ns >> lg), r.eq(ns & (n - 1) if n > 1 else 0)]
+
+        def chunk_len(c):
+            return Mux(kind == KIND_AG, ns, q + (c < r) if n > 1 else q)
+
+        def chunk_lo(c):
+            return c * q + Mux(c < r, c, r) if n > 1 else Const(0, 1)
+        rank = self.rank if n > 1 else Const(0, 1)
+        own_len = Signal(_W)
+        m.d.comb += own_len.eq(chunk_len(rank))
+        max_len = Signal(_W)
+        m.d.comb += max_len.eq(Mux(kind == KIND_AG, ns, q + (r != 0)))
+
+        # ---- cursors: per chunk, the source and destination position ----------------------
+        # (partition p, element j of it, byte address a); ``rem`` while dividing at the start
+        def cursor(nm):
+            return {"p": Signal(range(P + 1), name=f"{nm}_p"), "j": Signal(16, name=f"{nm}_j"),
+                    "a": Signal(cfg.ap_addr_bits, name=f"{nm}_a"),
+                    "rem": Signal(_W, name=f"{nm}_rem")}
+        src_c = [cursor(f"src{c}") for c in range(n)]
+        dst_c = [cursor(f"dst{c}") for c in range(n)]
+
+        def step_cursor(cur, d, esize):
+            e = d.dims[0].num
+            with m.If(cur["j"] + 1 >= e):
+                m.d.sync += [cur["p"].eq(cur["p"] + 1), cur["j"].eq(0), cur["a"].eq(d.offset)]
+            with m.Else():
+                m.d.sync += [cur["j"].eq(cur["j"] + 1),
+                             cur["a"].eq(cur["a"] + (d.dims[0].step << esize))]
+
+        start = Signal()
+        rw = PhaseWalker("rw")                  # source reads
+        iw = PhaseWalker("iw")                  # elements
+        rw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len,
+                 filt=lambda a: a["own"])
+        iw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len)
+        ia = iw.attrs
+
+        # ---- source reads -------------------------------------------------------------------
+        RD = 4
+        pb = max(1, (P - 1).bit_length())
+        meta = data.StructLayout({"p": pb, "shift": 2})
+        rmeta = m.submodules.rmeta = ResetInserter(clr)(fifo.SyncFIFO(width=meta.size,
+                                                                      depth=RD))
+        rdata = m.submodules.rdata = ResetInserter(clr)(fifo.SyncFIFO(width=LANE_BITS * P,
+                                                                      depth=RD))
+        rpend = Signal(range(RD + 1))
+        running = Signal()
+        rc = _select(src_c, rw.attrs["chunk"])
+        rd_p = Signal(range(P + 1))
+        rd_a = Signal(cfg.ap_addr_bits)
+        m.d.comb += [rd_p.eq(ins.src.start + rc["p"]), rd_a.eq(rc["a"])]
+        req = self.rd.req
+        m.d.comb += [req.valid.eq(running & rw.valid & (rpend < RD)),
+                     req.payload.addr.eq(rd_a), req.payload.mask.eq(1 << rd_p[:pb]),
+                     req.payload.we.eq(0)]
+        rd_fire = req.valid & req.ready
+        m.d.comb += [rw.step.eq(rd_fire), rmeta.w_en.eq(rd_fire),
+                     rmeta.w_data.eq(Cat(rd_p[:pb], rd_a[:2])),
+                     rdata.w_en.eq(self.rd.rsp.valid), rdata.w_data.eq(self.rd.rsp.payload)]
+        with m.If(rd_fire):
+            for c in range(n):
+                with m.If(rw.attrs["chunk"] == c if n > 1 else 1):
+                    step_cursor(src_c[c], ins.src, ins.src.esize)
+        own_meta = data.View(meta, rmeta.r_data)
+        lanes = data.View(data.ArrayLayout(LANE_BITS, P), rdata.r_data)
+        own = Signal(32)
+        keep = Mux(ins.src.esize == 0, 0xFF, Mux(ins.src.esize == 1, 0xFFFF, 0xFFFFFFFF))
+        m.d.comb += own.eq((Array([lanes[p] for p in range(P)])[own_meta.p] >> Cat(Const(0, 3), own_meta.shift)) & keep)
+        own_valid = rmeta.r_rdy & rdata.r_rdy
+
+        # ---- received flits -----------------------------------------------------------------
+        rxv = Signal()
+        rxf = Signal(payload_layout(cfg))
+        m.d.comb += [rxv.eq(self.rx[0].valid | self.rx[1].valid),
+                     rxf.eq(Mux(self.rx[1].valid, self.rx[1].payload, self.rx[0].payload))]
+
+        # ---- element issue ------------------------------------------------------------------
+        LT = sig.latency
+        OUTD = LT + 4
+        pend = Signal(range(OUTD + 1))
+        need_own, need_rx = ia["own"], ia["rx"]
+        mismatch = Signal()
+        m.d.comb += mismatch.eq(running & iw.valid & need_rx & rxv &
+                                ((rxf.chunk != ia["chunk"]) | (rxf.last != iw.last)))
+        go = Signal()
+        m.d.comb += go.eq(running & iw.valid & (pend < OUTD) & (~need_own | own_valid) &
+                          (~need_rx | rxv) & ~mismatch)
+        m.d.comb += [iw.step.eq(go), rmeta.r_en.eq(go & need_own), rdata.r_en.eq(go & need_own),
+                     self.rx[1].ready.eq(go & need_rx & self.rx[1].valid),
+                     self.rx[0].ready.eq(go & need_rx & ~self.rx[1].valid),
+                     self.rx_expect.eq(running & iw.valid & need_rx & ~rxv)]
+        with m.If(go & need_own & ~rd_fire):
+            m.d.sync += rpend.eq(rpend - 1)
+        with m.Elif(~(go & need_own) & rd_fire):
+            m.d.sync += rpend.eq(rpend + 1)
+        wc = _select(dst_c, ia["chunk"])
+        with m.If(go & ia["wr"]):
+            for c in range(n):
+                with m.If(ia["chunk"] == c if n > 1 else 1):
+                    step_cursor(dst_c[c], ins.dst, ins.dst.esize)
+
+        side = data.StructLayout({"mode": 2, "round": 1, "tx": 1, "wr": 1, "p": range(P + 256),
+                                  "a": cfg.ap_addr_bits, "last": 1, "chunk": 8, "raw": 32})
+        s0 = Signal(side)
+        m.d.comb += [s0.mode.eq(ia["mode"]), s0.round.eq(ia["round"]), s0.tx.eq(ia["tx"]),
+                     s0.wr.eq(ia["wr"]), s0.p.eq(ins.dst.start + wc["p"]), s0.a.eq(wc["a"]),
+                     s0.last.eq(iw.last), s0.chunk.eq(ia["chunk"]),
+                     s0.raw.eq(Mux(ia["mode"] == MODE_OWN_RAW, own, rxf.data[:32]))]
+        vchain = Signal(LT)
+        m.d.sync += vchain.eq(Cat(go, vchain[:-1]))
+        with m.If(clr):
+            m.d.sync += vchain.eq(0)
+
+        # widen (2) -> lane ALU -> round (3)
+        src_idx = Mux(ins.src_dtype == isa.DTYPE_CODES["fp16"], 1, 0)
+        dst_idx = Mux(ins.dst_dtype == isa.DTYPE_CODES["fp16"], 1, 0)
+        src32 = ins.src_dtype == isa.DTYPE_CODES["fp32"]
+        dst32 = ins.dst_dtype == isa.DTYPE_CODES["fp32"]
+        wid = m.submodules.widen = WidenToFP32(cfg, formats=("bf16", "fp16"))
+        m.d.comb += [wid.i.valid.eq(go), wid.i.payload.code.eq(own),
+                     wid.i.payload.fmt.eq(src_idx)]
+        s2 = delay(m, s0, 2, name="s2")
+        own2 = delay(m, own, 2, name="own2")
+        rx2 = delay(m, rxf.data[:32], 2, name="rx2")
+        w32 = Mux(src32, own2, wid.o.payload.x)
+        alu = m.submodules.alu = LaneALU(cfg)
+        red = s2.mode == MODE_RED
+        m.d.comb += [alu.i.valid.eq(vchain[1]), alu.i.payload.op.eq(Mux(red, alu_op, ALU_BYPASS)),
+                     alu.i.payload.x.eq(Mux(red, rx2, w32)), alu.i.payload.y.eq(w32),
+                     alu.i.payload.c.eq(0)]
+        la = LaneALU.Signature(cfg).latency
+        s3 = delay(m, s2, la, name="s3")
+        cvt = m.submodules.cvt = ConvertFromFP32(cfg, formats=("bf16", "fp16"))
+        m.d.comb += [cvt.i.valid.eq(vchain[1 + la] if la else vchain[1]),
+                     cvt.i.payload.x.eq(alu.o.payload.r), cvt.i.payload.fmt.eq(dst_idx),
+                     cvt.i.payload.sr.eq(0)]
+        s4 = delay(m, s3, 3, name="s4")
+        r4 = delay(m, alu.o.payload.r, 3, name="r4")
+        raw_mode = (s4.mode == MODE_OWN_RAW) | (s4.mode == MODE_RX_RAW)
+        res = Mux(raw_mode, s4.raw, Mux(s4.round & ~dst32, cvt.o.payload.code, r4))
+
+        outl = data.StructLayout({"v": 32, "tx": 1, "wr": 1, "p": range(P + 256),
+                                  "a": cfg.ap_addr_bits, "last": 1, "chunk": 8})
+        of = m.submodules.out = ResetInserter(clr)(fifo.SyncFIFO(width=outl.size, depth=OUTD))
+        m.d.comb += [of.w_en.eq(vchain[LT - 1]),
+                     of.w_data.eq(Cat(res, s4.tx, s4.wr, s4.p, s4.a, s4.last, s4.chunk))]
+        o = data.View(outl, of.r_data)
+        tx, wr = self.tx, self.wr.req
+        ov = of.r_rdy & running
+        m.d.comb += [wr.valid.eq(ov & o.wr),
+                     wr.payload.addr.eq(o.a), wr.payload.we.eq(1),
+                     wr.payload.mask.eq(1 << o.p[:pb]),
+                     tx.valid.eq(ov & o.tx & (~o.wr | wr.ready)),
+                     tx.payload.data.eq(o.v), tx.payload.src.eq(rank),
+                     tx.payload.last.eq(o.last), tx.payload.stream.eq(ins.stream),
+                     tx.payload.chunk.eq(o.chunk)]
+        sh = o.a[:2]
+        ones = Mux(ins.dst.esize == 0, 0b0001, Mux(ins.dst.esize == 1, 0b0011, 0b1111))
+        m.d.comb += wr.payload.be.eq((ones << sh)[:4])
+        for p in range(P):
+            m.d.comb += wr.payload.wdata[p].eq((o.v << Cat(Const(0, 3), sh))[:LANE_BITS])
+        pop = ov & (~o.wr | wr.ready) & (~o.tx | tx.ready)
+        m.d.comb += of.r_en.eq(pop)
+        with m.If(clr):
+            m.d.sync += pend.eq(0)
+        with m.Elif(go & ~pop):
+            m.d.sync += pend.eq(pend + 1)
+        with m.Elif(~go & pop):
+            m.d.sync += pend.eq(pend - 1)
+
+        # ---- control ------------------------------------------------------------------------
+        opc = ins.opcode
+        is_ar = opc == isa.OP_ALL_REDUCE
+        is_rs = opc == isa.OP_REDUCE_SCATTER
+        is_ag = opc == isa.OP_ALL_GATHER
+        reducing = is_ar | is_rs
+        red_ok = (ins.op == ALU_ADD) | (ins.op == ALU_MAX) | (ins.op == ALU_MIN)
+        move_dt = ("fp32", "bf16", "fp16") + tuple(d for d in isa.DTYPES if d.startswith("fp8"))
+        red_dt = ("fp32", "bf16", "fp16")
+        drain = Signal(range(LT + 4))
+        m.d.comb += self.done.payload.status.eq(status)
+        m.d.comb += self.done.payload.info.eq(info)
+
+        def fail(code, inf, nxt="REPORT"):
+            m.d.sync += [status.eq(code), info.eq(inf)]
+            m.next = nxt
+
+        with m.FSM(name="cc"):
+            with m.State("IDLE"):
+                m.d.comb += self.instr.ready.eq(1)
+                with m.If(self.instr.valid):
+                    m.d.sync += [ins.eq(self.instr.payload), status.eq(0), info.eq(0)]
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.d.comb += self.busy.eq(1)
+                m.d.sync += [kind.eq(Mux(is_ar, KIND_AR, Mux(is_rs, KIND_RS, KIND_AG))),
+                             alu_op.eq(ins.op)]
+                with m.If(~(reducing | is_ag)):
+                    fail(E_OPCODE, INFO_NOT_BUILT)
+                with m.Elif(reducing & ~red_ok):
+                    fail(E_OPCODE, 0)
+                with m.Elif(Mux(reducing, ~_in(ins.src_dtype, red_dt),
+                                ~_in(ins.src_dtype, move_dt))):
+                    fail(E_FORMAT, 1)
+                with m.Elif(Mux(reducing, ~_in(ins.dst_dtype, red_dt),
+                                ~_in(ins.dst_dtype, move_dt))):
+                    fail(E_FORMAT, 0)
+                with m.Elif(is_ag & (ins.dst_dtype != ins.src_dtype)):
+                    fail(E_FORMAT, 0)
+                with m.Else():
+                    m.next = "CHK_DST"
+            for slot, nxt in (("dst", "CHK_SRC"), ("src", "FORM")):
+                d = getattr(ins, slot)
+                with m.State(f"CHK_{slot.upper()}"):
+                    m.d.comb += [self.busy.eq(1), chk.i.valid.eq(1), chk.i.payload.eq(d)]
+                    with m.If(chk.i.ready):
+                        m.next = f"ANS_{slot.upper()}"
+                with m.State(f"ANS_{slot.upper()}"):
+                    m.d.comb += self.busy.eq(1)
+                    with m.If(chk.err):
+                        m.d.comb += chk_kill.eq(1)
+                        fail(chk.err_code, 0 if slot == "dst" else 1)
+                    with m.Elif(chk.ok):
+                        m.d.comb += chk_kill.eq(1)
+                        m.next = nxt
+            with m.State("FORM"):
+                m.d.comb += self.busy.eq(1)
+                multi_d = Cat(*[ins.dst.dims[k].num != 0 for k in range(1, cfg.ap_dims)],
+                              ins.dst.mem != MEM_SBUF).any()
+                multi_s = Cat(*[ins.src.dims[k].num != 0 for k in range(1, cfg.ap_dims)],
+                              ins.src.mem != MEM_SBUF).any()
+                want = Mux(is_ag, ns * n, Mux(is_rs, own_len, ns))
+                with m.If(multi_d):
+                    fail(E_AP_FORM, 0)
+                with m.Elif(multi_s):
+                    fail(E_AP_FORM, 1)
+                with m.Elif(nd != want):
+                    fail(E_SHAPE, 0)
+                with m.Else():
+                    for c in range(n):
+                        lo = chunk_lo(c)
+                        m.d.sync += [src_c[c]["rem"].eq(Mux(kind == KIND_AG, 0, lo)),
+                                     src_c[c]["p"].eq(0),
+                                     dst_c[c]["rem"].eq(Mux(kind == KIND_AG, c * ns,
+                                                            Mux(kind == KIND_RS, 0, lo))),
+                                     dst_c[c]["p"].eq(0)]
+                    m.next = "DIVIDE"
+            with m.State("DIVIDE"):
+                m.d.comb += self.busy.eq(1)
+                left = []
+                for curs, d in ((src_c, ins.src), (dst_c, ins.dst)):
+                    e = d.dims[0].num
+                    for cur in curs:
+                        big = cur["rem"] >= e
+                        left.append(big)
+                        with m.If(big):
+                            m.d.sync += [cur["rem"].eq(cur["rem"] - e), cur["p"].eq(cur["p"] + 1)]
+                with m.If(~Cat(*left).any()):
+                    for curs, d in ((src_c, ins.src), (dst_c, ins.dst)):
+                        for cur in curs:
+                            m.d.sync += [cur["j"].eq(cur["rem"]),
+                                         cur["a"].eq(d.offset + ((cur["rem"][:16] * d.dims[0].step)
+                                                                 << d.esize))]
+                    m.next = "START"
+            with m.State("START"):
+                m.d.comb += [self.busy.eq(1), start.eq(1)]
+                m.d.sync += [running.eq(1), rpend.eq(0)]
+                m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(self.link_err):
+                    m.d.sync += running.eq(0)
+                    fail(E_LINK, self.link_info, "DRAIN")
+                with m.Elif(mismatch):
+                    m.d.sync += running.eq(0)
+                    fail(E_SHAPE, rxf.src, "DRAIN")
+                with m.Elif(iw.done & rw.done & (pend == 0)):
+                    m.d.sync += running.eq(0)
+                    m.next = "REPORT"
+            with m.State("DRAIN"):
+                # let the pipeline and the reads in flight empty, then drop them
+                m.d.comb += self.busy.eq(1)
+                m.d.sync += drain.eq(drain + 1)
+                with m.If(drain == LT + 2):
+                    m.d.comb += clr.eq(1)
+                    m.d.sync += drain.eq(0)
+                    m.next = "REPORT"
+            with m.State("REPORT"):
+                m.d.comb += [self.busy.eq(1), self.done.valid.eq(1)]
+                with m.If(self.done.ready):
+                    m.next = "IDLE"
+        return m

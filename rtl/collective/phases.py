@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The ring schedule of the collective engine as a walk over element phases
+(docs/collectives.md §14).
+
+A collective on ``n`` ranks is cut into **segments** of at most ``seg`` elements of every
+chunk; each segment runs the same list of **phases**, one per ring step, and each phase moves
+the segment's elements of one chunk (:func:`golden.collective.schedule.chunk_bounds`). Rank
+``i`` of an all-reduce runs, per segment,
+
+* phase 0: its own chunk ``i - 1``, widened to FP32, to the link (reduce-scatter step 0);
+* phase ``k`` = 1 .. n-2: chunk ``i - k - 1``: ``op(received, own)`` to the link;
+* phase ``n - 1``: chunk ``i``: ``op(received, own)``, rounded once into the destination
+  format, written to the destination and sent (all-gather step 0);
+* phase ``n - 1 + t``, t = 1 .. n-1: chunk ``i - t`` received, written, and forwarded while
+  ``t < n - 1``.
+
+Reduce-scatter is the first ``n`` phases (phase ``n - 1`` writes and does not send); all-gather
+is phase 0 (its own buffer to the link and to the destination) and the receive phases. Per
+element this is the schedule of :mod:`golden.collective.schedule` (the same sum order), only
+interleaved in time; a rank leads its upstream neighbour by at most one segment of flits, so
+with ``seg < link_credits`` the ring cannot run out of credits everywhere at once (no deadlock,
+whatever the message size).
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Const, Mux, Signal
+
+__all__ = ["KIND_AR", "KIND_RS", "KIND_AG", "MODE_OWN_W", "MODE_RED", "MODE_OWN_RAW",
+           "MODE_RX_RAW", "phase_attrs", "PhaseWalker"]
+
+#: Collective kinds the engine runs.
+KIND_AR, KIND_RS, KIND_AG = 0, 1, 2
+#: Element modes: own element widened to FP32; ``op(received, own)``; own code unchanged;
+#: received code unchanged.
+MODE_OWN_W, MODE_RED, MODE_OWN_RAW, MODE_RX_RAW = 0, 1, 2, 3
+#: Width of element counts and positions (n * 2**8 partitions * 2**16 elements).
+_W = 28
+
+
+def phase_attrs(m, n, kind, rank, k, name):
+    """Attributes of phase ``k`` (a signal) of collective ``kind`` on rank ``rank`` of a ring of
+    ``n`` (a power of two): a dict of signals ``chunk``, ``own``, ``rx``, ``tx``, ``wr``,
+    ``mode``, ``round``, and the phase count ``count``."""
+    cb = max(1, (n - 1).bit_length())
+    a = {x: Signal(w, name=f"{name}_{x}") for x, w in
+         (("chunk", cb), ("own", 1), ("rx", 1), ("tx", 1), ("wr", 1), ("mode", 2),
+          ("round", 1), ("count", 5))}
+    mask = n - 1
+    is_ar, is_ag = kind == KIND_AR, kind == KIND_AG
+    with m.If(is_ag):
+        m.d.comb += a["count"].eq(n)
+        with m.If(k == 0):
+            m.d.comb += [a["chunk"].eq(rank), a["own"].eq(1), a["tx"].eq(n > 1), a["wr"].eq(1),
+                         a["mode"].eq(MODE_OWN_RAW)]
+        with m.Else():
+            m.d.comb += [a["chunk"].eq((rank - k) & mask), a["rx"].eq(1), a["wr"].eq(1),
+                         a["tx"].eq(k < n - 1), a["mode"].eq(MODE_RX_RAW)]
+    with m.Else():
+        m.d.comb += a["count"].eq(Mux(is_ar, 2 * n - 1, n))
+        with m.If(k < n):
+            m.d.comb += [a["chunk"].eq((rank - k - 1) & mask), a["own"].eq(1),
+                         a["rx"].eq(k != 0),
+                         a["tx"].eq((k < n - 1) | (is_ar & Const(int(n > 1), 1))),
+                         a["wr"].eq(k == n - 1), a["round"].eq(k == n - 1),
+                         a["mode"].eq(Mux(k == 0, MODE_OWN_W, MODE_RED))]
+        with m.Else():
+            t = k - (n - 1)
+            m.d.comb += [a["chunk"].eq((rank - t) & mask), a["rx"].eq(1), a["wr"].eq(1),
+                         a["tx"].eq(t < n - 1), a["mode"].eq(MODE_RX_RAW)]
+    return a
+
+
+class PhaseWalker:
+    """Walks segments, phases and elements of one collective (built inline by
+    :meth:`build`; the engine has two: one issues the source reads, one the elements).
+
+    After :meth:`build`, ``attrs`` are the current phase's attributes, ``valid`` is high while
+    the walker stands on an element (``chunk``'s element ``pos`` of the source chunk, for
+    ``filter`` phases only), ``last`` marks a segment's last element in its phase, ``done``
+    once every segment ran; ``step`` (a signal the caller drives) takes the element.
+    """
+
+    def __init__(self, name):
+        self.name = name
+        self.step = Signal(name=f"{name}_step")
+        self.valid = Signal(name=f"{name}_valid")
+        self.last = Signal(name=f"{name}_last")
+        self.done = Signal(name=f"{name}_done")
+
+    def build(self, m, n, kind, rank, start, seg, chunk_len, max_len, filt=None):
+        """Logic of the walk. ``start`` (a strobe) restarts it; ``seg`` the segment length (a
+        constant); ``chunk_len(c)`` the length of chunk ``c`` (a signal); ``max_len`` the
+        longest chunk; ``filt(attrs)``, when given, the phases the walk stands on (the others
+        are skipped)."""
+        nm = self.name
+        base = Signal(_W, name=f"{nm}_base")            # segment start inside a chunk
+        k = Signal(5, name=f"{nm}_k")
+        e = Signal(_W, name=f"{nm}_e")
+        run = Signal(name=f"{nm}_run")
+        a = phase_attrs(m, n, kind, rank, k, nm)
+        self.attrs = a
+        cl = Signal(_W, name=f"{nm}_clen")
+        m.d.comb += cl.eq(chunk_len(a["chunk"]))
+        ln = Signal(_W, name=f"{nm}_len")
+        rest = cl - base
+        m.d.comb += ln.eq(Mux(cl <= base, 0, Mux(rest > seg, seg, rest)))
+        use = Signal(name=f"{nm}_use")
+        m.d.comb += use.eq(1 if filt is None else filt(a))
+        self.pos = Signal(_W, name=f"{nm}_pos")
+        m.d.comb += [self.pos.eq(base + e), self.valid.eq(run & use & (e < ln)),
+                     self.last.eq(e + 1 == ln), self.done.eq(~run)]
+        next_phase = run & (~use | (e >= ln) | (self.step & (e + 1 >= ln)))
+        with m.If(start):
+            m.d.sync += [base.eq(0), k.eq(0), e.eq(0), run.eq(max_len != 0)]
+        with m.Elif(next_phase):
+            m.d.sync += e.eq(0)
+            with m.If(k + 1 == a["count"]):
+                m.d.sync += k.eq(0)
+                m.d.sync += base.eq(base + seg)
+                with m.If(base + seg >= max_len):
+                    m.d.sync += run.eq(0)
+            with m.Else():
+                m.d.sync += k.eq(k + 1)
+        with m.Elif(self.step):
+            m.d.sync += e.eq(e + 1)
+        return self
