@@ -14,7 +14,7 @@ from golden.isasim import E_FORMAT, E_LINK, E_OPCODE, E_SHAPE
 from rtl.config import LINK_FAULTS, SMALL
 from rtl.isa import E_AP_FORM, E_AP_RANGE
 from tb.amsim import SimBench
-from tb.multicore.engine_rig import EngineRing, run_engines
+from tb.multicore.rig import EngineRing, run_engines
 
 CFG = SMALL
 SRC, DST = 0x000, 0x400

@@ -43,7 +43,7 @@ SHARED = {"fp_arith": "fp", "fp_convert": "fp"}
 #: Directories that group several units: their cocotb modules are named per unit.
 UNITS = {"fp_arith": ("mul", "fma", "add"), "fp_convert": ("convert", "widen")}
 #: Verilator testbenches whose top is the RTL block itself (no harness.py).
-TOP_IS_RTL = {"core": "rtl.core.neuroncore.NeuronCore"}
+TOP_IS_RTL = {"core": "rtl.core.neuroncore.NeuronCore", "multicore": "rtl.core.multicore.MultiCore"}
 #: Directories with neither a Verilator build nor a rig of their own, and why.
 NO_SIM = {"ap": "the AP generator runs bare in tb.amsim.SimBench (tests/test_ap_units.py); "
                 "its bounded proof is formal.py"}

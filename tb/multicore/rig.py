@@ -1,134 +1,140 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The cocotb driver of the multi-core top (:class:`rtl.core.multicore.MultiCore`): one
-:class:`tb.core.driver.CoreTB` view per core on its ``c<i>_axi`` (an ``AxiRam``) and
-``c<i>_host`` (an ``AxiLiteMaster``) ports, and the collective programs the tests run, with
-their golden reference (:class:`golden.collective.multicore.MultiCoreSim`)."""
+"""amaranth.sim rig of the collective engine on a ring (docs/collectives.md §14): ``n``
+:class:`rtl.collective.engine.CollectiveEngine`, each with its own
+:class:`rtl.mem.sbuf.SBUF` (row ports ``cc_r``, ``cc_w``) and its link ports, joined rank r's
+TX -> :class:`rtl.collective.delay.DelayLine` -> rank r+1's RX (credits back through a second
+delay line; the TX of rank n-1 the dateline). :func:`run_engines` loads every rank's SBUF,
+issues one CC instruction (assembled bytes) per rank and returns each rank's status and SBUF.
+A wire can be cut (``cut``: no flit and no credit crosses link ``cut -> cut + 1``)."""
 
 from __future__ import annotations
 
-import logging
-
-import cocotb
 import numpy as np
-from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+from amaranth.hdl import Elaboratable, Module, Mux, Signal
 
-from golden.collective import algos
-from golden.collective.multicore import MultiCoreSim
-from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
-from tb.base import TB
-from tb.core.driver import CoreTB
-from tb.core.program import DATA_BASE, DRAM_BYTES, CoreProgram
+from golden.ap import ELEM_BYTES
+from rtl.collective.delay import DelayLine
+from rtl.collective.engine import CollectiveEngine
+from rtl.collective.link import LinkRX, LinkTX
+from rtl.config import LINK_VCS
+from rtl.isa import DTYPE_CODES, OPS_BY_NAME, decode
+from rtl.mem.sbuf import SBUF
+from tb.mem.rig import dump_sbuf, preload_sbuf
 
-__all__ = ["MultiCoreTB", "cc_program", "golden_run", "OUT_BASE"]
-
-#: DRAM address of the first stored result of :func:`cc_program`.
-OUT_BASE = DATA_BASE + 0x8000
-_ESZ = {"fp32": 4, "bf16": 2, "fp16": 2}
+__all__ = ["EngineRing", "instr_fields", "run_engines"]
 
 
-class _Ports:
-    """Core ``i``'s view of the top's ports, named as :class:`CoreTB` expects them."""
+class EngineRing(Elaboratable):
+    """``n`` engines on a ring of ``cfg`` (``cfg.ring_size`` = ``n``)."""
 
-    def __init__(self, dut, i):
-        self.clk, self.rst = dut.clk, dut.rst
-        self.irq = getattr(dut, f"c{i}_irq")
-        self.activity = getattr(dut, f"c{i}_activity")
-        self._log = dut._log
+    def __init__(self, cfg):
+        self.cfg, self.n = cfg, cfg.ring_size
+        n = self.n
+        self.eng = [CollectiveEngine(cfg) for _ in range(n)]
+        self.sbuf = [SBUF(cfg, row_ports=("cc_r", "cc_w")) for _ in range(n)]
+        self.tx = [LinkTX(cfg, dateline=(r == n - 1)) for r in range(n)] if n > 1 else []
+        self.rx = [LinkRX(cfg) for _ in range(n)] if n > 1 else []
+        self.fwd = [DelayLine(cfg.link_flit_bits, cfg.link_latency)
+                    for _ in range(n)] if n > 1 else []
+        self.rev = [DelayLine(LINK_VCS, cfg.link_latency, in_memory=False)
+                    for _ in range(n)] if n > 1 else []
+        self.watchdog = Signal(32)
+        self.cut = Signal(range(n + 1), init=n)          # link index cut (n: none)
 
-
-class _CoreView(CoreTB):
-    """A :class:`CoreTB` on core ``i`` of the multi-core top (shares the top's clock)."""
-
-    def __init__(self, top: TB, i):              # noqa: D107 - CoreTB's members, prefixed
-        dut = top.dut
-        self.dut, self.cfg, self.params, self.seed = _Ports(dut, i), top.cfg, top.params, top.seed
-        self.log, self._clock, self.cut_after = dut._log, True, None
-        self.ram = AxiRam(AxiBus.from_prefix(dut, f"c{i}_axi", bus_separator="__"), dut.clk,
-                          dut.rst, size=DRAM_BYTES)
-        self.host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"c{i}_host", bus_separator="__"),
-                                  dut.clk, dut.rst)
-        for part in (self.ram, self.host):
-            for side in (part.write_if, part.read_if):
-                side.log.setLevel(logging.WARNING)
-
-
-class MultiCoreTB(TB):
-    """The top's testbench: ``cores[i]`` drives core i."""
-
-    def __init__(self, dut):
-        super().__init__(dut)
-        self.n = self.cfg.ring_size
-        self.cores = [_CoreView(self, i) for i in range(self.n)]
-
-    async def run_all(self, progs, what, *, watchdog=0):
-        """Run ``progs[i]`` (a :class:`CoreProgram`) on every core at once; a list of
-        ``(cycles, ERR_CODE)``, one per core."""
-        for c in self.cores:
-            await c.wr("WATCHDOG", watchdog)
-        tasks = [cocotb.start_soon(c.run_program(p, f"{what} core {i}"))
-                 for i, (c, p) in enumerate(zip(self.cores, progs))]
-        return [await t for t in tasks]
-
-
-def _ap(off, dtype, parts, per):
-    return f"sbuf.{dtype}[0:{parts}]@{off:#x}{{1x{per}}}"
-
-
-def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True):
-    """A core program: the source (``parts`` x ``per`` codes of ``dtype``) DMA'd from DRAM into
-    SBUF at 0 (posts s0), then each collective of ``steps`` (``(op, red, out dtype)``) on the
-    CC queue in turn (each waits s0 and posts s1), and each result stored from SBUF to DRAM
-    at :data:`OUT_BASE` + 0x1000 k once s1 reaches k + 1 (no stores without ``stores``)."""
-    SBP = cfg.sbuf_bytes_per_partition
-    e = _ESZ.get(dtype, 1)
-    prog = CoreProgram()
-    codes = np.asarray(src_codes, np.uint32).reshape(parts, per)
-    by = ((codes[..., None] >> (8 * np.arange(e, dtype=np.uint32))) & 0xFF).astype(np.uint8)
-    prog.data[DATA_BASE] = by.tobytes()
-    code = DTYPE_CODES[dtype]
-    prog.add_descriptor(Descriptor(src=DATA_BASE, dst=0, src_space=SP_DRAM, dst_space=SP_SBUF,
-                                   dims=((per, e, e), (parts, per * e, SBP)),
-                                   src_dtype=code, dst_dtype=code, post=True, sem=0, inc=1))
-    cc, sp = [], [f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(0)}"]
-    N = parts * per
-    for k, (op, red, odt) in enumerate(steps):
-        oe = _ESZ.get(odt, 1)
-        if op == "all_gather":
-            dparts, dper = parts, per * n
-        elif op == "reduce_scatter":
-            q, r = divmod(N, n)
-            dparts, dper = 1, q + (rank < r)
-        else:
-            dparts, dper = 1, N
-        dst = 0x400 * (k + 1)
-        extra = f" op={red}" if red is not None else ""
-        cc.append(f"{op} ap0={_ap(dst, odt, dparts, dper)} ap1={_ap(0, dtype, parts, per)}"
-                  f"{extra} stream=1 wait=s0>=1 post=s1+1")
-        prog.add_descriptor(Descriptor(src=dst, dst=OUT_BASE + 0x1000 * k, src_space=SP_SBUF,
-                                       dst_space=SP_DRAM,
-                                       dims=((dper, oe, oe), (dparts, SBP, dper * oe)),
-                                       src_dtype=DTYPE_CODES[odt], dst_dtype=DTYPE_CODES[odt],
-                                       post=True, sem=2, inc=1))
-        if stores:
-            sp.append(f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(k + 1)} "
-                      f"wait=s1>={k + 1}")
-    prog.queues["cc"] = "\n".join(cc) + "\n"
-    prog.queues["sp"] = "\n".join(sp) + "\n"
-    return prog
+    def elaborate(self, platform):
+        m = Module()
+        n = self.n
+        for r in range(n):
+            e, sb = self.eng[r], self.sbuf[r]
+            m.submodules[f"eng{r}"], m.submodules[f"sbuf{r}"] = e, sb
+            m.d.comb += e.rank.eq(r)
+            for a, b in ((e.rd, sb.cc_r), (e.wr, sb.cc_w)):
+                m.d.comb += [b.req.valid.eq(a.req.valid), b.req.payload.eq(a.req.payload),
+                             a.req.ready.eq(b.req.ready), a.rsp.valid.eq(b.rsp.valid),
+                             a.rsp.payload.eq(b.rsp.payload)]
+            if n == 1:
+                m.d.comb += [e.tx.ready.eq(1), e.link_err.eq(0)]
+                continue
+            tx, rx = self.tx[r], self.rx[r]
+            m.submodules[f"tx{r}"], m.submodules[f"rx{r}"] = tx, rx
+            m.submodules[f"fwd{r}"], m.submodules[f"rev{r}"] = self.fwd[r], self.rev[r]
+            m.d.comb += [tx.i[0].valid.eq(e.tx.valid), tx.i[0].payload.eq(e.tx.payload),
+                         e.tx.ready.eq(tx.i[0].ready), tx.i[1].valid.eq(0),
+                         tx.watchdog.eq(self.watchdog), rx.watchdog.eq(self.watchdog),
+                         rx.expect.eq(e.rx_expect),
+                         e.link_err.eq(tx.err | rx.err),
+                         e.link_info.eq(Mux(rx.err, rx.err_info, tx.err_info))]
+            for v in range(LINK_VCS):
+                m.d.comb += [e.rx[v].valid.eq(rx.o[v].valid), e.rx[v].payload.eq(rx.o[v].payload),
+                             rx.o[v].ready.eq(e.rx[v].ready)]
+        for r in range(n if n > 1 else 0):
+            nxt = (r + 1) % n
+            live = self.cut != r
+            tx, rx, fwd, rev = self.tx[r], self.rx[nxt], self.fwd[r], self.rev[r]
+            m.d.comb += [fwd.i.eq(tx.w_flit.as_value()), fwd.i_valid.eq(tx.w_valid & live),
+                         rx.w_valid.eq(fwd.o_valid), rx.w_flit.eq(fwd.o),
+                         rev.i.eq(rx.credit), rev.i_valid.eq(live),
+                         tx.credit.eq(rev.o & Mux(rev.o_valid, 3, 0))]
+        return m
 
 
-def random_source(rng, dtype, size):
-    """Random codes of ``dtype`` (normal values, a few zeros)."""
-    x = (rng.standard_normal(size) * 3).astype(np.float32)
-    x[rng.integers(0, size, max(1, size // 16))] = 0.0
-    return algos.encode(x, dtype)
+def instr_fields(raw, cfg):
+    """The engine's ``instr`` payload (a dict for ``ctx.set``) of 128 instruction bytes."""
+    ins = decode(bytes(raw))
+    out = {"opcode": OPS_BY_NAME[ins.op].code, "op": ins.imm.get("op", 0),
+           "stream": ins.imm.get("stream", 0), "d": ins.imm.get("d", 0)}
+    for slot, nm in (("ap0", "dst"), ("ap1", "src")):
+        a = ins.aps[slot]
+        eb = ELEM_BYTES.get(a.dtype, 4)
+        dims = list(a.dims)[:cfg.ap_dims] + [(0, 0)] * (cfg.ap_dims - len(a.dims))
+        out[f"{nm}_dtype"] = DTYPE_CODES[a.dtype]
+        out[nm] = {"mem": a.mem, "start": a.start, "count": a.count,
+                   "esize": {1: 0, 2: 1, 4: 2}[eb], "offset": a.offset,
+                   "dims": [{"step": s, "num": k} for s, k in dims]}
+    return out
 
 
-def golden_run(cfg, progs, *, watchdog=None):
-    """The programs on :class:`MultiCoreSim`: ``(DRAM images, first errors)``."""
-    n = len(progs)
-    images = [bytearray(p.image()[0]) for p in progs]
-    m = MultiCoreSim(cfg, n, dram_bytes=[bytearray(i) + bytearray(DRAM_BYTES - len(i))
-                                         for i in images])
-    errs = m.run([p.encoded() for p in progs], watchdog=watchdog)
-    return [bytes(c.mem.dram[:DRAM_BYTES]) for c in m.cores], errs
+def run_engines(bench, rig, raws, images, *, watchdog=0, cut=None, max_cycles=200_000):
+    """Run one instruction per rank (``raws[r]``) on ``rig`` from SBUF ``images[r]``
+    (partitions x bytes); ``(statuses, infos, images after, cycles)``. Each rank's status is
+    its ``done``; a run longer than ``max_cycles`` raises ``TimeoutError``."""
+    cfg, n = rig.cfg, rig.n
+    res = {}
+
+    async def job(ctx):
+        ctx.set(rig.watchdog, watchdog)
+        ctx.set(rig.cut, n if cut is None else cut)
+        for r in range(n):
+            preload_sbuf(ctx, rig.sbuf[r], images[r])
+        for r in range(n):
+            ctx.set(rig.eng[r].instr.payload, instr_fields(raws[r], cfg))
+            ctx.set(rig.eng[r].instr.valid, 1)
+            ctx.set(rig.eng[r].done.ready, 1)
+        got = [None] * n
+        await ctx.tick()                  # every engine is idle: each takes its instruction
+        for e in rig.eng:
+            ctx.set(e.instr.valid, 0)
+        cyc = 0
+        while cyc < max_cycles:
+            await ctx.tick()
+            cyc += 1
+            for r, e in enumerate(rig.eng):
+                if got[r] is None and ctx.get(e.done.valid):
+                    got[r] = (ctx.get(e.done.payload.status), ctx.get(e.done.payload.info))
+            if all(g is not None for g in got):
+                break
+        if any(g is None for g in got):
+            raise TimeoutError(f"engines did not finish in {max_cycles} cycles: {got}")
+        for _ in range(4):
+            await ctx.tick()
+        res["st"] = got
+        res["cycles"] = cyc + 1          # with the issue cycle
+        res["img"] = [dump_sbuf(ctx, s) for s in rig.sbuf]
+
+    bench.run(job)
+    return ([g[0] for g in res["st"]], [g[1] for g in res["st"]], res["img"], res["cycles"])
+
+
+def empty_image(cfg):
+    """An all-zero SBUF image (partitions x bytes)."""
+    return np.zeros((cfg.partitions, cfg.sbuf_bytes_per_partition), np.uint8)

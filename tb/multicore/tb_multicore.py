@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""cocotb tests of the multi-core top (``tb/multicore/rig.py``): every core runs a small
+"""cocotb tests of the multi-core top (``tb/multicore/driver.py``, ``tb/multicore/program.py``): every core runs a small
 program (a DMA load, collectives on the CC queue, DMA stores of each result) at the same time,
 and every core's DRAM and first error are compared bit for bit with the golden multi-core
 simulator running the same programs; then a link goes down mid-program and every waiting core
@@ -10,7 +10,8 @@ from __future__ import annotations
 import cocotb
 
 from rtl.isa import E_LINK
-from tb.multicore.rig import OUT_BASE, MultiCoreTB, cc_program, golden_run, random_source
+from tb.multicore.driver import MultiCoreTB
+from tb.multicore.program import OUT_BASE, cc_program, golden_run, random_source
 
 #: Collective sequences of the programs: ``(op, reduce op, destination dtype)``.
 PROGRAMS = (

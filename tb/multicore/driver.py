@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cocotb driver of the multi-core top (:class:`rtl.core.multicore.MultiCore`): one
+:class:`tb.core.driver.CoreTB` view per core on its ``c<i>_axi`` (an ``AxiRam``) and
+``c<i>_host`` (an ``AxiLiteMaster``) ports. The programs are ``tb/multicore/program.py``'s."""
+
+from __future__ import annotations
+
+import logging
+
+import cocotb
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from tb.base import TB
+from tb.core.driver import CoreTB
+from tb.core.program import DRAM_BYTES
+
+__all__ = ["MultiCoreTB"]
+
+
+class _Ports:
+    """Core ``i``'s view of the top's ports, named as :class:`CoreTB` expects them."""
+
+    def __init__(self, dut, i):
+        self.clk, self.rst = dut.clk, dut.rst
+        self.irq = getattr(dut, f"c{i}_irq")
+        self.activity = getattr(dut, f"c{i}_activity")
+        self._log = dut._log
+
+
+class _CoreView(CoreTB):
+    """A :class:`CoreTB` on core ``i`` of the multi-core top (shares the top's clock)."""
+
+    def __init__(self, top: TB, i):              # noqa: D107 - CoreTB's members, prefixed
+        dut = top.dut
+        self.dut, self.cfg, self.params, self.seed = _Ports(dut, i), top.cfg, top.params, top.seed
+        self.log, self._clock, self.cut_after = dut._log, True, None
+        self.ram = AxiRam(AxiBus.from_prefix(dut, f"c{i}_axi", bus_separator="__"), dut.clk,
+                          dut.rst, size=DRAM_BYTES)
+        self.host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"c{i}_host", bus_separator="__"),
+                                  dut.clk, dut.rst)
+        for part in (self.ram, self.host):
+            for side in (part.write_if, part.read_if):
+                side.log.setLevel(logging.WARNING)
+
+
+class MultiCoreTB(TB):
+    """The top's testbench: ``cores[i]`` drives core i."""
+
+    def __init__(self, dut):
+        super().__init__(dut)
+        self.n = self.cfg.ring_size
+        self.cores = [_CoreView(self, i) for i in range(self.n)]
+
+    async def run_all(self, progs, what, *, watchdog=0):
+        """Run ``progs[i]`` (a :class:`CoreProgram`) on every core at once; a list of
+        ``(cycles, ERR_CODE)``, one per core."""
+        for c in self.cores:
+            await c.wr("WATCHDOG", watchdog)
+        tasks = [cocotb.start_soon(c.run_program(p, f"{what} core {i}"))
+                 for i, (c, p) in enumerate(zip(self.cores, progs))]
+        return [await t for t in tasks]
