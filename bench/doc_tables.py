@@ -425,11 +425,28 @@ FIGURES = (
         ("bw_fraction_zero_latency", "DRAM → SBUF, 64 KiB, beats per cycle, no DRAM latency",
          "f3"),
         ("bw_fraction_latency64", "the same, 64-cycle DRAM latency", "f3"),
-        ("bw_fraction_latency64_4k", "the same, 4 KiB", "f3"),
+        ("bw_fraction_latency64_4k", "the same, 16 descriptors of 4 KiB back to back", "f3"),
+        ("bw_fraction_latency64_1k", "the same, 64 descriptors of 1 KiB", "f3"),
+        ("bw_fraction_latency64_4k_one", "the same, one 4 KiB descriptor alone", "f3"),
         ("bw_fraction_latency64_write", "SBUF → DRAM, 64 KiB, 64-cycle latency", "f3"),
+        ("bw_fraction_latency64_write_4k", "the same, 16 descriptors of 4 KiB", "f3"),
+        ("bw_fraction_latency64_write_1k", "the same, 64 descriptors of 1 KiB", "f3"),
         ("descriptor_overhead_cycles", "cycles per extra descriptor", "f1"),
         ("element_elems_per_cycle", "element path: SBUF → SBUF FP32 → BF16 cast", "f3"),
         ("element_elems_per_cycle_add_sbuf", "element path: BF16 add into SBUF", "f3"),
+    )),
+    ("collectives", (
+        ("allreduce_busbw_fraction_64k", "all-reduce on 4 cores, 64 KiB per core, NCCL busbw "
+         "over link peak (golden model)", "f3"),
+        ("allreduce_busbw_fraction_256k", "the same, 256 KiB (golden model)", "f3"),
+        ("allgather_busbw_fraction", "all-gather, 4 cores, 256 KiB (golden model)", "f3"),
+        ("reducescatter_busbw_fraction", "reduce-scatter, 4 cores, 256 KiB (golden model)",
+         "f3"),
+        ("alltoall_busbw_fraction", "all-to-all, 4 cores, 256 KiB, one ring direction "
+         "(golden model; the ring's bound is 2/n)", "f3"),
+        ("hop_latency_cycles", "forwarding core, flit in to flit out (RTL link ring)", "int"),
+        ("allreduce_4kib_cycles", "all-reduce of 4 KiB per core, 4 cores (golden model's "
+         "formula)", "int"),
     )),
     ("memory", (
         ("tensor_util_with_dma", "tensor engine fed from SBUF while the DMA writes another "
