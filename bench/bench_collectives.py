@@ -32,6 +32,7 @@ import numpy as np
 
 from golden.collective.link import hop_latency
 from golden.collective.perf import busbw_table, message_estimate
+from rtl.config import SMALL
 
 NAME = "collectives"
 
@@ -149,7 +150,7 @@ def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
 def run(cfg):
     one, two, rate = rtl_ring(cfg)
     rtl = os.environ.get("NC_BENCH_RTL", "1") not in ("", "0")
-    rtl_ar, s2f = rtl_allreduce(cfg) if rtl else ({}, None)
+    rtl_ar, s2f = rtl_allreduce(SMALL) if rtl else ({}, None)
     dp_cycles, dp_overlap, dp_bad = dp_step_figures(cfg)
     c4k, formula = allreduce_cycles_formula(cfg)
 
@@ -194,9 +195,11 @@ def run(cfg):
             "dp_step_*": "golden multi-core simulator, 4 ranks, seed 0 (docs/collectives.md "
                          "§17); overlap: share of rank 0's tensor-engine work after the first "
                          "all-reduce starts that runs during it",
-            "rtl_allreduce": "RTL MultiCore, small, 2 cores (Verilator; FP32, bytes per core; "
+            "rtl_allreduce": "RTL MultiCore, small, 2 cores, whatever the bench's preset "
+                             "(Verilator; FP32, bytes per core; "
                              "cycles: the cc instruction's issue to retire, slowest core; "
-                             "busbw over link_bits / 8 of the small preset; golden_cycles "
+                             "busbw over link_bits / 8 of the small preset (32-bit "
+                             "links, latency 4, 12 credits); golden_cycles "
                              "and golden_fraction: the golden model on the same config)",
             "sem_to_first_flit_cycles": "RTL MultiCore, small, 2 cores: the all-reduce's issue "
                                         "(its semaphore wait satisfied, the activity trace) to "

@@ -87,3 +87,13 @@ def test_dp_step_on_the_multicore_rtl(seed, tmp_path):
     rep = run_case(dp_step_case(cfg, seed=seed, ranks=4), out_dir=tmp_path, quiet=True)
     assert rep.ok, (seed, rep.errors, rep.mismatches)
     assert len(rep.checked) == 8 and all(rep.rtl_cycles)
+
+
+def test_sim_ranks_of_the_multicore_setting():
+    from tb.multicore.run_kernel import SIM_RANKS, sim_ranks
+    assert sim_ranks(None) == sim_ranks("") == sim_ranks("0") == 0
+    assert sim_ranks("1") == SIM_RANKS
+    assert sim_ranks("2") == 2 and sim_ranks("8") == 8
+    for bad in ("3", "x", "-1", "16"):
+        with pytest.raises(ValueError, match="MULTICORE must be"):
+            sim_ranks(bad)

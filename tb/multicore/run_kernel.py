@@ -34,7 +34,7 @@ from pathlib import Path
 
 from tb.runner import ROOT
 
-__all__ = ["MultiKernelReport", "run_rtl", "run_case", "sim_config", "rtl_timeline", "tx_valid_names", "overlap",
+__all__ = ["MultiKernelReport", "run_rtl", "run_case", "sim_config", "rtl_timeline", "sim_main", "sim_ranks", "SIM_RANKS", "tx_valid_names", "overlap",
            "sem_to_first_flit", "format_report", "main"]
 
 
@@ -280,6 +280,46 @@ def sim_config(text):
         return multicore_cfg(parse_config(m.group(1)), int(m.group(2)))
     cfg = parse_config(text)
     return multicore_cfg(cfg, cfg.ring_size)
+
+
+#: Cores of ``make sim MULTICORE=1``'s multi-core kernel (``MULTICORE=<n>``, n >= 2: n cores).
+SIM_RANKS = 4
+
+
+def sim_ranks(value):
+    """Cores of the ``MULTICORE`` setting: ``0`` (or empty) none, ``1`` :data:`SIM_RANKS`,
+    else that many (2, 4 or 8)."""
+    text = (value or "0").strip()
+    if not text.isdigit() or int(text) not in (0, 1, 2, 4, 8):
+        raise ValueError(f"MULTICORE must be 0, 1 or a ring size in (2, 4, 8), not {value!r}")
+    n = int(text)
+    return SIM_RANKS if n == 1 else n
+
+
+def sim_main(cfg=None, ranks=None):
+    """``make sim``'s multi-core kernel: the data-parallel step on ``ranks`` (default from
+    ``$MULTICORE``, :func:`sim_ranks`: none unless set, since the Verilator build of the
+    multi-core top alone would take ``make sim`` past its 10 minutes) cores of ``cfg``
+    (default: the ``small`` preset, whatever ``make sim``'s ``CONFIG``) narrowed by
+    :func:`tb.multicore.build.multicore_cfg`; prints the report and returns it (``None`` when
+    skipped). ``RuntimeError`` unless every output matched."""
+    import os
+    from golden.kernels.dp_step import dp_step_case
+    from rtl.config import SMALL
+    from tb.multicore.build import multicore_cfg
+    if ranks is None:
+        ranks = sim_ranks(os.environ.get("MULTICORE"))
+    if not ranks:
+        print("\nMulti-core kernel (the data-parallel step on 4 RTL cores): "
+              "make sim MULTICORE=1")
+        return None
+    mc = multicore_cfg(cfg or SMALL, ranks)
+    print(f"\nMulti-core kernel: the data-parallel step (golden/kernels/dp_step.py) on "
+          f"{ranks} cores of {mc.name}, Verilator")
+    rep = run_case(dp_step_case(mc, seed=0, ranks=ranks))
+    if not rep.ok:
+        raise RuntimeError(f"the multi-core kernel failed: {rep.errors or rep.mismatches}")
+    return rep
 
 
 def main(argv=None):

@@ -31,8 +31,8 @@ def tx_valid(dut, name):
     if not name:
         return None
     try:
-        return dut._id(name, extended=False)
-    except AttributeError:
+        return dut[name]
+    except KeyError:
         return None
 
 
