@@ -90,10 +90,11 @@ def run_rtl(cfg, kps, name, out_dir, *, estimate=0):
     names = tx_valid_names(sim)
     cores = []
     for r, kp in enumerate(kps):
+        queues = kp.place_queues()      # writes the queues into the image: first
         image = out_dir / f"image{r}.bin"
         image.write_bytes(bytes(kp.dram))
         cores.append({"image": str(image), "dram_base": kp.dram_base,
-                      "dram_bytes": len(kp.dram), "queues": kp.place_queues(),
+                      "dram_bytes": len(kp.dram), "queues": queues,
                       "outputs": {n: (t.addr, t.shape[0] * t.pitch)
                                   for n, t in kp.outputs.items()},
                       "tx_valid": names[r]})

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import cocotb
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from rtl import isa
 from tb.base import CLOCK_NS
@@ -27,21 +27,28 @@ from tb.multicore.driver import MultiCoreTB
 
 def tx_valid(dut, name):
     """The top-level signal ``name`` (core i's ring TX valid, named by the runner from the
-    build's Verilog), or ``None``."""
+    build's Verilog; an escaped Verilog name as VPI spells it), or ``None``."""
     if not name:
         return None
-    try:
-        return dut[name]
-    except KeyError:
-        return None
+    for key in (name, f"\\{name} ", f"\\{name}\\"):
+        try:
+            return dut[key]
+        except KeyError:
+            continue
+    return None
 
 
-async def _changes(sig, log):
-    """Append ``(cycle, value)`` of ``sig`` at every change to ``log`` (one callback per
-    change, not per cycle)."""
+async def _changes(dut, sig, log):
+    """Append ``(cycle, value)`` to ``log`` at every change of ``sig``, sampled at every rising
+    clock edge (a combinational wire inside the top: no value-change callback for it)."""
+    prev = 0
     while True:
-        await sig.value_change
-        log.append((int(cocotb.utils.get_sim_time("ns") // CLOCK_NS), int(sig.value)))
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        v = int(sig.value)
+        if v != prev:
+            log.append((int(cocotb.utils.get_sim_time("ns") // CLOCK_NS), v))
+            prev = v
 
 
 @cocotb.test()
@@ -53,6 +60,8 @@ async def run_multicore_kernel(dut):
     cores = p["cores"]
     if len(cores) != tb.n:
         raise ValueError(f"the kernel has {len(cores)} ranks, the top {tb.n} cores")
+    for c in tb.cores:              # as tb_multicore.py: semaphores and queues cleared
+        await c.soft_reset()
     logs, flits, mons = [], [], []
     for i, (c, q) in enumerate(zip(tb.cores, cores)):
         c.ram.write(int(q["dram_base"]), Path(q["image"]).read_bytes())
@@ -61,7 +70,7 @@ async def run_multicore_kernel(dut):
         mons.append(cocotb.start_soon(c.trace(logs[i])))
         sig = tx_valid(dut, q.get("tx_valid"))
         if sig is not None:
-            mons.append(cocotb.start_soon(_changes(sig, flits[i])))
+            mons.append(cocotb.start_soon(_changes(dut, sig, flits[i])))
     limit = max(MAX_CYCLES, int(p.get("max_cycles", 0)))
     w0 = time.monotonic()
 
