@@ -119,7 +119,9 @@ def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
     from tb.multicore.build import multicore_cfg
     from tb.multicore.run_kernel import rtl_timeline, run_rtl, sem_to_first_flit
     from tb.runner import ROOT
+    from tb.multicore.build import multicore_sim
     mc = multicore_cfg(cfg, n)
+    sim = multicore_sim(mc)
     out, s2f = {}, []
     for size in sizes:
         kps = _allreduce_kernel(mc, n, size, seed).build()
@@ -127,7 +129,7 @@ def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
         if any(g.errors):
             raise RuntimeError(f"all-reduce {size} B failed on the golden model: {g.errors}")
         rec, _ = run_rtl(mc, kps, f"allreduce_{size}", ROOT / "build" / "bench" / "cc_rtl"
-                         / f"allreduce_{size}", estimate=max(g.cycles))
+                         / f"allreduce_{size}", estimate=max(g.cycles), sim=sim)
         spans = []
         for r, c in enumerate(rec["cores"]):
             if c["error"] or not np.array_equal(c["outputs"]["y"], g.outputs[r]["y"]):

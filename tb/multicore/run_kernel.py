@@ -74,17 +74,18 @@ def tx_valid_names(sim):
     return out
 
 
-def run_rtl(cfg, kps, name, out_dir, *, estimate=0):
+def run_rtl(cfg, kps, name, out_dir, *, estimate=0, sim=None):
     """Build (or reuse) the multi-core top of ``cfg`` and run the rank programs ``kps`` (one
     :class:`golden.kernel.KernelProgram` per core) on it; returns ``(record, sim build)``.
     ``record["cores"][i]``: ``cycles``, ``start_cycle`` (the doorbell), ``trace``,
     ``tx_valid`` (changes of the ring TX valid, cycles from the doorbell), ``error`` and
-    ``outputs`` ({name: codes})."""
+    ``outputs`` ({name: codes}). ``sim``: the build to reuse (:func:`multicore_sim` of
+    ``cfg``; elaborating the top again costs most of a minute)."""
     from tb.multicore.build import multicore_sim
     if len(kps) != cfg.ring_size:
         raise ValueError(f"run_rtl kps must hold one program per core ({cfg.ring_size}), "
                          f"not {len(kps)}")
-    sim = multicore_sim(cfg)
+    sim = sim or multicore_sim(cfg)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = tx_valid_names(sim)
