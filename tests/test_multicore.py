@@ -97,3 +97,9 @@ def test_sim_ranks_of_the_multicore_setting():
     for bad in ("3", "x", "-1", "16"):
         with pytest.raises(ValueError, match="MULTICORE must be"):
             sim_ranks(bad)
+
+
+def test_tx_bursts_of_the_ring_row():
+    from tb.multicore.run_kernel import tx_bursts
+    assert tx_bursts([(5, 1), (9, 0), (12, 1)], 20) == [(5, 9, 0), (12, 20, 1)]
+    assert tx_bursts([], 20) == []

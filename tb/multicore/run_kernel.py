@@ -19,7 +19,8 @@ core's integration build, :func:`tb.multicore.build.multicore_cfg`), or from Pyt
    golden estimate, the overlap of the tensor engine with the first all-reduce, the cycles from
    the first collective's issue (its semaphore wait satisfied) to its first flit on the ring,
    and writes ``build/sim/<name>/timeline.{png,svg,html}`` (every core's engines, the cc engine
-   among them, on one cycle axis, then the golden estimate of rank 0).
+   among them, its DMA queues and its ring TX link's flits, on one cycle axis, then the golden
+   estimate of rank 0).
 
 Exit status of the command: 0 when everything matched, 1 otherwise.
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 from tb.runner import ROOT
 
 __all__ = ["MultiKernelReport", "run_rtl", "run_case", "sim_config", "rtl_timeline", "sim_main", "sim_ranks", "SIM_RANKS", "tx_valid_names", "overlap",
-           "sem_to_first_flit", "format_report", "main"]
+           "sem_to_first_flit", "tx_bursts", "format_report", "main"]
 
 
 @dataclass
@@ -154,6 +155,21 @@ def sem_to_first_flit(tl, tx, k=0):
     return 0 if level else None
 
 
+def tx_bursts(tx, end):
+    """``[(start, done, k)]``: the runs of cycles the ring TX valid is high (``tx``: its
+    ``(cycle, value)`` changes), the timeline's ``ring tx`` row (one flit a cycle in a run)."""
+    out, start = [], None
+    for cyc, v in tx:
+        if v and start is None:
+            start = cyc
+        elif not v and start is not None:
+            out.append((start, cyc, len(out)))
+            start = None
+    if start is not None:
+        out.append((start, end, len(out)))
+    return out
+
+
 def run_case(case, *, out_dir=None, quiet=False):
     """Run a :class:`golden.kernels.dp_step.MultiKernelCase` on the golden multi-core
     simulator and the RTL multi-core top (the case's config, ``ring_size == case.ranks``);
@@ -211,6 +227,9 @@ def run_case(case, *, out_dir=None, quiet=False):
         if tx is not None:
             tx = [(cy + shift, v) for cy, v in tx]
         rep.sem_to_first_flit.append(sem_to_first_flit(tl, tx))
+        if tx:
+            tl = dict(tl, dma={**tl["dma"], "ring tx": tx_bursts(tx, shifted["cycles"])})
+            panels[-1] = panels[-1][:1] + (tl,) + panels[-1][2:]
     rep.rtl_overlap = None if overlap(tls[0]) is None else round(overlap(tls[0]), 4)
     gtl = timeline.golden_timeline(g["run"].sim.cores[0].timeline)
     panels.append(("golden estimate, rank 0", gtl, g["cycles"], _describer(case.kps[0])))
