@@ -87,7 +87,7 @@ def run_rtl(cfg, kps, name, out_dir, *, estimate=0, sim=None):
         raise ValueError(f"run_rtl kps must hold one program per core ({cfg.ring_size}), "
                          f"not {len(kps)}")
     sim = sim or multicore_sim(cfg)
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).resolve()        # the simulator runs in its build folder
     out_dir.mkdir(parents=True, exist_ok=True)
     names = tx_valid_names(sim)
     cores = []
@@ -182,7 +182,7 @@ def run_case(case, *, out_dir=None, quiet=False):
     if cfg.ring_size != case.ranks:
         raise ValueError(f"case {case.name!r} has {case.ranks} ranks, its config "
                          f"{cfg.name} ring_size {cfg.ring_size}")
-    out_dir = Path(out_dir) if out_dir else ROOT / "build" / "sim" / case.name
+    out_dir = Path(out_dir).resolve() if out_dir else ROOT / "build" / "sim" / case.name
     rep = MultiKernelReport(kernel=case.name, config=cfg.name, ranks=case.ranks)
     t0 = time.monotonic()
     g = run_golden_multi(case)
