@@ -14,16 +14,25 @@ Sources, named in the record itself (``sources``):
   ``LinkTX``/``LinkRX``/``DelayLine`` of a ring of 4, checked cycle by cycle against the golden
   link model while it runs);
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
-* ``sem_to_first_flit_cycles`` needs the collective sequencer in RTL, which this tree does not
-  build: ``None`` with the reason in ``notes``.
+* **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
+  all-reduces of a few sizes that fit the small SBUF) and ``sem_to_first_flit_cycles``: the
+  Verilator build of :class:`rtl.core.multicore.MultiCore` (2 small cores narrowed by
+  :func:`tb.multicore.build.multicore_cfg`) running a load / all-reduce / store kernel per size
+  through :func:`tb.multicore.run_kernel.run_rtl`, every result checked bit for bit against
+  the multi-core golden simulator; the all-reduce's cycles are its cc instruction's issue to
+  retire on the ``activity`` trace (the slowest core), the first flit the first cycle the
+  core's ring TX valid is high after that issue. ``NC_BENCH_RTL=0`` skips them (``None``).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
 from golden.collective.link import hop_latency
 from golden.collective.perf import busbw_table, message_estimate
+from rtl.config import SMALL
 
 NAME = "collectives"
 
@@ -75,8 +84,75 @@ def dp_step_figures(cfg):
     return res["cycles"], round(res["overlap"], 4), bad
 
 
+#: Per-core FP32 all-reduce sizes (bytes) run on the RTL MultiCore: src and dst fit the small
+#: preset's 16 KiB SBUF.
+RTL_SIZES = (1 << 10, 2 << 10, 4 << 10)
+
+
+def _allreduce_kernel(cfg, n, size, seed):
+    """A load / all-reduce / store :class:`golden.kernel.multi.MultiKernel` of ``size`` bytes of
+    FP32 per core (``cfg.partitions`` rows)."""
+    from golden.kernel.multi import MultiKernel
+    rows = cfg.partitions
+    cols = size // 4 // rows
+    rng = np.random.default_rng(seed)
+    data = [(rng.standard_normal((rows, cols)) * 3).astype(np.float32) for _ in range(n)]
+
+    def body(k):
+        x = k.dram_tensor("x", dtype="fp32", data=data[k.rank])
+        t = k.sbuf_tile(rows, cols, "fp32", "t")
+        k.load(t, x)
+        s = k.sbuf_tile(rows, cols, "fp32", "s")
+        k.all_reduce(s, t, "add")
+        y = k.dram_tensor("y", (rows, cols), "fp32")
+        k.store(y, s)
+        k.output("y", y)
+    return MultiKernel.from_body(cfg, n, body, dram_bytes=1 << 16)
+
+
+def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
+    """``({size: {"cycles", "busbw_fraction", "golden_cycles", "golden_fraction"}},
+    sem_to_first_flit_cycles)`` of FP32 all-reduces on the RTL MultiCore of ``n`` cores of
+    ``cfg`` narrowed by :func:`tb.multicore.build.multicore_cfg`; every result bit for bit
+    equal to the multi-core golden simulator's (``RuntimeError`` otherwise)."""
+    from golden.kernel.multi import run_multi
+    from tb.multicore.build import multicore_cfg
+    from tb.multicore.run_kernel import rtl_timeline, run_rtl, sem_to_first_flit
+    from tb.runner import ROOT
+    from tb.multicore.build import multicore_sim
+    mc = multicore_cfg(cfg, n)
+    sim = multicore_sim(mc)
+    out, s2f = {}, []
+    for size in sizes:
+        kps = _allreduce_kernel(mc, n, size, seed).build()
+        g = run_multi((mc, kps))
+        if any(g.errors):
+            raise RuntimeError(f"all-reduce {size} B failed on the golden model: {g.errors}")
+        rec, _ = run_rtl(mc, kps, f"allreduce_{size}", ROOT / "build" / "bench" / "cc_rtl"
+                         / f"allreduce_{size}", estimate=max(g.cycles), sim=sim)
+        spans = []
+        for r, c in enumerate(rec["cores"]):
+            if c["error"] or not np.array_equal(c["outputs"]["y"], g.outputs[r]["y"]):
+                raise RuntimeError(f"all-reduce {size} B: RTL core {r} differs from golden "
+                                   f"(error {c['error']})")
+            tl = rtl_timeline(mc, c)
+            a, b, _ = tl["engines"]["cc"]["exec"][0]
+            spans.append(b - a)
+            s2f.append(sem_to_first_flit(tl, c["tx_valid"]))
+        cyc = max(spans)
+        peak = mc.link_bits / 8
+        busbw = size / cyc * 2 * (n - 1) / n
+        est = message_estimate("all_reduce", n, size, "fp32", mc)
+        out[str(size)] = {"cycles": cyc, "busbw_fraction": round(busbw / peak, 4),
+                          "golden_cycles": g.collectives[0]["cycles"],
+                          "golden_fraction": round(est.fraction, 4)}
+    return out, (max(s2f) if s2f and None not in s2f else None)
+
+
 def run(cfg):
     one, two, rate = rtl_ring(cfg)
+    rtl = os.environ.get("NC_BENCH_RTL", "1") not in ("", "0")
+    rtl_ar, s2f = rtl_allreduce(SMALL) if rtl else ({}, None)
     dp_cycles, dp_overlap, dp_bad = dp_step_figures(cfg)
     c4k, formula = allreduce_cycles_formula(cfg)
 
@@ -98,7 +174,8 @@ def run(cfg):
         "hop_latency_cycles": two - one - cfg.link_latency,
         "link_hop_cycles": two - one,
         "rtl_link_flits_per_cycle": rate,
-        "sem_to_first_flit_cycles": None,
+        "sem_to_first_flit_cycles": s2f,
+        "rtl_allreduce": rtl_ar,
         "dp_step_cycles": dp_cycles,
         "dp_step_overlap": dp_overlap,
         "dp_step_bit_mismatches": dp_bad,
@@ -120,6 +197,14 @@ def run(cfg):
             "dp_step_*": "golden multi-core simulator, 4 ranks, seed 0 (docs/collectives.md "
                          "§17); overlap: share of rank 0's tensor-engine work after the first "
                          "all-reduce starts that runs during it",
-            "sem_to_first_flit_cycles": "not measured: the collective sequencer RTL "
-                                        "(rtl/collective/engine.py) is not in this tree"},
+            "rtl_allreduce": "RTL MultiCore, small, 2 cores, whatever the bench's preset "
+                             "(Verilator; FP32, bytes per core; "
+                             "cycles: the cc instruction's issue to retire, slowest core; "
+                             "busbw over link_bits / 8 of the small preset (32-bit "
+                             "links, latency 4, 12 credits); golden_cycles "
+                             "and golden_fraction: the golden model on the same config)",
+            "sem_to_first_flit_cycles": "RTL MultiCore, small, 2 cores: the all-reduce's issue "
+                                        "(its semaphore wait satisfied, the activity trace) to "
+                                        "the first cycle its core's ring TX valid is high; the "
+                                        "largest over cores and sizes"},
     }

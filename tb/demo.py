@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``make sim``: kernels on the whole core (``tb/core/sim.py``), then the blocks' demos (number
+"""``make sim``: kernels on the whole core (``tb/core/sim.py``), the data-parallel step on the
+multi-core top (``tb/multicore/run_kernel.py``), then the blocks' demos (number
 formats through the RTL, GEMMs on the tensor engine, sparsity), with cycle counts."""
 
 from rtl.config import preset_from_env
@@ -10,6 +11,8 @@ def main():
     cfg = preset_from_env()
     from tb.core import sim as core
     core.main(cfg)
+    from tb.multicore import run_kernel as multicore
+    multicore.sim_main()            # small cores, whatever CONFIG
     demo_formats.main(cfg)
     from tb import demo_tensor
     demo_tensor.main(cfg)

@@ -41,3 +41,65 @@ def test_multicore(seed, n):
 @pytest.mark.parametrize("n", [4, 8])
 def test_multicore_full(seed, n):
     _sim(n).run("tb.multicore.tb_multicore", params={"seed": seed})
+
+
+# ---- the multi-core kernel of make sim (tb/multicore/run_kernel.py) --------------------------
+
+def test_sem_to_first_flit_and_overlap_from_a_timeline():
+    from tb.multicore.run_kernel import overlap, sem_to_first_flit
+    tl = {"engines": {"cc": {"exec": [(100, 200, 0), (210, 260, 1)], "wait": []},
+                      "pe": {"exec": [(50, 120, 0), (150, 180, 1), (190, 230, 2)],
+                             "wait": []}}}
+    # TX valid rises at 40 (an earlier collective) and 107: 7 cycles after the issue at 100
+    assert sem_to_first_flit(tl, [(40, 1), (60, 0), (107, 1), (150, 0)]) == 7
+    assert sem_to_first_flit(tl, [(40, 1), (60, 0)]) is None
+    assert sem_to_first_flit(tl, [(90, 1)]) == 0          # already high at the issue
+    assert sem_to_first_flit(tl, None) is None
+    # pe after 100: 20 + 30 + 40 = 90 cycles, inside [100, 200): 20 + 30 + 10 = 60
+    assert overlap(tl) == 60 / 90
+    assert overlap(tl, 5) is None
+
+
+def test_tx_valid_names_from_the_verilog(tmp_path):
+    from types import SimpleNamespace
+    from tb.multicore.run_kernel import tx_valid_names
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "top.v").write_text(
+        "  nc core0 (\n    .ring_tx_valid(ring_tx_valid),\n    .x(y)\n  );\n"
+        "  nc core1 (\n    .a(b),\n    .ring_tx_valid(\\ring_tx_valid$476 ),\n  );\n")
+    sim = SimpleNamespace(build_dir=tmp_path, name="top", cfg=SMALL.replace(ring_size=2))
+    assert tx_valid_names(sim) == ["ring_tx_valid", "ring_tx_valid$476"]
+
+
+def test_sim_config_shares_the_multicore_build():
+    from tb.multicore.run_kernel import sim_config
+    assert sim_config("small:ring_size=4") == multicore_cfg(SMALL, 4)
+    assert sim_config("small") == multicore_cfg(SMALL, SMALL.ring_size)
+
+
+@pytest.mark.full
+def test_dp_step_on_the_multicore_rtl(seed, tmp_path):
+    """The data-parallel step of make sim on 4 RTL cores: every core's W1, W2 bit for bit equal
+    to the golden multi-core run and to the codes composed in golden/kernels/dp_step.py."""
+    from golden.kernels.dp_step import dp_step_case
+    from tb.multicore.run_kernel import run_case
+    cfg = multicore_cfg(SMALL, 4)
+    rep = run_case(dp_step_case(cfg, seed=seed, ranks=4), out_dir=tmp_path, quiet=True)
+    assert rep.ok, (seed, rep.errors, rep.mismatches)
+    assert len(rep.checked) == 8 and all(rep.rtl_cycles)
+
+
+def test_sim_ranks_of_the_multicore_setting():
+    from tb.multicore.run_kernel import SIM_RANKS, sim_ranks
+    assert sim_ranks(None) == sim_ranks("") == sim_ranks("0") == 0
+    assert sim_ranks("1") == SIM_RANKS
+    assert sim_ranks("2") == 2 and sim_ranks("8") == 8
+    for bad in ("3", "x", "-1", "16"):
+        with pytest.raises(ValueError, match="MULTICORE must be"):
+            sim_ranks(bad)
+
+
+def test_tx_bursts_of_the_ring_row():
+    from tb.multicore.run_kernel import tx_bursts
+    assert tx_bursts([(5, 1), (9, 0), (12, 1)], 20) == [(5, 9, 0), (12, 20, 1)]
+    assert tx_bursts([], 20) == []
