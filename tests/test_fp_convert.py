@@ -126,11 +126,9 @@ def test_convert_all_formats(cfg, seed):
     run_unit("convert", cfg, seed, tier="fast", n_random=FAST_RANDOM)
 
 
-@pytest.mark.full
 def test_convert_exotic_formats(cfg, seed):
     """Formats with normals below 2**-126 (the leading-zero path for FP32 subnormal inputs)
-    and with a negative bias, next to bf16/fp16/fp4 (make test-full: make test widens every
-    exotic format in :func:`test_widen_all_formats`)."""
+    and with a negative bias, next to bf16/fp16/fp4."""
     run_unit("convert", cfg, seed, tier="fast", n_random=FAST_RANDOM // 4,
              formats=("bf16", "fp16", "fp4_e2m1") + designs.EXOTIC_FORMATS)
 

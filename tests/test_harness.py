@@ -15,10 +15,7 @@ def _sim(cfg, latency, depth=64):
                     public_depth=1)
 
 
-# make test runs the zero-latency harness; the others (a separate Verilator build each) are
-# make test-full's
-@pytest.mark.parametrize("latency", [0, pytest.param(1, marks=pytest.mark.full),
-                                     pytest.param(4, marks=pytest.mark.full)])
+@pytest.mark.parametrize("latency", [0, 1, 4])
 def test_harness_streams_in_order(cfg, seed, latency):
     sim = _sim(cfg, latency)
     out = sim.run("tb.fp.tb_fp_harness", testcase="stream_all_vectors",

@@ -152,7 +152,6 @@ def fixture_results(small, outdir):
     return {(r["row"], r.get("n")): r for r in res}
 
 
-@pytest.mark.full
 def test_fixture_pe_counts(fixture_results):
     pe = fixture_results[("fixture_pe", None)]
     # 4 + 4 + 12 register bits; a 4x4 multiplier and a 12-bit adder need gates.
@@ -167,7 +166,6 @@ def test_fixture_pe_counts(fixture_results):
     assert pe["fmax_mhz"] is not None and 20 < pe["fmax_mhz"] < 1000, pe.get("fmax_note")
 
 
-@pytest.mark.full
 def test_memory_bits_stay_out_of_the_gate_count(fixture_results):
     mem = fixture_results[("fixture_mem", None)]
     assert mem["memory_bits"] == 16 * 8
@@ -176,7 +174,6 @@ def test_memory_bits_stay_out_of_the_gate_count(fixture_results):
     assert mem["sram_um2"] > 0
 
 
-@pytest.mark.full
 def test_rtlil_blocks_are_read_as_rtlil(fixture_results, outdir):
     """A block with ``rtlil=True`` reaches yosys as Amaranth's RTLIL (``design.il``); the
     byte-enabled memory is memory bits either way, not flip-flops."""
@@ -190,7 +187,6 @@ def test_rtlil_blocks_are_read_as_rtlil(fixture_results, outdir):
     assert (work / "fixture_mem_be" / "design.v").exists()
 
 
-@pytest.mark.full
 def test_grid_hierarchy_counts_pe_once_per_instance(fixture_results):
     pe = fixture_results[("fixture_pe", None)]
     for n in (2, 4, 8):
