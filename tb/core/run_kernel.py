@@ -239,8 +239,9 @@ def rtl_error_text(kp, e):
             f"info {e['info']:#x}")
 
 
-def _describe(kp):
-    """``describe(stream, index)`` for the timeline titles: the opcode and the operation."""
+def describer(kp):
+    """``describe(stream, index)`` for the timeline titles of the program ``kp``: the opcode and
+    the operation (also the multi-core runner's, per rank)."""
     ops = {}
     for eng, raw in kp.programs.items():
         ops[eng] = [isa.decode(raw[i:i + isa.INSTR_BYTES]).op
@@ -332,7 +333,7 @@ def run_kernel(kernel, cfg=None, waves=False, *, out_dir=None, golden=run_golden
     gtl = timeline.golden_timeline(g["sim"].timeline)
     rep.fractions = timeline.fractions(tl, rec["cycles"] or 0)
     rep.golden_fractions = timeline.fractions(gtl, g["cycles"])
-    describe = _describe(kp)
+    describe = describer(kp)
     png, svg, html = timeline.write_kernel_timeline(
         out_dir / "timeline",
         [("RTL", tl, rec["cycles"] or 0, describe),

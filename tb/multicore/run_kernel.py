@@ -33,6 +33,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tb.core.run_kernel import describer
 from tb.runner import ROOT
 
 __all__ = ["MultiKernelReport", "run_rtl", "run_case", "sim_config", "rtl_timeline", "sim_main", "sim_ranks", "SIM_RANKS", "tx_valid_names", "overlap",
@@ -222,7 +223,7 @@ def run_case(case, *, out_dir=None, quiet=False):
                        cycles=(c["cycles"] or 0) + shift)
         tl = rtl_timeline(cfg, shifted)
         tls.append(tl)
-        panels.append((f"RTL core {r}", tl, shifted["cycles"], _describer(case.kps[r])))
+        panels.append((f"RTL core {r}", tl, shifted["cycles"], describer(case.kps[r])))
         tx = c.get("tx_valid")
         if tx is not None:
             tx = [(cy + shift, v) for cy, v in tx]
@@ -232,7 +233,7 @@ def run_case(case, *, out_dir=None, quiet=False):
             panels[-1] = panels[-1][:1] + (tl,) + panels[-1][2:]
     rep.rtl_overlap = None if overlap(tls[0]) is None else round(overlap(tls[0]), 4)
     gtl = timeline.golden_timeline(g["run"].sim.cores[0].timeline)
-    panels.append(("golden estimate, rank 0", gtl, g["cycles"], _describer(case.kps[0])))
+    panels.append(("golden estimate, rank 0", gtl, g["cycles"], describer(case.kps[0])))
     png, svg, html = timeline.write_kernel_timeline(
         out_dir / "timeline", panels,
         title=f"{case.name} on {case.ranks} x {cfg.name} (engines {', '.join(ENGINES_BUILT)})")
@@ -243,20 +244,6 @@ def run_case(case, *, out_dir=None, quiet=False):
     if not quiet:
         print(format_report(rep))
     return rep
-
-
-def _describer(kp):
-    """``describe(stream, index)`` for the timeline's titles: the opcode and the operation."""
-    from rtl import isa
-    ops = {e: [isa.decode(raw[i:i + isa.INSTR_BYTES]).op
-               for i in range(0, len(raw), isa.INSTR_BYTES)] for e, raw in kp.programs.items()}
-
-    def describe(stream, k):
-        op = ops.get(stream, [])
-        name = op[k] if 0 <= k < len(op) else ""
-        label = kp.operation(stream, k) or ""
-        return f"{name} ({label})" if name and label else (label or name)
-    return describe
 
 
 def format_report(rep):
