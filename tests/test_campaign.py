@@ -87,9 +87,10 @@ def test_a_failing_task_prints_the_command_that_reruns_it_alone(tmp_path, capsys
 
 
 def test_a_hanging_task_times_out_with_its_seed(tmp_path):
-    r = run_task(KINDS["selftest"], 5, 2, {"n": 4, "sleep": 30}, timeout=0.2)
+    sleep = 30
+    r = run_task(KINDS["selftest"], 5, 2, {"n": 4, "sleep": sleep}, timeout=0.2)
     assert r["status"] == "timeout" and r["task"] == 2 and r["seed"] == 5
-    assert r["wall_seconds"] < 5
+    assert r["wall_seconds"] < sleep            # cut by the limit, not left to finish
 
 
 def test_an_exception_in_a_task_is_its_result():
@@ -159,10 +160,13 @@ def test_an_unreachable_ray_address_is_refused_in_seconds():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()                                   # a port nothing listens on
+    limit = 2.0
     t = time.monotonic()
     with pytest.raises(ConnectionError, match="unreachable"):
-        check_address(f"ray://127.0.0.1:{port}", timeout=2.0)
-    assert time.monotonic() - t < 5
+        check_address(f"ray://127.0.0.1:{port}", timeout=limit)
+    # refused within its own limit (plus process noise), not retried until a Ray start-up
+    # timeout: a bound on a hang, not a speed target
+    assert time.monotonic() - t < 2 * limit + 1
     with pytest.raises(ValueError, match="RAY_ADDRESS must be host:port"):
         check_address("nowhere")
 
