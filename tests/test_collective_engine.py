@@ -14,6 +14,7 @@ from golden.isasim import E_FORMAT, E_LINK, E_OPCODE, E_SHAPE
 from rtl.config import LINK_FAULTS, SMALL
 from rtl.isa import E_AP_FORM, E_AP_RANGE
 from tb.amsim import SimBench
+from tb.multicore.program import dst_shape
 from tb.multicore.rig import EngineRing, run_engines
 
 CFG = SMALL
@@ -92,16 +93,9 @@ def test_engine_vs_golden(bench, case):
     rng = np.random.default_rng(seed)
     images = rand_images(rng, n)
     texts = []
-    N = parts * per
     for r in range(n):
         fill(rng, images[r], sdt, parts, per)
-        if op == "all_gather":
-            dparts, dper = parts, per * n
-        elif op == "reduce_scatter":
-            q, rem = divmod(N, n)
-            dparts, dper = 1, q + (r < rem)
-        else:
-            dparts, dper = 1, N
+        dparts, dper = dst_shape(op, r, n, parts, per)
         extra = f" op={red}" if red is not None else ""
         texts.append(f"{op} ap0={ap(DST, ddt, dparts, dper)} ap1={ap(SRC, sdt, parts, per)}"
                      f"{extra} stream=3")
@@ -188,18 +182,11 @@ def _cases_on(n, seed):
     for k, (op, sdt, ddt, red, parts, per) in enumerate(CASES):
         images = rand_images(rng, n)
         texts = []
-        N = parts * per
         for r in range(n):
             fill(rng, images[r], sdt, parts, per)
-            if op == "all_gather":
-                dparts, dper = parts, per * n
-            elif op == "reduce_scatter":
-                q, rem = divmod(N, n)
-                dparts, dper = 1, q + (r < rem)
-                if dper == 0:
-                    break
-            else:
-                dparts, dper = 1, N
+            dparts, dper = dst_shape(op, r, n, parts, per)
+            if dper == 0:
+                break
             extra = f" op={red}" if red is not None else ""
             texts.append(f"{op} ap0={ap(DST, ddt, dparts, dper)} "
                          f"ap1={ap(SRC, sdt, parts, per)}{extra} stream={k}")

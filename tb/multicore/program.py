@@ -8,14 +8,29 @@ import numpy as np
 
 from golden.collective import algos
 from golden.collective.multicore import MultiCoreSim
+from golden.collective.schedule import chunk_bounds
 from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
 from tb.core.program import DATA_BASE, DRAM_BYTES, CoreProgram
 
-__all__ = ["cc_program", "golden_run", "random_source", "OUT_BASE"]
+__all__ = ["cc_program", "dst_shape", "golden_run", "random_source", "OUT_BASE"]
 
 #: DRAM address of the first stored result of :func:`cc_program`.
 OUT_BASE = DATA_BASE + 0x8000
 _ESZ = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def dst_shape(op, rank, n, parts, per):
+    """``(partitions, elements per partition)`` of rank ``rank``'s destination of ``op`` on
+    ``n`` ranks, for a source of ``parts`` x ``per`` elements: all-gather ``n`` times the source
+    in each partition; reduce-scatter the rank's chunk
+    (:func:`golden.collective.schedule.chunk_bounds`) in one partition; otherwise the whole
+    source in one partition."""
+    if op == "all_gather":
+        return parts, per * n
+    if op == "reduce_scatter":
+        lo, hi = chunk_bounds(parts * per, n)[rank]
+        return 1, hi - lo
+    return 1, parts * per
 
 
 def _ap(off, dtype, parts, per):
@@ -38,16 +53,9 @@ def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True
                                    dims=((per, e, e), (parts, per * e, SBP)),
                                    src_dtype=code, dst_dtype=code, post=True, sem=0, inc=1))
     cc, sp = [], [f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(0)}"]
-    N = parts * per
     for k, (op, red, odt) in enumerate(steps):
         oe = _ESZ.get(odt, 1)
-        if op == "all_gather":
-            dparts, dper = parts, per * n
-        elif op == "reduce_scatter":
-            q, r = divmod(N, n)
-            dparts, dper = 1, q + (rank < r)
-        else:
-            dparts, dper = 1, N
+        dparts, dper = dst_shape(op, rank, n, parts, per)
         dst = 0x400 * (k + 1)
         extra = f" op={red}" if red is not None else ""
         cc.append(f"{op} ap0={_ap(dst, odt, dparts, dper)} ap1={_ap(0, dtype, parts, per)}"
