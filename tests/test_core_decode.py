@@ -33,11 +33,14 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
 
     The model takes a command when ``p_ready`` allows and its 4-deep queue has room,
     dispatches the queue head ``disp_delay`` cycles after taking it (``eng_disp``), and stays
-    busy ``busy_cycles`` after each dispatch. ``err`` = ``(ap_code or None, engine code or
+    busy ``busy_cycles`` after each dispatch; a matmul or transpose it takes (not rejected)
+    raises ``eng_op_issue`` with its dispatch and ``eng_op_done`` ``busy_cycles`` later (one
+    per cycle, in order). ``err`` = ``(ap_code or None, engine code or
     None)``: every dispatch from the ``first_bad``-th on is rejected with it (the reader's
-    code, or the engine's, whose ``err_code`` is sticky from the next cycle). Checked on every completion: it comes after
-    its own command's dispatch, in order, and an instruction with a post or an interrupt
-    completes only when the engine is idle."""
+    code, or the engine's, whose ``err_code`` is sticky from the next cycle). Checked on every
+    completion: it comes after its own command's dispatch, in order; a matmul or transpose
+    with a post or an interrupt completes only after its own ``eng_op_done``, a load with
+    one only when the engine is idle."""
     dut = TensorDecoder(CFG)
     rng = random.Random(seed)
     out = []
@@ -45,6 +48,8 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
     async def bench(ctx):
         cmds, queue, dispatched = [], [], 0
         busy_until, pending = -1, list(texts)
+        op_of = {}                              # command index -> its operation's number
+        op_due, n_done = [], 0                  # op_done cycles pending; ops done
         taken = []                              # (text, command index or None) in order
         ctx.set(dut.done.ready, 1)
         for now in range(200 + 40 * len(texts)):
@@ -57,7 +62,14 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
             bad = disp and bool(err) and dispatched >= first_bad
             ctx.set(dut.eng_disp_code, (err[0] or 0) if bad and err[0] else 0)
             ctx.set(dut.eng_disp_reject, bad and err[1] is not None)
-            busy = bool(queue) or now <= busy_until
+            is_op = disp and not bad and cmds[dispatched]["op"] in (OP_MATMUL, OP_TRANSPOSE)
+            ctx.set(dut.eng_op_issue, is_op)
+            if is_op:
+                op_of[dispatched] = len(op_of)
+                op_due.append(max(now + busy_cycles, op_due[-1] + 1 if op_due else 0))
+            op_done = bool(op_due) and op_due[0] == now
+            ctx.set(dut.eng_op_done, op_done)
+            busy = bool(queue) or now <= busy_until or bool(op_due)
             ctx.set(dut.eng_busy, busy)
             if ctx.get(dut.done.valid):
                 status = ctx.get(dut.done.payload.status)
@@ -65,7 +77,12 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
                 if ci is not None:
                     assert ci < dispatched, f"{text!r} completed before its dispatch"
                 if status == 0 and ("post=" in text or " irq" in text):
-                    assert not busy, f"{text!r} posted while the engine was busy"
+                    if ci in op_of:
+                        assert op_of[ci] < n_done, f"{text!r} posted before its op was done"
+                    else:
+                        assert not busy, f"{text!r} posted while the engine was busy"
+                    if stats is not None and busy:
+                        stats["posted_busy"] = stats.get("posted_busy", 0) + 1
                 out.append((status, cmds[ci] if ci is not None else None))
                 if stats is not None:
                     stats["while_busy"] = stats.get("while_busy", 0) + busy
@@ -84,6 +101,9 @@ def run_decoder(texts, *, busy_cycles=5, err=None, disp_delay=2, p_ready=1.0, se
                 queue.pop(0)
                 dispatched += 1
                 busy_until = now + busy_cycles
+            if op_done:
+                op_due.pop(0)
+                n_done += 1
             await ctx.tick()
             if err is not None and dispatched > first_bad:
                 ctx.set(dut.eng_err, err[1] is not None)
@@ -227,21 +247,41 @@ def test_moving_rows_beyond_the_load_and_engine_errors():
     assert run_decoder([LOAD], busy_cycles=40)[0][0] == 0
 
 
-def test_instructions_overlap_and_posts_wait_for_idle():
-    """Back-to-back matmuls are taken one per cycle and complete at their dispatch; an
-    instruction with a post completes only after the engine drained (checked in the model)."""
+def test_instructions_overlap_and_posts_wait_for_their_op():
+    """Back-to-back matmuls are taken one per cycle and complete at their dispatch; a matmul
+    with a post completes only after its own operation is done, while later ones still run
+    (no drain), a load with an interrupt only when the engine is idle (checked in the
+    model)."""
     post = MM.replace("multiply_moving", "multiply_moving.acc") + " post=s1+1"
-    texts = [LOAD] + [MM] * 6 + [post, MM, LOAD + " irq", MM + " post=s2+1"]
+    texts = [LOAD] + [MM] * 6 + [post, MM, MM, LOAD + " irq", MM + " post=s2+1"]
+    tp = f"transpose ap0=psum.fp32[0:{M}]@0x{BANK:x}{{1x{K}}}"
     for seed in range(4):
         stats = {}
         out = run_decoder(texts, busy_cycles=30, p_ready=0.6, seed=seed, stats=stats)
         # the matmuls between the posts complete while the engine still works on them
         assert stats["while_busy"] >= 6, (seed, stats)
+        # the posting matmul completed while the ones after it were still in the engine
+        assert stats.get("posted_busy", 0) >= 1, (seed, stats)
         assert [s for s, _ in out] == [0] * len(texts), seed
-        assert [c["op"] for _, c in out] == [OP_LOAD] + [OP_MATMUL] * 8 + [OP_LOAD, OP_MATMUL]
+        assert [c["op"] for _, c in out] == [OP_LOAD] + [OP_MATMUL] * 9 + [OP_LOAD, OP_MATMUL]
+    # a posting transpose waits for its own operation too
+    out = run_decoder([LOAD, MM, tp + " post=s0+1", MM], busy_cycles=20, seed=5)
+    assert [s for s, _ in out] == [0] * 4
+    assert [c["op"] for _, c in out] == [OP_LOAD, OP_MATMUL, OP_TRANSPOSE, OP_MATMUL]
     # rejected dispatches complete with their code even when the instruction posts
     assert [s for s, _ in run_decoder([LOAD + " post=s0+1", MM], err=(0x04, None))] == [4, 4]
     assert [s for s, _ in run_decoder([LOAD, MM + " post=s0+1"], err=(None, 5))] == [7, 7]
+
+
+def test_post_tickets_wrap():
+    """More operations than the decoder's ticket counters hold (modulo 64): every posting
+    matmul still completes after its own operation and before the engine idles."""
+    post = MM + " post=s1+1"
+    texts = [LOAD] + [MM, MM, post] * 30
+    stats = {}
+    out = run_decoder(texts, busy_cycles=12, p_ready=0.9, seed=7, stats=stats)
+    assert [s for s, _ in out] == [0] * len(texts)
+    assert stats.get("posted_busy", 0) >= 20, stats
 
 
 def test_a_later_ap_error_keeps_its_own_index():

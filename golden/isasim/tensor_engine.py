@@ -301,14 +301,18 @@ def _t_load(sim, ins, issue):
 def _pe_complete(sim, ins, dispatch, done):
     """When a tensor instruction completes to its sequencer (docs/core.md §4): at the dispatch
     of its command, unless it posts or raises an interrupt or is a sparse load (its tags are
-    checked beat by beat); then only when the engine has drained (its ``done``), and the next
-    matmul dispatches after that drain."""
-    drains = ins.post is not None or ins.irq or (
-        ins.op == "load_stationary" and "sparse" in ins.flags)
-    if not drains:
+    checked beat by beat). A posting matmul or transpose completes when its own operation's
+    PSUM writes have landed (the engine's per-operation completion, its ``done``), and the
+    matmuls after it keep streaming; a posting or sparse load only when the engine has
+    drained (its ``done``: every earlier operation's), and the next matmul dispatches after
+    that drain."""
+    if ins.post is None and not ins.irq and not (
+            ins.op == "load_stationary" and "sparse" in ins.flags):
         return dispatch
     st = _pe_state(sim)
-    st["free"] = max(st["free"], done)
+    if ins.op == "load_stationary":
+        done = max(done, st.get("ops_done", 0))
+        st["free"] = max(st["free"], done)
     return done
 
 
@@ -330,6 +334,7 @@ def _t_mm(sim, ins, issue):
     if ins.op == "multiply_moving":
         K = ins.aps["ap1"].count
     done = start + cols + pe_latency(sim.cfg)
+    st["ops_done"] = done
     return (start, done, K * M * n if ins.op == "multiply_moving" else 0,
             _pe_complete(sim, ins, start, done))
 

@@ -155,9 +155,10 @@ def tail_spans(cfg, n0, nn, es, rows, k_steps):
 
     Only when it pays: the store cycles it takes off the tail (3/4 of ``rows`` FP32 rows of
     ``nn``, over the AXI width) must be at least 4 x ``k_steps`` array latencies. The extra
-    span's K steps each pay a post's drain plus descriptor and issue overheads; on small (K 16,
-    M 8, N 128) a 48 + 16 cut took the RTL from 2,282 to 2,460 cycles for 144 store cycles
-    saved, so it is not cut there."""
+    span's K steps each add descriptor and issue overheads and a refill of the array; on small
+    (K 16, M 8, N 128), which is DMA-bound, a 48 + 16 cut took the RTL from 2,282 to 2,460
+    cycles for 144 store cycles saved (when a posting matmul still drained the array; golden
+    still estimates 2,159 -> 2,297 without the drain), so it is not cut there."""
     from golden.isasim import pe_latency
     step = cfg.sbuf_word_bytes // min(es, 4)
     q = nn // 4 // step * step

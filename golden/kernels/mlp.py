@@ -16,7 +16,7 @@ from golden.kernels.common import ONE, KernelCase, decode_f64, encode_codes, til
 from golden.kernels.gemm import split_queues
 from rtl.config import check_config
 
-__all__ = ["mlp", "sparse_mlp"]
+__all__ = ["mlp", "sparse_mlp", "mlp_tail_groups"]
 
 
 def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
@@ -105,54 +105,56 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
             k.load(bias, bt, f0, 0, queue=bq)
         k.load_table(func, queue=bq)
 
-    # every (token tile, group, K step) in order; the next group's first X tile is loaded
-    # during the last K step (before this group's activations and the stores they release,
-    # which the sync engine would otherwise wait for before it reaches the load)
-    order = [(t0, c0, kk) for t0 in tts for c0 in range(0, len(fts), chunk)
-             for kk in range(len(kts))]
+    # the groups (token span, F tiles), the last token tile's last group cut so that little
+    # is left to activate after the last matmul (:func:`mlp_tail_groups`)
+    groups = [(t0, min(TN, T - t0), list(fts)[c0:c0 + chunk])
+              for t0 in tts for c0 in range(0, len(fts), chunk)]
+    groups = groups[:-1] + mlp_tail_groups(cfg, *groups[-1], es_out)
+    # every (group, K step) in order; the next group's first X tile is loaded during the last
+    # K step (before this group's activations and the stores they release, which the sync
+    # engine would otherwise wait for before it reaches the load)
+    order = [(g, kk) for g in range(len(groups)) for kk in range(len(kts))]
     xs = {}
 
     def xload(i):
         if i < len(order) and i not in xs:
-            t0, _c0, kk = order[i]
-            xs[i] = sub_tile(xr[i % len(xr)], min(TK, D - kts[kk]), min(TN, T - t0))
+            g, kk = order[i]
+            t0, tn, _fc = groups[g]
+            xs[i] = sub_tile(xr[i % len(xr)], min(TK, D - kts[kk]), tn)
             k.load(xs[i], xt, kts[kk], t0, queue=q("first"))
 
     first, gi = True, 0
-    for t0 in tts:
-        tn = min(TN, T - t0)
-        for c0 in range(0, len(fts), chunk):
-            fc = list(fts)[c0:c0 + chunk]
-            ps = {f0: k.psum_tile(min(TM, F - f0), tn) for f0 in fc}
-            for kk, k0 in enumerate(kts):
-                kn = min(TK, D - k0)
-                if resident:
-                    if kk not in loaded:            # each W tile once, before its first use
-                        k.load(wts[kk], w, k0, 0, queue=q("rest"))
-                        loaded.add(kk)
-                    wk = wts[kk]
-                else:
-                    wk = sub_tile(wring[steps["w"] % 2], kn, len(fc) * TM)
-                    steps["w"] += 1
-                    fw = min(F - fc[0], len(fc) * TM)
-                    wk = sub_tile(wk, kn, fw)
-                    k.load(wk, w, k0, fc[0], queue=q("rest"))
-                xload(gi)
-                if first:
-                    preload()
-                    first = False
-                if kk == len(kts) - 1:
-                    xload(gi + 1)
-                xtile = xs.pop(gi)
-                gi += 1
-                if kk:
-                    flush()
-                for f0 in fc:
-                    fn = min(TM, F - f0)
-                    ws = wk.view(f0 - (0 if resident else fc[0]), fn)
-                    k.matmul(ps[f0], ws, xtile, accumulate=kk > 0)
+    for t0, tn, fc in groups:
+        ps = {f0: k.psum_tile(min(TM, F - f0), tn) for f0 in fc}
+        for kk, k0 in enumerate(kts):
+            kn = min(TK, D - k0)
+            if resident:
+                if kk not in loaded:            # each W tile once, before its first use
+                    k.load(wts[kk], w, k0, 0, queue=q("rest"))
+                    loaded.add(kk)
+                wk = wts[kk]
+            else:
+                wk = sub_tile(wring[steps["w"] % 2], kn, len(fc) * TM)
+                steps["w"] += 1
+                fw = min(F - fc[0], len(fc) * TM)
+                wk = sub_tile(wk, kn, fw)
+                k.load(wk, w, k0, fc[0], queue=q("rest"))
+            xload(gi)
+            if first:
+                preload()
+                first = False
+            if kk == len(kts) - 1:
+                xload(gi + 1)
+            xtile = xs.pop(gi)
+            gi += 1
+            if kk:
+                flush()
             for f0 in fc:
-                evacuate(f0, t0, tn, ps[f0])
+                fn = min(TM, F - f0)
+                ws = wk.view(f0 - (0 if resident else fc[0]), fn)
+                k.matmul(ps[f0], ws, xtile, accumulate=kk > 0)
+        for f0 in fc:
+            evacuate(f0, t0, tn, ps[f0])
     flush(len(pending))
     k.output("YT", yt)
     # float64 reference and bound: the K-chain's rounding (<= (D + 1) 2^-24 sum|w x|, through
@@ -166,6 +168,23 @@ def mlp(cfg, XT, W, b, *, out_dtype="bf16", func="gelu", dram_bytes=1 << 20):
            + (out_rel + 2.0 ** -21) * np.abs(ref) + 1e-37)
     return KernelCase("mlp", cfg, k.build(), {"YT": exp}, {"YT": ref}, {"YT": tol},
                       {"YT": out_dtype}, flops=2 * D * F * T)
+
+
+def mlp_tail_groups(cfg, t0, tn, fc, es_out):
+    """The last group of :func:`mlp` (token span ``t0``, ``tn`` tokens, F tiles ``fc``) as
+    three: the first half of the F tiles over all ``tn`` tokens, then the second half over
+    the first three quarters of the tokens and over the last quarter. After the last matmul
+    only the last quarter's activations (and stores) of half the F tiles remain instead of
+    every F tile's whole span, and each part's matmuls run while the PSUM banks the part
+    before it filled are activated. Only with at least four F tiles and a quarter of whole
+    SBUF words; the X tiles of the last token tile are read twice."""
+    step = cfg.sbuf_word_bytes // min(2, es_out)
+    q = tn // 4 // step * step
+    if len(fc) < 4 or not q:
+        return [(t0, tn, fc)]
+    h = len(fc) // 2
+    a, b = list(fc[:h]), list(fc[h:])
+    return [(t0, tn, a), (t0, tn - q, b), (t0 + tn - q, q, b)]
 
 
 # --- 4:16 sparse MLP ----------------------------------------------------------------------------

@@ -212,7 +212,8 @@ class NeuronCore(wiring.Component):
         m.d.comb += [dec.eng_busy.eq(fed.busy), dec.eng_err.eq(fed.err),
                      dec.eng_err_code.eq(fed.err_code), dec.eng_disp.eq(fed.disp),
                      dec.eng_disp_code.eq(fed.disp_code),
-                     dec.eng_disp_reject.eq(fed.disp_reject), fed.res.ready.eq(1)]
+                     dec.eng_disp_reject.eq(fed.disp_reject), fed.res.ready.eq(1),
+                     dec.eng_op_issue.eq(fed.op_issue), dec.eng_op_done.eq(fed.op_done)]
 
         # ---- vector engine -----------------------------------------------------------------
         wiring.connect(m, seqs["dve"].issue, vdec.issue)

@@ -28,6 +28,10 @@ ENGINE_STATUS = {ERR_SHAPE: E_SHAPE, ERR_FORMAT: E_FORMAT, ERR_PAIR: E_FORMAT,
 _SETTLE = 3
 #: Instructions taken and not yet completed (the engine's command queue plus the readers').
 _PENDING = 8
+#: Bound on the engine operations issued and not done that a ticket comparison must
+#: distinguish (the engine's op FIFO, the instructions taken and not completed, and margin); the
+#: decoder's operation counters count modulo twice this.
+_TICKETS = 32
 #: dtypes no AP may address yet (packed FP4 is [later]): E_FORMAT, like the reserved codes.
 _NO_ELEMENT = ("fp4_e2m1",)
 
@@ -89,16 +93,25 @@ class TensorDecoder(wiring.Component):
     format error becomes its completion status (nothing is issued). Otherwise the decoder
     issues its command (the command word and its AP); the instruction completes when the
     engine dispatched the command (``eng_disp``), with the reader's AP error or the engine's
-    rejection as its status. An instruction that posts a semaphore or raises an interrupt
-    (``ctl``), and a sparse ``load_stationary``, completes only when the engine has gone idle
-    after its dispatch: every SBUF read and PSUM write of it and of every earlier instruction
-    is done, so whoever waits on the post sees the results; its status is then the engine's
-    first error (``eng_err``: a sparse load's tag error, found beat by beat), or 0. An AP error
-    of a later instruction that dispatched meanwhile is that instruction's own status, from its
-    dispatch record (found by the 10^5-instruction differential run: it used to complete the
-    draining instruction, and the error named the wrong index). Since every error stops the
-    core (§11.3), a sticky first error is enough. Only those instructions pay the array's
-    drain.
+    rejection as its status. An instruction whose completion is observable (a semaphore post
+    or an interrupt in ``ctl``) waits longer, so whoever waits on the post sees its results:
+
+    * a matmul or transpose waits for its own operation's completion: the engine pulses
+      ``eng_op_done`` once per operation it took (``eng_op_issue``), in order, when that
+      operation's PSUM writes have all landed. The decoder counts both (modulo
+      ``2 * _TICKETS``); a dispatch record keeps the issue count including its own operation
+      (its *ticket*), and the instruction completes once the done count reaches it. Every
+      earlier operation completed before it (in order), every earlier load finished before it
+      was taken (the engine takes a matmul only when no load runs), and the following
+      matmuls keep streaming: the array is not drained.
+    * a ``load_stationary`` that posts or raises an interrupt, and a sparse one (its tags are
+      checked beat by beat), completes only when the engine has gone idle after its
+      dispatch; its status is then the engine's first error (``eng_err``), or 0.
+
+    An AP error of a later instruction that dispatched meanwhile is that instruction's own
+    status, from its dispatch record (found by the 10^5-instruction differential run: it used
+    to complete the waiting instruction, and the error named the wrong index). Since every
+    error stops the core (§11.3), a sticky first error is enough.
 
     Parameters
     ----------
@@ -114,6 +127,9 @@ class TensorDecoder(wiring.Component):
         records).
     eng_disp, eng_disp_reject : In(1); eng_disp_code : In(ERROR_BITS)
         The engine's dispatch events (:class:`~rtl.tensor.sbuf_fed.SbufTensorEngine`).
+    eng_op_issue, eng_op_done : In(1)
+        The engine's operation issue (with the ``eng_disp`` of a matmul or transpose it took)
+        and in-order operation completion (its PSUM writes landed).
     """
 
     class Signature(wiring.Signature):
@@ -127,6 +143,7 @@ class TensorDecoder(wiring.Component):
                 "cmd": Out(stream.Signature(self.fed.cmd_layout)),
                 "eng_busy": In(1), "eng_err": In(1), "eng_err_code": In(3),
                 "eng_disp": In(1), "eng_disp_code": In(ERROR_BITS), "eng_disp_reject": In(1),
+                "eng_op_issue": In(1), "eng_op_done": In(1),
             })
 
     def __init__(self, cfg: CoreConfig):
@@ -228,17 +245,22 @@ class TensorDecoder(wiring.Component):
         # Every instruction gets a record in ``pend`` when it is taken: a check failure
         # completes with its status as soon as it reaches the head; an issued command
         # completes when the engine dispatched it (``disp``, in command order). An instruction
-        # whose completion is observable (a semaphore post, an interrupt, or a sparse load
-        # whose weights are checked beat by beat) also waits for the engine to go idle, so
-        # its PSUM writes (and every earlier one) have landed before it posts.
+        # whose completion is observable (a semaphore post, an interrupt) waits further: a
+        # matmul or transpose until the engine reports its own operation done (its ticket,
+        # below), a load (and a sparse load, whose weights are checked beat by beat) until
+        # the engine has gone idle, so its SBUF reads (and every earlier access) are done.
         ctl = isa.header_bits(raw, "ctl")
-        rec = data.StructLayout({"status": ERROR_BITS, "cmd": 1, "drain": 1})
+        rec = data.StructLayout({"status": ERROR_BITS, "cmd": 1, "wait": 1, "idle": 1})
         m.submodules.pend = pend = fifo.SyncFIFOBuffered(width=rec.size, depth=_PENDING)
-        m.submodules.disp = dq = fifo.SyncFIFOBuffered(width=ERROR_BITS + 1, depth=_PENDING)
-        drain = ((ctl & ((1 << isa.CTL_BITS["post_en"]) | (1 << isa.CTL_BITS["irq"]))) != 0) \
-            | ((opcode == op["load_stationary"].code) & flags[isa.FLAG_BITS["sparse"]])
+        tk_bits = (2 * _TICKETS - 1).bit_length()
+        m.submodules.disp = dq = fifo.SyncFIFOBuffered(width=ERROR_BITS + 1 + tk_bits,
+                                                       depth=_PENDING)
+        is_load = opcode == op["load_stationary"].code
+        observed = (ctl & ((1 << isa.CTL_BITS["post_en"]) | (1 << isa.CTL_BITS["irq"]))) != 0
+        sp_load = is_load & flags[isa.FLAG_BITS["sparse"]]
         w = data.View(rec, pend.w_data)
-        m.d.comb += [w.status.eq(status), w.cmd.eq(status == 0), w.drain.eq(drain)]
+        m.d.comb += [w.status.eq(status), w.cmd.eq(status == 0), w.wait.eq(observed | sp_load),
+                     w.idle.eq(is_load)]
         with m.If(self.issue.valid & pend.w_rdy):
             with m.If(status != 0):
                 m.d.comb += [self.issue.ready.eq(1), pend.w_en.eq(1)]
@@ -248,12 +270,20 @@ class TensorDecoder(wiring.Component):
                     m.d.comb += [self.issue.ready.eq(1), pend.w_en.eq(1)]
                     with m.If(opcode == op["load_stationary"].code):
                         m.d.sync += [last_m.eq(n_src), last_k.eq(src["count"])]
-        # dispatch records: the reader's code, and whether the engine rejected the command
+        # operation counters (modulo 2 * _TICKETS): issued and done, in the engine's order
+        issued = Signal(tk_bits)
+        finished = Signal(tk_bits)
+        m.d.sync += [issued.eq(issued + self.eng_op_issue),
+                     finished.eq(finished + self.eng_op_done)]
+        # dispatch records: the reader's code, whether the engine rejected the command, and
+        # its ticket (the issue count including an operation it started this cycle)
         m.d.comb += [dq.w_en.eq(self.eng_disp),
-                     dq.w_data.eq(Cat(self.eng_disp_code, self.eng_disp_reject))]
+                     dq.w_data.eq(Cat(self.eng_disp_code, self.eng_disp_reject,
+                                      (issued + self.eng_op_issue)[:tk_bits]))]
 
         head = data.View(rec, pend.r_data)
         d_code, d_rej = dq.r_data[:ERROR_BITS], dq.r_data[ERROR_BITS]
+        d_ticket = dq.r_data[ERROR_BITS + 1:]
         eng_code = Signal(ERROR_BITS)
         with m.Switch(self.eng_err_code):
             for k, v in ENGINE_STATUS.items():
@@ -263,6 +293,9 @@ class TensorDecoder(wiring.Component):
         # it is trusted SETTLE cycles after the head's dispatch record was seen
         settle = Signal(range(_SETTLE + 1))
         seen = Signal()                 # the head's dispatch record is in, its status 0
+        ticket = Signal(tk_bits)        # ... and the ticket of its operation
+        ahead = Signal(tk_bits)
+        m.d.comb += ahead.eq(finished - ticket)     # >= 0 (top bit clear): its op is done
         d_status = Mux(d_code != 0, d_code, Mux(d_rej, eng_code, 0))
         m.d.comb += self.done.payload.info.eq(0)
         with m.If(pend.r_rdy):
@@ -270,12 +303,19 @@ class TensorDecoder(wiring.Component):
                 m.d.comb += [self.done.valid.eq(1), self.done.payload.status.eq(head.status),
                              pend.r_en.eq(self.done.ready)]
             with m.Elif(~seen):
-                with m.If(dq.r_rdy & ((d_status != 0) | ~head.drain)):
+                with m.If(dq.r_rdy & ((d_status != 0) | ~head.wait)):
                     m.d.comb += [self.done.valid.eq(1), self.done.payload.status.eq(d_status),
                                  pend.r_en.eq(self.done.ready), dq.r_en.eq(self.done.ready)]
                 with m.Elif(dq.r_rdy):
                     m.d.comb += dq.r_en.eq(1)
-                    m.d.sync += [seen.eq(1), settle.eq(0)]
+                    m.d.sync += [seen.eq(1), settle.eq(0), ticket.eq(d_ticket)]
+            with m.Elif(~head.idle):
+                # a posting matmul / transpose: its own operation's PSUM writes have landed
+                with m.If(~ahead[-1]):
+                    m.d.comb += [self.done.valid.eq(1), self.done.payload.status.eq(0),
+                                 pend.r_en.eq(self.done.ready)]
+                    with m.If(self.done.ready):
+                        m.d.sync += seen.eq(0)
             with m.Else():
                 with m.If(settle != _SETTLE):
                     m.d.sync += settle.eq(settle + 1)
@@ -289,4 +329,3 @@ class TensorDecoder(wiring.Component):
                     with m.If(self.done.ready):
                         m.d.sync += seen.eq(0)
         return m
-

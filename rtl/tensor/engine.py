@@ -96,6 +96,14 @@ class TensorEngine(wiring.Component):
         four-pass column fires it on each of its four parts.
     psum_we : Out(1)
         A PSUM write lands this cycle (benchmarks).
+    op_issue : Out(1)
+        A matmul or transpose is taken (not rejected) this cycle: it will write PSUM.
+    op_done : Out(1)
+        Pulses once per ``op_issue``, in the same order, the cycle after the operation's last
+        PSUM write landed (``done_latency`` cycles after PSUM accepted its last result): from
+        then on every PSUM read sees its results. Later operations keep streaming meanwhile;
+        the core's decoder counts these to complete a posting matmul without waiting for the
+        array to empty (docs/core.md §4).
     cmd_reject : Out(1)
         The command taken this cycle is rejected (it consumes no data beats): lets a feeder
         that fetched its beats ahead (``rtl/tensor/sbuf_fed.py``) discard them.
@@ -123,6 +131,9 @@ class TensorEngine(wiring.Component):
             # the weight-load bus is skewed like the moving bus (SystolicArray): a load beat
             # issued one cycle after the swapping beat reaches each PE after the swap did
             self.swap_guard = 1
+            # an accepted result is written psum.latency cycles later (at the end of that
+            # cycle); op_done rises the cycle after
+            self.done_latency = self.psum.latency + 1
             super().__init__({
                 "cmd": In(stream.Signature(tl.cmd)),
                 "st": In(stream.Signature(tl.lanes_st)),
@@ -130,6 +141,7 @@ class TensorEngine(wiring.Component):
                 "res": Out(stream.Signature(tl.lanes_out)),
                 "err": Out(1), "err_code": Out(3), "busy": Out(1),
                 "mv_fire": Out(1), "psum_we": Out(1), "cmd_reject": Out(1),
+                "op_issue": Out(1), "op_done": Out(1),
                 **{f"psum_{n}": In(RowPort.Signature(cfg, MEM_PSUM)) for n in ENGINE_ROW_PORTS},
             })
 
@@ -139,6 +151,8 @@ class TensorEngine(wiring.Component):
         self.tl = self.signature.tl
         self.use_instances = use_instances
 
+    done_latency = signature_attr("done_latency", "Cycles from PSUM accepting an operation's "
+                                                  "last result to its ``op_done``.")
     latency = signature_attr("latency", "Cycles from a moving beat's acceptance to its PSUM "
                                         "write (no stalls).")
     swap_guard = signature_attr("swap_guard", "Cycles after a weight swap starts before "
@@ -179,6 +193,15 @@ class TensorEngine(wiring.Component):
                 m.d.comb += ops.r_en.eq(1)
             with m.Else():
                 m.d.sync += out_n.eq(out_n + 1)
+        # per-operation completion: the op FIFO's pop (its last result accepted by PSUM),
+        # delayed until that result's write has landed
+        done_pipe, done_regs = ops.r_en, []
+        for i in range(self.done_latency):
+            nxt = Signal(name=f"op_done_{i}")
+            m.d.sync += nxt.eq(done_pipe)
+            done_pipe = nxt
+            done_regs.append(nxt)
+        m.d.comb += self.op_done.eq(done_pipe)
 
         # ---------------------------------------------------------- state
         ld_busy = Signal()
@@ -526,7 +549,7 @@ class TensorEngine(wiring.Component):
                     if tl.packed:
                         m.d.sync += [ld_pk.eq(c_pk & c.mx), shadow_pk.eq(c_pkm)]
                 with m.Case(OP_MATMUL, OP_TRANSPOSE):
-                    m.d.comb += ops.w_en.eq(1)
+                    m.d.comb += [ops.w_en.eq(1), self.op_issue.eq(1)]
                     m.d.sync += [mv_busy.eq(1), mv_left.eq(Mux(is_tp, c.k, c.n)), mv_n.eq(0),
                                  mv_k.eq(c.k), mv_fmt.eq(c.fmt), mv_tp.eq(is_tp),
                                  mv_mx.eq(c.mx & ~is_tp), mv_swap.eq(shadow_new),
@@ -547,7 +570,7 @@ class TensorEngine(wiring.Component):
                                  rd_bank.eq(c.bank)]
 
         m.d.comb += self.busy.eq(ld_busy | mv_busy | rd_busy | res_v | (inflight != 0)
-                                 | psu.busy | self.cmd.valid)
+                                 | psu.busy | self.cmd.valid | Cat(*done_regs).any())
         return m
 
 

@@ -103,6 +103,10 @@ class SbufTensorEngine(wiring.Component):
         ``E_FLAGS``) has no ``disp``. The core's decoder completes instructions on it.
     disp_code : Out(ERROR_BITS)
     disp_reject : Out(1)
+    op_issue, op_done : Out(1)
+        The engine's (:class:`~rtl.tensor.engine.TensorEngine`): a matmul or transpose entered
+        it (in the cycle of its ``disp``), and the oldest such operation's PSUM writes have
+        all landed.
     """
 
     class Signature(wiring.Signature):
@@ -127,6 +131,7 @@ class SbufTensorEngine(wiring.Component):
                 "err": Out(1), "err_code": Out(3), "ap_err": Out(1), "ap_err_code": Out(ERROR_BITS),
                 "busy": Out(1), "mv_fire": Out(1), "psum_we": Out(1),
                 "disp": Out(1), "disp_code": Out(ERROR_BITS), "disp_reject": Out(1),
+                "op_issue": Out(1), "op_done": Out(1),
             })
 
     def __init__(self, cfg: CoreConfig, *, use_instances=True):
@@ -154,6 +159,7 @@ class SbufTensorEngine(wiring.Component):
             eng.res.ready.eq(self.res.ready),
             self.err.eq(eng.err), self.err_code.eq(eng.err_code),
             self.mv_fire.eq(eng.mv_fire), self.psum_we.eq(eng.psum_we),
+            self.op_issue.eq(eng.op_issue), self.op_done.eq(eng.op_done),
         ]
 
         # --- intake: shape check, command queue, APs to the readers -------------------------

@@ -10,6 +10,7 @@ import pytest
 
 from golden.isasim import IsaSim, find_races
 from golden.kernels import KERNELS, attention_head, mlp, random_inputs
+from golden.kernels.mlp import mlp_tail_groups
 from rtl.config import DEFAULT, SMALL
 
 
@@ -105,6 +106,15 @@ def test_mlp_schedules_bit_exact_and_post_only_for_consumers(cfg, sizes):
     _check(case)
     pe = _posts(case.kp, "pe")
     tiles = -(-sizes["F"] // cfg.pe_cols) * -(-sizes["T"] // cfg.psum_bank_fp32)
+    # the last group's tail cut (mlp_tail_groups) adds one output tile per F tile of its
+    # second half: with four or more F tiles in the group
+    nf = -(-sizes["F"] // cfg.pe_cols)
+    group = nf if nf <= cfg.psum_banks else max(1, cfg.psum_banks // 2)
+    last = nf - (-(-nf // group) - 1) * group
+    t_last = sizes["T"] - (-(-sizes["T"] // cfg.psum_bank_fp32) - 1) * cfg.psum_bank_fp32
+    cut = len(mlp_tail_groups(cfg, 0, t_last, list(range(last)), 2)) == 3
+    assert cut == (last >= 4 and t_last // 4 >= cfg.sbuf_word_bytes // 2)
+    tiles += (last - last // 2) if cut else 0
     kt = -(-sizes["D"] // cfg.pe_rows)
     mm = [i for i in pe if i.op == "multiply_moving"]
     assert len(mm) == tiles * kt
