@@ -4,7 +4,8 @@ rings of 2 and 4 (small preset, tb/multicore/rig.py): random codes, every d, FP3
 FP8, sizes that do not divide into partitions, against the golden multi-core simulator
 (golden/collective/multicore.py, data by golden/collective/algos.py) bit for bit over each
 rank's whole SBUF; every check with its code and ERR_INFO; a cut link -> E_LINK and nothing
-written outside the destination; all-to-all then all-reduce of its result (ACCL's sequence)."""
+written outside the destination. (All-to-all then all-reduce back to back, ACCL's failing
+sequence, runs on the multi-core top: tests/test_multicore.py.)"""
 
 import numpy as np
 import pytest
@@ -169,34 +170,6 @@ def test_permute_cut_link(op):
         outside = imgs[r].copy()
         outside[0, DST:DST + 256] = images[r][0, DST:DST + 256]
         assert np.array_equal(outside, images[r])
-
-
-def test_all_to_all_then_all_reduce():
-    """ACCL's failing sequence: an all-to-all, then an all-reduce of its result, back to back
-    on a ring of 4, the all-reduce by the collective engine (the golden runs both)."""
-    from rtl.collective.engine import CollectiveEngine
-    cfg = SMALL.replace(ring_size=4)
-    perm = rig_of(4)
-    rng = np.random.default_rng(9)
-    images = rand_images(rng, cfg, 4)
-    for r in range(4):
-        fill(rng, images[r], "fp32", 2, 6)
-    a2a = _texts("all_to_all", 4, "fp32", 2, 6)
-    cyc = check(perm, a2a, images, 9)
-    assert cyc > 0
-    ar = [f"all_reduce ap0={ap(0x800, 'fp32', 1, 12)} ap1={ap(DST, 'fp32', 1, 12)} op=1"] * 4
-    m, _ = golden(cfg, 4, a2a, [i.copy() for i in images])
-    after = [m.cores[r].sbuf.copy() for r in range(4)]
-    rig = EngineRing(cfg, engine=CollectiveEngine)
-    coll = (rig, SimBench(rig))
-    check(coll, ar, after, 10)
-    # and the golden's two-instruction program ends in the same bytes
-    m2, errs = golden(cfg, 4, [a + "\n" + b for a, b in zip(a2a, ar)],
-                      [i.copy() for i in images])
-    assert errs == [None] * 4
-    m3, _ = golden(cfg, 4, ar, after)
-    for r in range(4):
-        assert np.array_equal(m2.cores[r].sbuf, m3.cores[r].sbuf)
 
 
 @pytest.mark.full

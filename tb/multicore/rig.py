@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """amaranth.sim rig of the collective engine on a ring (docs/collectives.md §14): ``n``
-:class:`rtl.collective.engine.CollectiveEngine`, each with its own
+:class:`rtl.collective.engine.CollectiveEngine` (or, with ``engine=``, the
+:class:`rtl.collective.permute.PermuteEngine` of §14.6), each with its own
 :class:`rtl.mem.sbuf.SBUF` (row ports ``cc_r``, ``cc_w``) and its link ports, joined rank r's
 TX -> :class:`rtl.collective.delay.DelayLine` -> rank r+1's RX (credits back through a second
 delay line; the TX of rank n-1 the dateline). :func:`run_engines` loads every rank's SBUF,
