@@ -173,16 +173,19 @@ def test_permute_cut_link(op):
 
 
 @pytest.mark.full
-def test_all_to_all_1kib_cycles(record_property):
-    """1 KiB of FP32 per rank (4 partitions x 64) all-to-all on the ring of 4: bit-exact, and
-    the cycles from issue to the last status (docs/collectives.md §14.6)."""
+@pytest.mark.parametrize("op,d", [("all_to_all", 0), ("send_recv", 1), ("send_recv", 3)])
+def test_permute_1kib_cycles(op, d, record_property):
+    """1 KiB of FP32 per rank (4 partitions x 64) on the ring of 4: bit-exact, and the cycles
+    from issue to the last status (docs/collectives.md §14.6)."""
     bench = rig_of(4)
     rng = np.random.default_rng(12)
     images = rand_images(rng, bench[0].cfg, 4)
     for r in range(4):
         fill(rng, images[r], "fp32", 4, 64)
-    cyc = check(bench, _texts("all_to_all", 4, "fp32", 4, 64), images, 12)
-    record_property("alltoall_1kib_cycles", cyc)
-    print(f"alltoall_1kib_cycles {cyc}")
-    # the busiest link carries 6 blocks of 64 flits: at best 384 cycles
-    assert 384 < cyc < 3 * 384
+    cyc = check(bench, _texts(op, 4, "fp32", 4, 64, d), images, 12)
+    name = "alltoall_1kib_cycles" if op == "all_to_all" else f"sendrecv_d{d}_1kib_cycles"
+    record_property(name, cyc)
+    print(f"{name} {cyc}")
+    # flits on each link: all-to-all 6 blocks of 64, send/recv d messages of 256
+    load = 6 * 64 if op == "all_to_all" else 256 * d
+    assert load < cyc < 3 * load + 200
