@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The permute engine (rtl/collective/permute.py: all_to_all, send_recv) in amaranth.sim on
 rings of 2 and 4 (small preset, tb/multicore/rig.py): random codes, every d, FP32 / BF16 /
-FP8, sizes that do not divide into partitions, against the golden multi-core simulator
+FP8 (and a ring of one: a local copy, FP16), sizes that do not divide into partitions, against the golden multi-core simulator
 (golden/collective/multicore.py, data by golden/collective/algos.py) bit for bit over each
 rank's whole SBUF; every check with its code and ERR_INFO; a cut link -> E_LINK and nothing
 written outside the destination. (All-to-all then all-reduce back to back, ACCL's failing
@@ -87,7 +87,8 @@ CASES = [(2, "all_to_all", "fp32", 3, 2, 0), (2, "all_to_all", "fp8_e4m3", 1, 14
          (2, "send_recv", "bf16", 3, 5, 0), (2, "send_recv", "fp32", 2, 7, 1),
          (4, "all_to_all", "fp32", 3, 4, 0), (4, "all_to_all", "bf16", 3, 8, 0),
          (4, "all_to_all", "fp8_e5m2", 2, 10, 0)] + [
-    (4, "send_recv", dt, 3, 3, d) for d, dt in enumerate(("fp32", "bf16", "fp8_e4m3", "fp32"))]
+    (4, "send_recv", dt, 3, 3, d) for d, dt in enumerate(("fp32", "bf16", "fp8_e4m3", "fp32"))
+] + [(1, "all_to_all", "fp16", 2, 5, 0), (1, "send_recv", "fp8_e4m3", 3, 3, 0)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
