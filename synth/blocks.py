@@ -236,6 +236,11 @@ def _build_cc_engine(cfg, variant):
     return CollectiveEngine(cfg)
 
 
+def _build_cc_permute(cfg, variant):
+    from rtl.collective.permute import PermuteEngine
+    return PermuteEngine(cfg)
+
+
 def _build_tensor_sbuf(cfg, variant):
     from rtl.emit import Design
     from rtl.tensor.engine import leaf_modules, leaf_pragmas
@@ -461,6 +466,13 @@ BLOCKS = (
                       "reduce (lane ALU), widen and RNE rounding (links and SBUF apart)",
           sources=("rtl/collective/engine.py", "rtl/collective/phases.py"),
           tests=("tests/test_collective_engine.py",)),
+    Block(name="cc_permute", module="rtl.collective.permute", build=_build_cc_permute,
+          sweep=False, default_pnr=False,
+          description="the permute engine: all-to-all and send/recv, header-routed flits "
+                      "with bubble flow control, source and per-origin destination cursors "
+                      "(links and SBUF apart)",
+          sources=("rtl/collective/permute.py",),
+          tests=("tests/test_collective_permute.py",)),
 )
 
 

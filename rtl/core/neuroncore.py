@@ -12,7 +12,8 @@ from amaranth.lib.wiring import In, Out
 
 from rtl import isa
 from rtl.collective.engine import CollectiveEngine
-from rtl.collective.link import LinkRX, LinkTX
+from rtl.collective.link import LinkRX, LinkTX, payload_layout
+from rtl.collective.permute import PermuteEngine
 from rtl.config import LINK_VCS, CoreConfig, check_config
 from rtl.core.axi_mux import AXI4Mux
 from rtl.core.csr import CSR, AXI4LiteSignature
@@ -241,18 +242,17 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, smux.down, fed.psum_scalar)
         m.d.comb += act.tw.valid.eq(0)          # tables load by ACT_TABLE_LOAD from SBUF
 
-        # ---- collective engine and the ring link ports -------------------------------------
+        # ---- collective engines and the ring link ports -------------------------------------
         cce = CollectiveEngine(cfg)
         m.submodules.cc = soft(cce)
+        pme = PermuteEngine(cfg)
+        m.submodules.cc_permute = soft(pme)
         ccd = CCDecoder(cfg)
         m.submodules.cc_decode = soft(ccd)
         wiring.connect(m, seqs["cc"].issue, ccd.issue)
         wiring.connect(m, ccd.done, seqs["cc"].done)
-        wiring.connect(m, ccd.instr, cce.instr)
-        wiring.connect(m, cce.done, ccd.eng_done)
-        wiring.connect(m, cce.rd, sbuf.cc_r)
-        wiring.connect(m, cce.wr, sbuf.cc_w)
-        self._ring(m, cce, soft, csr)
+        cc = self._cc_dispatch(m, ccd, cce, pme, sbuf)
+        self._ring(m, cc, soft, csr)
 
         # ---- sync engine and DMA -----------------------------------------------------------
         wiring.connect(m, seqs["sp"].issue, sync.issue)
@@ -285,13 +285,75 @@ class NeuronCore(wiring.Component):
                      csr.dma_info.eq(dma_info), csr.dma_idle.eq(dma_idle & ~draining)]
         return m
 
+    def _cc_dispatch(self, m, ccd, cce, pme, sbuf):
+        """The CC queue's decoded instructions to two engines by opcode: ``all_to_all`` and
+        ``send_recv`` to the :class:`PermuteEngine`, the others to the
+        :class:`CollectiveEngine` (docs/collectives.md §14.6). The queue runs in order and
+        one instruction at a time, so the engine that took the last instruction (``sel``) owns
+        the SBUF row ports ``cc_r``/``cc_w``, the ring TX and RX and the ``done`` stream until
+        it answers. Returns the ring-facing signals as a namespace like an engine's."""
+        from types import SimpleNamespace
+        pl = payload_layout(self.cfg)
+        ins = ccd.instr
+        to_p = (ins.payload.opcode == isa.OP_ALL_TO_ALL) | (ins.payload.opcode == isa.OP_SEND_RECV)
+        sel, outstanding = Signal(), Signal()           # sel: the permute engine
+        engs = (cce, pme)
+        for k, e in enumerate(engs):
+            mine = to_p if k else ~to_p
+            m.d.comb += [e.instr.valid.eq(ins.valid & ~outstanding & mine),
+                         e.instr.payload.eq(ins.payload)]
+        m.d.comb += ins.ready.eq(~outstanding & Mux(to_p, pme.instr.ready, cce.instr.ready))
+        with m.If(ins.valid & ins.ready):
+            m.d.soft += [sel.eq(to_p), outstanding.eq(1)]
+        with m.Elif(ccd.eng_done.valid & ccd.eng_done.ready):
+            m.d.soft += outstanding.eq(0)
+        m.d.comb += [ccd.eng_done.valid.eq(Mux(sel, pme.done.valid, cce.done.valid)),
+                     ccd.eng_done.payload.eq(Mux(sel, pme.done.payload.as_value(),
+                                                 cce.done.payload.as_value())),
+                     cce.done.ready.eq(ccd.eng_done.ready & ~sel),
+                     pme.done.ready.eq(ccd.eng_done.ready & sel)]
+        for port, name in (("rd", "cc_r"), ("wr", "cc_w")):
+            a, b, mem = getattr(cce, port), getattr(pme, port), getattr(sbuf, name)
+            m.d.comb += [mem.req.valid.eq(Mux(sel, b.req.valid, a.req.valid)),
+                         mem.req.payload.eq(Mux(sel, b.req.payload.as_value(),
+                                                a.req.payload.as_value())),
+                         a.req.ready.eq(mem.req.ready & ~sel), b.req.ready.eq(mem.req.ready & sel),
+                         a.rsp.valid.eq(mem.rsp.valid & ~sel), b.rsp.valid.eq(mem.rsp.valid & sel),
+                         a.rsp.payload.eq(mem.rsp.payload), b.rsp.payload.eq(mem.rsp.payload)]
+        tx_valid, tx_ready, rx_expect = Signal(), Signal(), Signal()
+        tx_payload = Signal(pl)
+        rx = [SimpleNamespace(valid=Signal(name=f"cc_rx{v}_valid"),
+                              payload=Signal(pl, name=f"cc_rx{v}_payload"),
+                              ready=Signal(name=f"cc_rx{v}_ready")) for v in range(LINK_VCS)]
+        m.d.comb += [tx_valid.eq(Mux(sel, pme.tx.valid, cce.tx.valid)),
+                     tx_payload.eq(Mux(sel, pme.tx.payload.as_value(), cce.tx.payload.as_value())),
+                     cce.tx.ready.eq(tx_ready & ~sel), pme.tx.ready.eq(tx_ready & sel),
+                     rx_expect.eq(Mux(sel, pme.rx_expect, cce.rx_expect))]
+        for v in range(LINK_VCS):
+            for k, e in enumerate(engs):
+                m.d.comb += [e.rx[v].valid.eq(rx[v].valid & (sel if k else ~sel)),
+                             e.rx[v].payload.eq(rx[v].payload)]
+            m.d.comb += rx[v].ready.eq(Mux(sel, pme.rx[v].ready, cce.rx[v].ready))
+        link_err, link_info = Signal(), Signal(8)
+        rank = Signal(self.cfg.link_src_bits)
+        tx_credit = Signal(range(self.cfg.link_credits + 1))
+        for e in engs:
+            m.d.comb += [e.link_err.eq(link_err), e.link_info.eq(link_info), e.rank.eq(rank)]
+        m.d.comb += pme.tx_credit.eq(tx_credit)
+        return SimpleNamespace(tx=SimpleNamespace(valid=tx_valid, ready=tx_ready,
+                                                  payload=tx_payload),
+                               rx=rx, rx_expect=rx_expect, link_err=link_err,
+                               link_info=link_info, rank=rank, tx_credit=tx_credit)
+
     def _ring(self, m, cce, soft, csr):
         """The link ports of the ring (none on a ring of one). The TX port is built without
         the dateline: on the dateline core the engine's flits enter its VC1 input, which is
-        what a dateline port does to them (the engine takes every flit it receives, nothing is
+        what a dateline port does to them (the engines take every flit they receive, and the
+        permute engine sends the flits it forwards through that same input: nothing is
         forwarded through the port), so one converted core serves every rank."""
         if self.cfg.ring_size == 1:
-            m.d.comb += [cce.tx.ready.eq(1), cce.link_err.eq(0), cce.rank.eq(0)]
+            m.d.comb += [cce.tx.ready.eq(1), cce.link_err.eq(0), cce.rank.eq(0),
+                         cce.tx_credit.eq(self.cfg.link_credits)]
             return
         tx = m.submodules.link_tx = soft(LinkTX(self.cfg))
         rx = m.submodules.link_rx = soft(LinkRX(self.cfg))
@@ -303,6 +365,7 @@ class NeuronCore(wiring.Component):
                          rx.o[v].ready.eq(cce.rx[v].ready)]
         m.d.comb += [cce.tx.ready.eq(Mux(dl, tx.i[1].ready, tx.i[0].ready)),
                      cce.rank.eq(self.rank),
+                     cce.tx_credit.eq(Mux(dl, tx.credits[1], tx.credits[0])),
                      self.ring_tx_valid.eq(tx.w_valid), self.ring_tx_flit.eq(tx.w_flit.as_value()),
                      tx.credit.eq(self.ring_tx_credit),
                      rx.w_valid.eq(self.ring_rx_valid), rx.w_flit.eq(self.ring_rx_flit),

@@ -39,9 +39,11 @@ def _ap(off, dtype, parts, per):
 
 def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True):
     """A core program: the source (``parts`` x ``per`` codes of ``dtype``) DMA'd from DRAM into
-    SBUF at 0 (posts s0), then each collective of ``steps`` (``(op, red, out dtype)``) on the
-    CC queue in turn (each waits s0 and posts s1), and each result stored from SBUF to DRAM
-    at :data:`OUT_BASE` + 0x1000 k once s1 reaches k + 1 (no stores without ``stores``)."""
+    SBUF at 0 (posts s0), then each collective of ``steps`` (``(op, red, out dtype)``, ``red``
+    the reduce op or send_recv's ``d``; a fourth element ``j`` takes step ``j``'s result as
+    the source) on the CC queue in turn (each waits s0 and posts s1), and each result stored
+    from SBUF to DRAM at :data:`OUT_BASE` + 0x1000 k once s1 reaches k + 1 (no stores without
+    ``stores``)."""
     SBP = cfg.sbuf_bytes_per_partition
     e = _ESZ.get(dtype, 1)
     prog = CoreProgram()
@@ -53,12 +55,18 @@ def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True
                                    dims=((per, e, e), (parts, per * e, SBP)),
                                    src_dtype=code, dst_dtype=code, post=True, sem=0, inc=1))
     cc, sp = [], [f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(0)}"]
-    for k, (op, red, odt) in enumerate(steps):
+    shapes = []
+    for k, (op, red, odt, *frm) in enumerate(steps):
         oe = _ESZ.get(odt, 1)
-        dparts, dper = dst_shape(op, rank, n, parts, per)
+        src = (0, dtype, parts, per)
+        if frm:                             # step frm[0]'s result
+            j = frm[0]
+            src = (0x400 * (j + 1), steps[j][2], *shapes[j])
+        dparts, dper = dst_shape(op, rank, n, src[2], src[3])
+        shapes.append((dparts, dper))
         dst = 0x400 * (k + 1)
-        extra = f" op={red}" if red is not None else ""
-        cc.append(f"{op} ap0={_ap(dst, odt, dparts, dper)} ap1={_ap(0, dtype, parts, per)}"
+        extra = (f" d={red}" if op == "send_recv" else f" op={red}") if red is not None else ""
+        cc.append(f"{op} ap0={_ap(dst, odt, dparts, dper)} ap1={_ap(*src)}"
                   f"{extra} stream=1 wait=s0>=1 post=s1+1")
         prog.add_descriptor(Descriptor(src=dst, dst=OUT_BASE + 0x1000 * k, src_space=SP_SBUF,
                                        dst_space=SP_DRAM,

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """amaranth.sim rig of the collective engine on a ring (docs/collectives.md §14): ``n``
-:class:`rtl.collective.engine.CollectiveEngine`, each with its own
+:class:`rtl.collective.engine.CollectiveEngine` (or, with ``engine=``, the
+:class:`rtl.collective.permute.PermuteEngine` of §14.6), each with its own
 :class:`rtl.mem.sbuf.SBUF` (row ports ``cc_r``, ``cc_w``) and its link ports, joined rank r's
 TX -> :class:`rtl.collective.delay.DelayLine` -> rank r+1's RX (credits back through a second
 delay line; the TX of rank n-1 the dateline). :func:`run_engines` loads every rank's SBUF,
@@ -25,12 +26,14 @@ __all__ = ["EngineRing", "instr_fields", "run_engines"]
 
 
 class EngineRing(Elaboratable):
-    """``n`` engines on a ring of ``cfg`` (``cfg.ring_size`` = ``n``)."""
+    """``n`` engines on a ring of ``cfg`` (``cfg.ring_size`` = ``n``); ``engine`` their class
+    (:class:`CollectiveEngine`, or :class:`rtl.collective.permute.PermuteEngine`, whose
+    ``tx_credit`` gets its TX port's credits of the VC it injects on)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, engine=CollectiveEngine):
         self.cfg, self.n = cfg, cfg.ring_size
         n = self.n
-        self.eng = [CollectiveEngine(cfg) for _ in range(n)]
+        self.eng = [engine(cfg) for _ in range(n)]
         self.sbuf = [SBUF(cfg, row_ports=("cc_r", "cc_w")) for _ in range(n)]
         self.tx = [LinkTX(cfg, dateline=(r == n - 1)) for r in range(n)] if n > 1 else []
         self.rx = [LinkRX(cfg) for _ in range(n)] if n > 1 else []
@@ -52,8 +55,11 @@ class EngineRing(Elaboratable):
                 m.d.comb += [b.req.valid.eq(a.req.valid), b.req.payload.eq(a.req.payload),
                              a.req.ready.eq(b.req.ready), a.rsp.valid.eq(b.rsp.valid),
                              a.rsp.payload.eq(b.rsp.payload)]
+            credit = "tx_credit" in e.signature.members
             if n == 1:
                 m.d.comb += [e.tx.ready.eq(1), e.link_err.eq(0)]
+                if credit:
+                    m.d.comb += e.tx_credit.eq(self.cfg.link_credits)
                 continue
             tx, rx = self.tx[r], self.rx[r]
             m.submodules[f"tx{r}"], m.submodules[f"rx{r}"] = tx, rx
@@ -64,6 +70,8 @@ class EngineRing(Elaboratable):
                          rx.expect.eq(e.rx_expect),
                          e.link_err.eq(tx.err | rx.err),
                          e.link_info.eq(Mux(rx.err, rx.err_info, tx.err_info))]
+            if credit:                  # the engine feeds i[0]; the dateline port sends VC1
+                m.d.comb += e.tx_credit.eq(tx.credits[int(r == n - 1)])
             for v in range(LINK_VCS):
                 m.d.comb += [e.rx[v].valid.eq(rx.o[v].valid), e.rx[v].payload.eq(rx.o[v].payload),
                              rx.o[v].ready.eq(e.rx[v].ready)]

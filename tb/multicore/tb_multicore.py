@@ -13,12 +13,18 @@ from rtl.isa import E_LINK
 from tb.multicore.driver import MultiCoreTB
 from tb.multicore.program import OUT_BASE, cc_program, golden_run, random_source
 
-#: Collective sequences of the programs: ``(op, reduce op, destination dtype)``.
+#: Collective sequences of the programs: ``(op, reduce op or send_recv's d, destination
+#: dtype[, the step whose result is the source])``. The third is ACCL's failing sequence, an
+#: all-to-all then an all-reduce of its result, back to back, then a send/recv of that.
 PROGRAMS = (
     ("fp32", 4, 6, (("all_reduce", 1, "fp32"), ("all_gather", None, "fp32"),
                     ("reduce_scatter", 4, "fp32"))),
     ("bf16", 3, 8, (("all_reduce", 5, "bf16"), ("all_reduce", 1, "fp32"),
                     ("reduce_scatter", 1, "fp16"))),
+    ("fp32", 2, 8, (("all_to_all", None, "fp32"), ("all_reduce", 1, "fp32", 0),
+                    ("send_recv", 1, "fp32", 1))),
+    ("bf16", 4, 4, (("send_recv", 1, "bf16"), ("all_to_all", None, "bf16"),
+                    ("all_gather", None, "bf16", 1))),
 )
 
 
