@@ -153,6 +153,8 @@ def run(cfg):
     one, two, rate = rtl_ring(cfg)
     rtl = os.environ.get("NC_BENCH_RTL", "1") not in ("", "0")
     rtl_ar, s2f = rtl_allreduce(SMALL) if rtl else ({}, None)
+    ovl = rtl_overlap(SMALL) if rtl else {"gemm_slowdown_with_allreduce": None,
+                                          "allreduce_slowdown_with_gemm": None}
     dp_cycles, dp_overlap, dp_bad = dp_step_figures(cfg)
     c4k, formula = allreduce_cycles_formula(cfg)
 
@@ -182,7 +184,9 @@ def run(cfg):
         "link": {"link_bits": cfg.link_bits, "link_credits": cfg.link_credits,
                  "link_latency": cfg.link_latency, "peak_bytes_per_cycle": cfg.link_bits / 8},
         "busbw_fraction_table": busbw_table(cfg),
+        **ovl,
         "sources": {
+            **OVERLAP_SOURCES,
             "busbw_fraction_table": "golden model (golden.collective.perf.estimate), dtype "
                                     "fp32 unless the row says bf16; sizes are NCCL's S per "
                                     "core in bytes; 4 ranks for the scalar fractions",
@@ -208,3 +212,37 @@ def run(cfg):
                                         "the first cycle its core's ring TX valid is high; the "
                                         "largest over cores and sizes"},
     }
+
+
+# ---- compute/collective overlap on the RTL MultiCore (docs/collectives.md §19) ---------------
+
+def rtl_overlap(cfg, n=2, seed=0):
+    """``{"gemm_slowdown_with_allreduce", "allreduce_slowdown_with_gemm", "overlap_cycles"}``
+    on the RTL MultiCore of ``n`` cores of ``cfg`` narrowed by
+    :func:`tb.multicore.build.multicore_cfg`: :func:`tb.multicore.program.overlap_kernel` run
+    three times (GEMM and all-reduce together, each alone) by
+    :func:`tb.multicore.run_kernel.run_overlap`, every output bit for bit equal to golden. A
+    slowdown is the half's cycles in the run with both over its cycles alone, minus 1 (the
+    GEMM: doorbell to its last store done; the all-reduce: issue to retire; the slowest
+    core)."""
+    from tb.multicore.build import multicore_cfg, multicore_sim
+    from tb.multicore.run_kernel import run_overlap
+    from tb.runner import ROOT
+    mc = multicore_cfg(cfg, n)
+    runs = run_overlap(mc, ROOT / "build" / "bench" / "cc_rtl" / "overlap", seed=seed,
+                       sim=multicore_sim(mc))
+    return {"gemm_slowdown_with_allreduce":
+            round(runs["both"]["gemm"] / runs["gemm"]["gemm"] - 1, 4),
+            "allreduce_slowdown_with_gemm":
+            round(runs["both"]["allreduce"] / runs["allreduce"]["allreduce"] - 1, 4),
+            "overlap_cycles": runs}
+
+
+#: ``sources`` entries of :func:`rtl_overlap`'s metrics.
+OVERLAP_SOURCES = {
+    "gemm_slowdown_with_allreduce, allreduce_slowdown_with_gemm, overlap_cycles":
+        "RTL MultiCore, small, 2 cores (Verilator), tb.multicore.program.overlap_kernel: a "
+        "GEMM from DRAM (AT 16x4, B 16x128 BF16, FP32 out) and an independent 2 KiB FP32 "
+        "all-reduce on every core, run together and each alone, every output bit for bit "
+        "equal to golden; GEMM cycles: doorbell to its last store done, all-reduce cycles: "
+        "issue to retire, slowest core; slowdown = together / alone - 1"}

@@ -483,3 +483,27 @@ def test_a_malformed_ap_completes_in_order_without_reaching_the_engine():
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_cc_decoder_passes_the_engines_info():
+    """The collective engine's ``info`` (E_LINK's link fault kind, E_SHAPE's sending rank,
+    E_FORMAT's slot) reaches the sequencer's ``done`` and so ``ERR_INFO``; it was dropped
+    (ERR_INFO 0 on the multi-core top, tests/test_multicore_faults.py)."""
+    from rtl.core.engine_decode import CCDecoder
+    dut = CCDecoder(CFG)
+
+    async def bench(ctx):
+        ctx.set(dut.done.ready, 1)
+        for status, info in ((isa.E_LINK, 6), (E_SHAPE, 1), (E_FORMAT, 0xA5), (0, 0)):
+            ctx.set(dut.eng_done.valid, 1)
+            ctx.set(dut.eng_done.payload.status, status)
+            ctx.set(dut.eng_done.payload.info, info)
+            assert ctx.get(dut.done.valid) and ctx.get(dut.eng_done.ready)
+            assert ctx.get(dut.done.payload.status) == status
+            assert ctx.get(dut.done.payload.info) == info
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()

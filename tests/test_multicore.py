@@ -103,3 +103,44 @@ def test_tx_bursts_of_the_ring_row():
     from tb.multicore.run_kernel import tx_bursts
     assert tx_bursts([(5, 1), (9, 0), (12, 1)], 20) == [(5, 9, 0), (12, 20, 1)]
     assert tx_bursts([], 20) == []
+
+
+# ---- the compute/collective overlap kernel (bench: gemm/allreduce slowdowns, §19) ------------
+
+def test_overlap_kernel_on_golden():
+    """The overlap kernel's three variants run clean on the golden multi-core simulator; C is
+    A @ B (FP32 sum of BF16 products, within 2^-20 relative) and y the sum of the ranks' x."""
+    import numpy as np
+    from golden.collective import algos
+    from golden.kernel.multi import run_multi
+    from tb.multicore.program import overlap_inputs, overlap_kernel
+    from tb.multicore.run_kernel import OVERLAP_RUNS
+    mc = multicore_cfg(SMALL, 2)
+    for name, (g, a) in OVERLAP_RUNS.items():
+        mk = overlap_kernel(mc, 2, gemm=g, allreduce=a, seed=3)
+        run = run_multi(mk, codes=False)
+        assert not any(run.errors), (name, run.errors)
+        for r in range(2):
+            assert set(run.outputs[r]) == {o for o, on in (("C", g), ("y", a)) if on}, name
+        xs, ats, bs = overlap_inputs(mc, 2, seed=3)
+        for r in range(2 * g):
+            at = algos.decode_codes(ats[r], "bf16").astype(np.float64)
+            b = algos.decode_codes(bs[r], "bf16").astype(np.float64)
+            want = at.T @ b
+            got = np.asarray(run.outputs[r]["C"], np.float64)
+            assert np.allclose(got, want, rtol=2 ** -20, atol=2 ** -20 * np.abs(want).max())
+        for r in range(2 * a):
+            assert np.array_equal(np.asarray(run.outputs[r]["y"], np.float32),
+                                  (xs[0].astype(np.float64) + xs[1]).astype(np.float32))
+    with pytest.raises(ValueError, match="K must be a multiple"):
+        overlap_kernel(mc, 2, K=6)
+
+
+@pytest.mark.full
+def test_overlap_kernel_on_the_multicore_rtl(seed, tmp_path):
+    """The overlap kernel on 2 RTL cores, together and each half alone: every output bit for
+    bit equal to golden, and every half's span measured (the bench's slowdowns)."""
+    from tb.multicore.run_kernel import run_overlap
+    runs = run_overlap(multicore_cfg(SMALL, 2), tmp_path, seed=seed, sim=_sim(2))
+    assert runs["both"]["gemm"] and runs["both"]["allreduce"], runs
+    assert runs["gemm"]["allreduce"] is None and runs["allreduce"]["gemm"] is None, runs

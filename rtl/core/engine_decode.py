@@ -22,9 +22,10 @@ __all__ = ["VectorDecoder", "ScalarDecoder", "CCDecoder"]
 
 class _Decoder(wiring.Component):
     """Common part: ``issue`` -> engine ``instr`` (mapped by :meth:`fill`), engine ``done`` ->
-    sequencer ``done``. A decoder-level error (an AP using a dimension beyond ``cfg.ap_dims``:
-    ``E_AP_FORM``) is reported only once the engine has returned every earlier status, so
-    statuses stay in instruction order."""
+    sequencer ``done``, with the engine's ``info`` (the sequencer's ``ERR_INFO``) when its
+    status has one (the collective engine's). A decoder-level error (an AP using a dimension
+    beyond ``cfg.ap_dims``: ``E_AP_FORM``, info 0) is reported only once the engine has
+    returned every earlier status, so statuses stay in instruction order."""
 
     engine = None
 
@@ -38,6 +39,7 @@ class _Decoder(wiring.Component):
             "eng_done": In(stream.Signature(done_layout)),
         })
         self.cfg = cfg
+        self._has_info = "info" in dict(done_layout.members)
 
     def fill(self, m, raw, instr):
         """Drive ``instr`` from ``raw``; return a signal that is high when an AP is malformed
@@ -66,6 +68,8 @@ class _Decoder(wiring.Component):
             m.d.comb += [self.done.valid.eq(self.eng_done.valid),
                          self.done.payload.status.eq(self.eng_done.payload.status),
                          self.eng_done.ready.eq(self.done.ready)]
+            if self._has_info:
+                m.d.comb += self.done.payload.info.eq(self.eng_done.payload.info)
         return m
 
 

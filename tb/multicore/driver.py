@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 import cocotb
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from tb.base import TB
@@ -51,11 +52,22 @@ class MultiCoreTB(TB):
         self.n = self.cfg.ring_size
         self.cores = [_CoreView(self, i) for i in range(self.n)]
 
-    async def run_all(self, progs, what, *, watchdog=0):
+    async def run_all(self, progs, what, *, watchdog=0, skew=None):
         """Run ``progs[i]`` (a :class:`CoreProgram`) on every core at once; a list of
-        ``(cycles, ERR_CODE)``, one per core."""
+        ``(cycles, ERR_CODE)``, one per core. ``skew[i]``: cycles core i waits before it
+        loads and starts its program (ranks that reach a collective at different times)."""
         for c in self.cores:
             await c.wr("WATCHDOG", watchdog)
-        tasks = [cocotb.start_soon(c.run_program(p, f"{what} core {i}"))
+
+        async def one(i, c, p):
+            if skew is not None and skew[i]:
+                await ClockCycles(self.dut.clk, int(skew[i]))
+            return await c.run_program(p, f"{what} core {i}")
+        tasks = [cocotb.start_soon(one(i, c, p))
                  for i, (c, p) in enumerate(zip(self.cores, progs))]
         return [await t for t in tasks]
+
+    async def soft_reset_all(self):
+        """The soft reset of every core, one after the other."""
+        for c in self.cores:
+            await c.soft_reset()

@@ -12,10 +12,15 @@ from golden.collective.schedule import chunk_bounds
 from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
 from tb.core.program import DATA_BASE, DRAM_BYTES, CoreProgram
 
-__all__ = ["cc_program", "dst_shape", "golden_run", "random_source", "OUT_BASE"]
+__all__ = ["cc_program", "dst_shape", "golden_run", "overlap_inputs", "overlap_kernel",
+           "random_source",
+           "sbuf_fill_program",
+           "sbuf_dump_program", "OUT_BASE", "DUMP_BASE"]
 
 #: DRAM address of the first stored result of :func:`cc_program`.
 OUT_BASE = DATA_BASE + 0x8000
+#: DRAM address where :func:`sbuf_dump_program` writes the SBUF bytes it reads.
+DUMP_BASE = DATA_BASE + 0x20000
 _ESZ = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
@@ -37,13 +42,28 @@ def _ap(off, dtype, parts, per):
     return f"sbuf.{dtype}[0:{parts}]@{off:#x}{{1x{per}}}"
 
 
-def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True):
+def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True,
+               chain=False, same_dst=False, streams=None):
     """A core program: the source (``parts`` x ``per`` codes of ``dtype``) DMA'd from DRAM into
     SBUF at 0 (posts s0), then each collective of ``steps`` (``(op, red, out dtype)``, ``red``
     the reduce op or send_recv's ``d``; a fourth element ``j`` takes step ``j``'s result as
     the source) on the CC queue in turn (each waits s0 and posts s1), and each result stored
     from SBUF to DRAM at :data:`OUT_BASE` + 0x1000 k once s1 reaches k + 1 (no stores without
-    ``stores``)."""
+    ``stores``).
+
+    Parameters
+    ----------
+    chain : bool
+        Step k > 0 reads step k - 1's destination (its shape and dtype) instead of the
+        source, and waits s1 >= k: e.g. reduce-scatter, then all-gather of its chunk, then
+        all-reduce of that.
+    same_dst : bool
+        Every step writes the same destination (SBUF 0x400); step k > 0 waits for the store
+        of step k - 1 (s2 >= k; s1 >= k without ``stores``) so that no store reads a
+        destination the next collective is writing.
+    streams : sequence of int, optional
+        The ``stream`` immediate of each step (default 1 for every step).
+    """
     SBP = cfg.sbuf_bytes_per_partition
     e = _ESZ.get(dtype, 1)
     prog = CoreProgram()
@@ -55,19 +75,29 @@ def cc_program(cfg, rank, n, steps, src_codes, dtype, parts, per, *, stores=True
                                    dims=((per, e, e), (parts, per * e, SBP)),
                                    src_dtype=code, dst_dtype=code, post=True, sem=0, inc=1))
     cc, sp = [], [f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(0)}"]
+    src = (0, dtype, parts, per)
     shapes = []
     for k, (op, red, odt, *frm) in enumerate(steps):
         oe = _ESZ.get(odt, 1)
-        src = (0, dtype, parts, per)
         if frm:                             # step frm[0]'s result
             j = frm[0]
             src = (0x400 * (j + 1), steps[j][2], *shapes[j])
-        dparts, dper = dst_shape(op, rank, n, src[2], src[3])
+        dparts, dper = dst_shape(op, rank, n, *src[2:])
         shapes.append((dparts, dper))
-        dst = 0x400 * (k + 1)
+        dst = 0x400 if same_dst else 0x400 * (k + 1)
         extra = (f" d={red}" if op == "send_recv" else f" op={red}") if red is not None else ""
+        wait = "s0>=1"
+        if k and same_dst:
+            wait = f"s2>={k}" if stores else f"s1>={k}"
+        elif k and chain:
+            wait = f"s1>={k}"
+        st = 1 if streams is None else streams[k]
         cc.append(f"{op} ap0={_ap(dst, odt, dparts, dper)} ap1={_ap(*src)}"
-                  f"{extra} stream=1 wait=s0>=1 post=s1+1")
+                  f"{extra} stream={st} wait={wait} post=s1+1")
+        if chain:
+            src = (dst, odt, dparts, dper)
+        elif frm:
+            src = (0, dtype, parts, per)
         prog.add_descriptor(Descriptor(src=dst, dst=OUT_BASE + 0x1000 * k, src_space=SP_SBUF,
                                        dst_space=SP_DRAM,
                                        dims=((dper, oe, oe), (dparts, SBP, dper * oe)),
@@ -96,3 +126,112 @@ def golden_run(cfg, progs, *, watchdog=None):
                                          for i in images])
     errs = m.run([p.encoded() for p in progs], watchdog=watchdog)
     return [bytes(c.mem.dram[:DRAM_BYTES]) for c in m.cores], errs
+
+
+def _copy_program(cfg, parts, nbytes, to_sbuf):
+    if nbytes % 4 or not 0 < nbytes <= cfg.sbuf_bytes_per_partition:
+        raise ValueError(f"nbytes must be a multiple of 4 in (0, "
+                         f"{cfg.sbuf_bytes_per_partition}], not {nbytes!r}")
+    if not 0 < parts <= cfg.partitions:
+        raise ValueError(f"parts must be in [1, {cfg.partitions}], not {parts!r}")
+    SBP, code = cfg.sbuf_bytes_per_partition, DTYPE_CODES["fp32"]
+    prog = CoreProgram()
+    if to_sbuf:
+        d = Descriptor(src=DATA_BASE, dst=0, src_space=SP_DRAM, dst_space=SP_SBUF,
+                       dims=((nbytes // 4, 4, 4), (parts, nbytes, SBP)),
+                       src_dtype=code, dst_dtype=code, post=True, sem=0, inc=1)
+    else:
+        d = Descriptor(src=0, dst=DUMP_BASE, src_space=SP_SBUF, dst_space=SP_DRAM,
+                       dims=((nbytes // 4, 4, 4), (parts, SBP, nbytes)),
+                       src_dtype=code, dst_dtype=code, post=True, sem=0, inc=1)
+    prog.add_descriptor(d)
+    prog.queues["sp"] = f"dma_start engine=0 queue=0 count=1 desc_addr={prog.desc_addr(0)}\n"
+    return prog
+
+
+def sbuf_fill_program(cfg, parts, nbytes, data):
+    """A core program that DMAs ``data`` (``parts`` x ``nbytes`` bytes, FP32 codes: copied
+    unchanged) from DRAM into SBUF partitions ``0 .. parts - 1``, bytes ``0 .. nbytes - 1``: a
+    guard pattern around a collective's source and destination."""
+    prog = _copy_program(cfg, parts, nbytes, True)
+    if len(data) != parts * nbytes:
+        raise ValueError(f"data must hold parts x nbytes = {parts * nbytes} bytes, not "
+                         f"{len(data)}")
+    prog.data[DATA_BASE] = bytes(data)
+    return prog
+
+
+def sbuf_dump_program(cfg, parts, nbytes):
+    """A core program that DMAs SBUF partitions ``0 .. parts - 1``, bytes ``0 .. nbytes - 1``,
+    to DRAM at :data:`DUMP_BASE` (partition after partition)."""
+    return _copy_program(cfg, parts, nbytes, False)
+
+
+def overlap_kernel(cfg, n, *, gemm=True, allreduce=True, seed=0, K=16, N=128, ar_bytes=2048):
+    """The compute/collective overlap kernel (docs/collectives.md §19): on every rank, an FP32
+    all-reduce (add) of ``ar_bytes`` per core, ``x`` [partitions, ...] loaded from DRAM into
+    SBUF and the result stored to ``y``, and independently a GEMM from DRAM, ``C = A @ B``
+    with ``AT`` [K, pe_cols] and ``B`` [K, N] BF16 loaded per K tile (``pe_rows``), the K tiles
+    accumulated in PSUM (``psum_bank_fp32`` columns a tile), copied to SBUF as FP32 by the
+    vector engine and stored to ``C``. No semaphore orders one after the other, so the tensor
+    engine and its DMA run while the all-reduce is on the ring; ``y``'s store is the sync
+    engine's last instruction (its in-order queue would otherwise hold the GEMM's loads behind
+    the all-reduce). ``C``'s stores go on the last DMA queue, alone (its completions time the
+    GEMM). ``gemm`` / ``allreduce`` False: that half left out. Returns the
+    :class:`golden.kernel.multi.MultiKernel`."""
+    from golden.kernel.multi import MultiKernel
+    if not (gemm or allreduce):
+        raise ValueError("overlap_kernel needs gemm or allreduce")
+    P, TK, M, TN = cfg.partitions, cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
+    if K % TK or N % TN:
+        raise ValueError(f"overlap_kernel K must be a multiple of pe_rows {TK} and N of "
+                         f"psum_bank_fp32 {TN}, not {K} and {N}")
+    cols = ar_bytes // 4 // P
+    xs, ats, bs = overlap_inputs(cfg, n, seed=seed, K=K, N=N, ar_bytes=ar_bytes)
+    c_queue = cfg.dma_engines * cfg.dma_queues - 1
+    others = list(range(c_queue)) or [0]
+
+    def body(k):
+        r, q = k.rank, iter(others * 64)
+        if allreduce:
+            x = k.dram_tensor("x", dtype="fp32", data=xs[r])
+            t = k.sbuf_tile(P, cols, "fp32", "t")
+            k.load(t, x, queue=next(q))
+            s = k.sbuf_tile(P, cols, "fp32", "s")
+            k.all_reduce(s, t, "add")
+        if gemm:
+            at = k.dram_tensor("AT", dtype="bf16", codes=ats[r])
+            b = k.dram_tensor("B", dtype="bf16", codes=bs[r])
+            c = k.dram_tensor("C", (M, N), "fp32")
+            for n0 in range(0, N, TN):
+                ps = k.psum_tile(M, TN)
+                for k0 in range(0, K, TK):
+                    ta = k.sbuf_tile(TK, M, "bf16", f"a{n0}_{k0}")
+                    tb = k.sbuf_tile(TK, TN, "bf16", f"b{n0}_{k0}")
+                    k.load(ta, at, k0, 0, queue=next(q))
+                    k.load(tb, b, k0, n0, queue=next(q))
+                    k.matmul(ps, ta, tb, accumulate=k0 > 0)
+                o = k.sbuf_tile(M, TN, "fp32", f"o{n0}")
+                k.copy(o, ps)
+                k.store(c, o, 0, n0, queue=c_queue)
+            k.output("C", c)
+        if allreduce:
+            y = k.dram_tensor("y", (P, cols), "fp32")
+            k.store(y, s, queue=next(q))
+            k.output("y", y)
+    return MultiKernel.from_body(cfg, n, body, dram_bytes=1 << 16)
+
+
+def overlap_inputs(cfg, n, *, seed=0, K=16, N=128, ar_bytes=2048):
+    """The inputs of :func:`overlap_kernel` (same arguments): per rank ``x`` (FP32 values,
+    [partitions, ar_bytes / 4 / partitions]), ``AT`` [K, pe_cols] and ``B`` [K, N] (BF16
+    codes); ``(xs, ats, bs)``."""
+    P, M = cfg.partitions, cfg.pe_cols
+    rng = np.random.default_rng(seed)
+    xs = [(rng.standard_normal((P, ar_bytes // 4 // P)) * 3).astype(np.float32)
+          for _ in range(n)]
+    ats = [algos.encode(rng.standard_normal((K, M)).astype(np.float32), "bf16")
+           for _ in range(n)]
+    bs = [algos.encode(rng.standard_normal((K, N)).astype(np.float32), "bf16")
+          for _ in range(n)]
+    return xs, ats, bs

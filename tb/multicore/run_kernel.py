@@ -37,7 +37,8 @@ from tb.core.run_kernel import describer
 from tb.runner import ROOT
 
 __all__ = ["MultiKernelReport", "run_rtl", "run_case", "sim_config", "rtl_timeline", "sim_main", "sim_ranks", "SIM_RANKS", "tx_valid_names", "overlap",
-           "sem_to_first_flit", "tx_bursts", "format_report", "main"]
+           "sem_to_first_flit", "tx_bursts", "format_report", "main", "OVERLAP_RUNS",
+           "overlap_spans", "run_overlap"]
 
 
 @dataclass
@@ -168,6 +169,56 @@ def tx_bursts(tx, end):
             start = None
     if start is not None:
         out.append((start, end, len(out)))
+    return out
+
+
+#: The three runs of :func:`run_overlap`: ``{name: (gemm, allreduce)}``.
+OVERLAP_RUNS = {"both": (True, True), "gemm": (True, False), "allreduce": (False, True)}
+
+
+def overlap_spans(cfg, core):
+    """``(gemm cycles, all-reduce cycles)`` of one core's record (:func:`run_rtl`) of
+    :func:`tb.multicore.program.overlap_kernel`: the doorbell to the last completion on the
+    last DMA queue (``C``'s stores, alone there), and the all-reduce's issue to its retire
+    (the ``cc`` engine's first instruction); ``None`` for a half the run does not have."""
+    tl = rtl_timeline(cfg, core)
+    g = cfg.dma_engines * cfg.dma_queues - 1
+    bars = tl["dma"].get(f"dma{g // cfg.dma_queues}.q{g % cfg.dma_queues}", [])
+    cc = tl["engines"].get("cc", {}).get("exec", [])
+    return (max(b for _, b, _ in bars) if bars else None,
+            cc[0][1] - cc[0][0] if cc else None)
+
+
+def run_overlap(cfg, out_dir, *, seed=0, sim=None, runs=OVERLAP_RUNS):
+    """Run :func:`tb.multicore.program.overlap_kernel` of ``cfg.ring_size`` cores on the golden
+    multi-core simulator and the RTL top, once per entry of ``runs``; every core's outputs
+    must equal golden's bit for bit (``AssertionError`` naming the run, core and output
+    otherwise). Returns ``{run: {"gemm": cycles, "allreduce": cycles, "golden": cycles}}``:
+    the slowest core's :func:`overlap_spans` and the golden run's last completion."""
+    import numpy as np
+
+    from golden.kernel.multi import run_multi
+    from tb.multicore.build import multicore_sim
+    from tb.multicore.program import overlap_kernel
+    n = cfg.ring_size
+    sim = sim or multicore_sim(cfg)
+    out = {}
+    for name, (gemm, ar) in runs.items():
+        kps = overlap_kernel(cfg, n, gemm=gemm, allreduce=ar, seed=seed).build()
+        g = run_multi((cfg, kps))
+        assert not any(g.errors), f"overlap {name}: golden errors {g.errors}"
+        rec, _ = run_rtl(cfg, kps, f"overlap_{name}", Path(out_dir) / name,
+                         estimate=max(g.cycles), sim=sim)
+        spans = []
+        for r, c in enumerate(rec["cores"]):
+            assert c["error"] is None, f"overlap {name} core {r}: error {c['error']}"
+            for o, want in g.outputs[r].items():
+                assert np.array_equal(c["outputs"][o], want), (
+                    f"overlap {name} core {r}: {o} differs from golden (seed {seed})")
+            spans.append(overlap_spans(cfg, c))
+        gs, cs = [a for a, _ in spans if a is not None], [b for _, b in spans if b is not None]
+        out[name] = {"gemm": max(gs) if gs else None, "allreduce": max(cs) if cs else None,
+                     "golden": max(g.cycles)}
     return out
 
 
