@@ -149,6 +149,73 @@ def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
     return out, (max(s2f) if s2f and None not in s2f else None)
 
 
+#: RTL engine ring runs: (metric, op, NCCL size S in bytes per core); FP32, 4 ranks.
+RTL_ENGINE_RUNS = (("rtl_allreduce_4kib", "all_reduce", 4 << 10),
+                   ("rtl_allreduce_64k", "all_reduce", 64 << 10),
+                   ("rtl_allreduce_256k", "all_reduce", 256 << 10),
+                   ("rtl_allgather_64k", "all_gather", 64 << 10),
+                   ("rtl_reducescatter_64k", "reduce_scatter", 64 << 10))
+
+
+def rtl_engine_case(cfg, op, size, seed=0):
+    """``(cycles, busbw fraction)`` of one FP32 ``op`` of NCCL size ``size`` bytes per core on
+    :class:`tb.multicore.rig.EngineRing` of ``cfg`` (amaranth.sim), every rank's whole SBUF
+    checked bit for bit against :class:`golden.collective.multicore.MultiCoreSim`
+    (``RuntimeError`` otherwise). The source is ``partitions`` rows; the destination the rows
+    a flit's slots reach in one write (all-reduce: the source's shape; reduce-scatter: the
+    chunk's rows; all-gather: ``n`` times the rows)."""
+    from golden.asm import assemble
+    from golden.collective.multicore import MultiCoreSim
+    from tb.amsim import SimBench
+    from tb.multicore.rig import EngineRing, run_engines
+    n, P, SB = cfg.ring_size, cfg.partitions, cfg.sbuf_bytes_per_partition
+    src_elems = size // 4 // (n if op == "all_gather" else 1)
+    per = src_elems // P
+    dparts = {"all_gather": P * n, "reduce_scatter": P // n}.get(op, P)
+    if dparts > P:                       # all-gather: n times the row length instead
+        dparts, dper = P, per * n
+    else:
+        dper = per
+    dst = per * 4
+    text = (f"{op} ap0=sbuf.fp32[0:{dparts}]@{dst:#x}{{1x{dper}}} "
+            f"ap1=sbuf.fp32[0:{P}]@0x0{{1x{per}}}" + ("" if op == "all_gather" else " op=1"))
+    rng = np.random.default_rng(seed)
+    images = []
+    for _ in range(n):
+        img = np.zeros((P, SB), np.uint8)
+        x = (rng.standard_normal((P, per)) * 3).astype(np.float32)
+        img[:, :per * 4] = x.view(np.uint8).reshape(P, per * 4)
+        images.append(img)
+    g = MultiCoreSim(cfg, n, dram_bytes=4096)
+    for r in range(n):
+        g.cores[r].sbuf[...] = images[r]
+    errs = g.run([{"cc": assemble(text)} for _ in range(n)])
+    rig = EngineRing(cfg)
+    st, _, imgs, cyc = run_engines(SimBench(rig), rig, [assemble(text)] * n, images,
+                                   max_cycles=40 * size // cfg.link_bits + 20_000)
+    if any(errs) or any(st):
+        raise RuntimeError(f"{op} {size} B: errors golden {errs}, RTL {st}")
+    for r in range(n):
+        if not np.array_equal(imgs[r], g.cores[r].sbuf):
+            raise RuntimeError(f"{op} {size} B: RTL rank {r} differs from golden")
+    factor = {"all_reduce": 2 * (n - 1) / n}.get(op, (n - 1) / n)
+    return cyc, round(size / cyc * factor / (cfg.link_bits / 8), 4)
+
+
+def rtl_engine_figures(cfg, runs=RTL_ENGINE_RUNS):
+    """The ``rtl_*`` metrics of :data:`RTL_ENGINE_RUNS` on a ring of 4 engines of ``cfg``."""
+    c4 = cfg.replace(ring_size=4)
+    out = {}
+    for name, op, size in runs:
+        out[name] = rtl_engine_case(c4, op, size)
+    return {"rtl_allreduce_4kib_cycles": out["rtl_allreduce_4kib"][0],
+            "rtl_allreduce_busbw_fraction_64k": out["rtl_allreduce_64k"][1],
+            "rtl_allreduce_busbw_fraction_256k": out["rtl_allreduce_256k"][1],
+            "rtl_allgather_busbw_fraction": out["rtl_allgather_64k"][1],
+            "rtl_reducescatter_busbw_fraction": out["rtl_reducescatter_64k"][1],
+            "rtl_engine_cycles": {k: v[0] for k, v in out.items()}}
+
+
 def run(cfg):
     one, two, rate = rtl_ring(cfg)
     rtl = os.environ.get("NC_BENCH_RTL", "1") not in ("", "0")
