@@ -229,8 +229,22 @@ class CollectiveEngine(wiring.Component):
         iw = PhaseWalker("iw")                  # elements
         rw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len,
                  filt=lambda a: a["own"])
-        iw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len)
-        ia = iw.attrs
+        tw = PhaseWalker("tw")                  # all-reduce's receive-only phase (the tail)
+        TP = 2 * n - 2                          # its index
+
+        def is_tail(a):
+            return (kind == KIND_AR) & (a["k"] == TP) if n > 1 else Const(0, 1)
+        iw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len,
+                 filt=lambda a: ~is_tail(a))
+        tw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len, filt=is_tail)
+        ia, ta_ = iw.attrs, tw.attrs
+        # RX order is the upstream's send order: the tail of segment s takes flits once the
+        # elements walk has left segment s; the elements walk takes flits of segment s + 1
+        # once the tail of segment s is done (its phase 0, own data only, runs beside it)
+        tail_ok = Signal()
+        main_rx_ok = Signal()
+        m.d.comb += [tail_ok.eq(tw.valid & (iw.done | (iw.base > tw.base))),
+                     main_rx_ok.eq(tw.done | (tw.base >= iw.base))]
 
         # ---- source reads -------------------------------------------------------------------
         RD = 4
@@ -280,27 +294,40 @@ class CollectiveEngine(wiring.Component):
         pend = Signal(range(OUTD + 1))
         need_own, need_rx = ia["own"], ia["rx"]
         mismatch = Signal()
-        m.d.comb += mismatch.eq(running & iw.valid & need_rx & rxv &
-                                ((rxf.chunk != ia["chunk"]) | (rxf.last != iw.last)))
+        m.d.comb += mismatch.eq(running & rxv & (
+            (iw.valid & need_rx & main_rx_ok &
+             ((rxf.chunk != ia["chunk"]) | (rxf.last != iw.last))) |
+            (tail_ok & ((rxf.chunk != ta_["chunk"]) | (rxf.last != tw.last)))))
         go = Signal()
         m.d.comb += go.eq(running & iw.valid & (pend < OUTD) & (~need_own | own_valid) &
-                          (~need_rx | rxv) & ~mismatch)
-        m.d.comb += [iw.step.eq(go), rmeta.r_en.eq(go & need_own), rdata.r_en.eq(go & need_own),
-                     self.rx[1].ready.eq(go & need_rx & self.rx[1].valid),
-                     self.rx[0].ready.eq(go & need_rx & ~self.rx[1].valid),
-                     self.rx_expect.eq(running & iw.valid & need_rx & ~rxv)]
+                          (~need_rx | (rxv & main_rx_ok)) & ~mismatch)
+        # the tail: a received flit straight to the destination (one flit held in ``tv``)
+        tv = Signal()
+        tfin = Signal()
+        go2 = Signal()
+        m.d.comb += go2.eq(running & tail_ok & rxv & ~mismatch & (~tv | tfin))
+        take_rx = (go & need_rx) | go2
+        m.d.comb += [iw.step.eq(go), tw.step.eq(go2),
+                     rmeta.r_en.eq(go & need_own), rdata.r_en.eq(go & need_own),
+                     self.rx[1].ready.eq(take_rx & self.rx[1].valid),
+                     self.rx[0].ready.eq(take_rx & ~self.rx[1].valid),
+                     self.rx_expect.eq(running & ~rxv & ((iw.valid & need_rx & main_rx_ok) |
+                                                         tail_ok))]
         with m.If(go & need_own & ~rd_fire):
             m.d.sync += rpend.eq(rpend - 1)
         with m.Elif(~(go & need_own) & rd_fire):
             m.d.sync += rpend.eq(rpend + 1)
-        wcs = [_select([dst_c[c][k] for c in range(n)], ia["chunk"]) for k in range(K)]
-        wrem_c = Array(wrem)[ia["chunk"]] if n > 1 else wrem[0]
-        with m.If(go & ia["wr"]):
+        # the destination cursors of the chunk written now: the tail's or the elements walk's
+        # (never both in one cycle: the walk writes only in phases that take flits)
+        wchunk = Signal.like(ia["chunk"])
+        m.d.comb += wchunk.eq(Mux(go2, ta_["chunk"], ia["chunk"]))
+        wcs = [_select([dst_c[c][k] for c in range(n)], wchunk) for k in range(K)]
+        wrem_c = Array(wrem)[wchunk] if n > 1 else wrem[0]
+        with m.If((go & ia["wr"]) | go2):
             for c in range(n):
-                with m.If(ia["chunk"] == c if n > 1 else 1):
+                with m.If(wchunk == c if n > 1 else 1):
                     step_dst(c)
 
-        kb = max(1, (K - 1).bit_length())
         side = data.StructLayout({"mode": 2, "round": 1, "tx": 1, "wr": 1, "last": 1, "chunk": 8,
                                   "cnt": range(K + 1),
                                   "p": data.ArrayLayout(range(P + 256), K),
@@ -363,36 +390,67 @@ class CollectiveEngine(wiring.Component):
         o = data.View(outl, of.r_data)
         tx, wr = self.tx, self.wr.req
         ov = of.r_rdy & running
-        # the destination: the flit's slots in one masked row write (``fast``), or one slot
-        # a cycle (``sl``)
+        kb = max(1, (K - 1).bit_length())
+
+        def write_of(v, cnt, ps, as_, sl):
+            """The write port's payload for slot ``sl`` of a flit (all slots when ``fast``)
+            and whether this write is its last."""
+            last_sl = fast | (sl + 1 >= cnt)
+            sel = Mux(fast, 0, sl)[:kb]
+            a_sel = Array(list(as_))[sel] if K > 1 else as_[0]
+            p_sel = Array(list(ps))[sel] if K > 1 else ps[0]
+            v_sel = Array(list(v))[sel] if K > 1 else v[0]
+            fmask = Signal(P)
+            m.d.comb += fmask.eq(Cat(*[(k < cnt) for k in range(K)]) << ps[0][:pb])
+            sh = a_sel[:2]
+            ones = Mux(ins.dst.esize == 0, 0b0001, Mux(ins.dst.esize == 1, 0b0011, 0b1111))
+            wd = []
+            for p in range(P):
+                vp = Array(list(v))[(p - ps[0])[:kb]] if K > 1 else v[0]
+                wd.append((Mux(fast, vp, v_sel) << Cat(Const(0, 3), sh))[:LANE_BITS])
+            return ({"addr": a_sel, "mask": Mux(fast, fmask, 1 << p_sel[:pb]),
+                     "be": (ones << sh)[:4], "wdata": wd}, last_sl)
+
+        # the tail's flit: raw codes (K slots), slot count, destination positions
+        t_v = [Signal(32, name=f"t_v{k}") for k in range(K)]
+        t_p = [Signal(range(P + 256), name=f"t_p{k}") for k in range(K)]
+        t_a = [Signal(cfg.ap_addr_bits, name=f"t_a{k}") for k in range(K)]
+        t_cnt = Signal(range(K + 1))
+        tsl = Signal(range(K + 1))
+        with m.If(go2):
+            m.d.sync += [tv.eq(1), t_cnt.eq(s0.cnt), tsl.eq(0)]
+            for k in range(K):
+                m.d.sync += [t_v[k].eq(rxf.data[32 * k:32 * k + 32]), t_p[k].eq(s0.p[k]),
+                             t_a[k].eq(s0.a[k])]
+        with m.Elif(tfin | clr):
+            m.d.sync += tv.eq(0)
+        tw_pl, t_last = write_of(t_v, t_cnt, t_p, t_a, tsl)
+        with m.If(tv & wr.ready & ~t_last):
+            m.d.sync += tsl.eq(tsl + 1)
+        m.d.comb += tfin.eq(tv & running & wr.ready & t_last)
+
+        # the elements' flits: the write port when the tail does not hold it
         sl = Signal(range(K + 1))
-        last_sl = fast | (sl + 1 >= o.cnt)
-        sel = Mux(fast, 0, sl)
-        a_sel = Array([o.a[k] for k in range(K)])[sel[:kb]] if K > 1 else o.a[0]
-        p_sel = Array([o.p[k] for k in range(K)])[sel[:kb]] if K > 1 else o.p[0]
-        v_sel = Array([o.v[k] for k in range(K)])[sel[:kb]] if K > 1 else o.v[0]
-        done_w = wr.ready & last_sl
-        m.d.comb += [wr.valid.eq(ov & o.wr),
-                     wr.payload.addr.eq(a_sel), wr.payload.we.eq(1),
+        o_v = [o.v[k] for k in range(K)]
+        ow_pl, last_sl = write_of(o_v, o.cnt, [o.p[k] for k in range(K)],
+                                  [o.a[k] for k in range(K)], sl)
+        wpl = {f: Mux(tv, tw_pl[f], ow_pl[f]) for f in ("addr", "mask", "be")}
+        wrdy = wr.ready & ~tv
+        done_w = wrdy & last_sl
+        m.d.comb += [wr.valid.eq(running & (tv | (ov & o.wr))),
+                     wr.payload.addr.eq(wpl["addr"]), wr.payload.we.eq(1),
+                     wr.payload.mask.eq(wpl["mask"]), wr.payload.be.eq(wpl["be"]),
                      tx.valid.eq(ov & o.tx & (~o.wr | done_w)),
                      tx.payload.data.eq(o.v), tx.payload.src.eq(rank),
                      tx.payload.last.eq(o.last), tx.payload.stream.eq(ins.stream),
                      tx.payload.chunk.eq(o.chunk)]
-        fmask = Signal(P)
-        m.d.comb += fmask.eq(Cat(*[(k < o.cnt) for k in range(K)]) << o.p[0][:pb])
-        m.d.comb += wr.payload.mask.eq(Mux(fast, fmask, 1 << p_sel[:pb]))
-        sh = a_sel[:2]
-        ones = Mux(ins.dst.esize == 0, 0b0001, Mux(ins.dst.esize == 1, 0b0011, 0b1111))
-        m.d.comb += wr.payload.be.eq((ones << sh)[:4])
         for p in range(P):
-            vp = Array([o.v[k] for k in range(K)])[(p - o.p[0])[:kb]] if K > 1 else o.v[0]
-            m.d.comb += wr.payload.wdata[p].eq((Mux(fast, vp, v_sel)
-                                                << Cat(Const(0, 3), sh))[:LANE_BITS])
+            m.d.comb += wr.payload.wdata[p].eq(Mux(tv, tw_pl["wdata"][p], ow_pl["wdata"][p]))
         pop = ov & (~o.wr | done_w) & (~o.tx | tx.ready)
         m.d.comb += of.r_en.eq(pop)
         with m.If(clr | pop):
             m.d.sync += sl.eq(0)
-        with m.Elif(ov & o.wr & wr.ready & ~last_sl):
+        with m.Elif(ov & o.wr & wrdy & ~last_sl):
             m.d.sync += sl.eq(sl + 1)
         with m.If(clr):
             m.d.sync += pend.eq(0)
@@ -532,7 +590,7 @@ class CollectiveEngine(wiring.Component):
                 with m.Elif(mismatch):
                     m.d.sync += running.eq(0)
                     fail(E_SHAPE, rxf.src, "DRAIN")
-                with m.Elif(iw.done & rw.done & (pend == 0)):
+                with m.Elif(iw.done & tw.done & rw.done & (pend == 0) & ~tv):
                     m.d.sync += running.eq(0)
                     m.next = "REPORT"
             with m.State("DRAIN"):

@@ -99,7 +99,9 @@ class PhaseWalker:
         e = Signal(_W, name=f"{nm}_e")
         run = Signal(name=f"{nm}_run")
         a = phase_attrs(m, n, kind, rank, k, nm)
+        a["k"] = k
         self.attrs = a
+        self.base = base
         cl = Signal(_W, name=f"{nm}_clen")
         m.d.comb += cl.eq(chunk_len(a["chunk"]))
         ln = Signal(_W, name=f"{nm}_len")
