@@ -13,6 +13,12 @@ Sources, named in the record itself (``sources``):
   ``rtl_link_flits_per_cycle``: amaranth.sim of :class:`tb.collective.rig.RingRig` (the RTL
   ``LinkTX``/``LinkRX``/``DelayLine`` of a ring of 4, checked cycle by cycle against the golden
   link model while it runs);
+* **RTL engine ring, default, 4 ranks**: ``rtl_allreduce_busbw_fraction_64k``/``_256k``,
+  ``rtl_allgather_busbw_fraction``, ``rtl_reducescatter_busbw_fraction`` (64 KiB),
+  ``rtl_allreduce_4kib_cycles``: amaranth.sim of :class:`tb.multicore.rig.EngineRing` (four
+  collective engines with their SBUFs and link ports, :func:`rtl_engine_case`), every rank's
+  SBUF checked bit for bit against the multi-core golden simulator; ``NC_BENCH_RTL=0`` skips
+  them;
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
   all-reduces of a few sizes that fit the small SBUF) and ``sem_to_first_flit_cycles``: the
@@ -32,7 +38,7 @@ import numpy as np
 
 from golden.collective.link import hop_latency
 from golden.collective.perf import busbw_table, message_estimate
-from rtl.config import SMALL
+from rtl.config import DEFAULT, SMALL
 
 NAME = "collectives"
 
@@ -216,10 +222,30 @@ def rtl_engine_figures(cfg, runs=RTL_ENGINE_RUNS):
             "rtl_engine_cycles": {k: v[0] for k, v in out.items()}}
 
 
+#: Where the ``rtl_*`` engine-ring metrics come from.
+RTL_ENGINE_SOURCE = ("RTL engine ring, default, 4 ranks, amaranth.sim "
+                     "(tb.multicore.rig.EngineRing; FP32, NCCL S per core: all-reduce 4 KiB, "
+                     "64 KiB, 256 KiB, all-gather and reduce-scatter 64 KiB; cycles issue to the "
+                     "last status; every rank's SBUF bit for bit equal to MultiCoreSim's)")
+
+
+def rtl_engine_metrics(rtl):
+    """The ``rtl_*`` engine-ring metrics on the default preset (``None`` each without
+    ``rtl``)."""
+    if not rtl:
+        return {k: None for k in ("rtl_allreduce_4kib_cycles",
+                                  "rtl_allreduce_busbw_fraction_64k",
+                                  "rtl_allreduce_busbw_fraction_256k",
+                                  "rtl_allgather_busbw_fraction",
+                                  "rtl_reducescatter_busbw_fraction", "rtl_engine_cycles")}
+    return rtl_engine_figures(DEFAULT)
+
+
 def run(cfg):
     one, two, rate = rtl_ring(cfg)
     rtl = os.environ.get("NC_BENCH_RTL", "1") not in ("", "0")
     rtl_ar, s2f = rtl_allreduce(SMALL) if rtl else ({}, None)
+    rtl_eng = rtl_engine_metrics(rtl)
     dp_cycles, dp_overlap, dp_bad = dp_step_figures(cfg)
     c4k, formula = allreduce_cycles_formula(cfg)
 
@@ -243,6 +269,7 @@ def run(cfg):
         "rtl_link_flits_per_cycle": rate,
         "sem_to_first_flit_cycles": s2f,
         "rtl_allreduce": rtl_ar,
+        **rtl_eng,
         "dp_step_cycles": dp_cycles,
         "dp_step_overlap": dp_overlap,
         "dp_step_bit_mismatches": dp_bad,
@@ -270,6 +297,8 @@ def run(cfg):
                              "busbw over link_bits / 8 of the small preset (32-bit "
                              "links, latency 4, 12 credits); golden_cycles "
                              "and golden_fraction: the golden model on the same config)",
+            "rtl_allreduce_busbw_fraction_*/rtl_allgather_*/rtl_reducescatter_*/"
+            "rtl_allreduce_4kib_cycles/rtl_engine_cycles": RTL_ENGINE_SOURCE,
             "sem_to_first_flit_cycles": "RTL MultiCore, small, 2 cores: the all-reduce's issue "
                                         "(its semaphore wait satisfied, the activity trace) to "
                                         "the first cycle its core's ring TX valid is high; the "

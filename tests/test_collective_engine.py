@@ -172,11 +172,14 @@ def test_allreduce_4kib_cycles(bench, record_property):
     cyc = check(bench, [text] * n, images, 11)
     record_property("allreduce_4kib_cycles", cyc)
     print(f"allreduce_4kib_cycles {cyc}")
-    # per segment of seg elements: 2n - 1 phases of seg cycles (2n - 2 of them send), plus
-    # the wait for the upstream rank's result (docs/collectives.md §14.4)
-    seg = rig.eng[0].signature.seg
+    # per segment of seg flits: 2n - 2 sending phases (the receive-only phase runs beside the
+    # next segment's first), each at least seg cycles and at least the wait for the upstream
+    # rank's result of the previous phase (latency + a hop) (docs/collectives.md §14.4)
+    sig = rig.eng[0].signature
+    seg = sig.seg
     segs = -(-1024 // n // seg)
-    assert cyc < segs * ((2 * n - 1) * seg + 2 * rig.eng[0].signature.latency) + 200
+    wait = sig.latency + CFG.link_latency + 4
+    assert cyc < segs * (2 * n - 2) * max(seg, wait) + 200
 
 
 def _cases_on(n, seed):

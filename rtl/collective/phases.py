@@ -17,9 +17,27 @@ the segment's elements of one chunk (:func:`golden.collective.schedule.chunk_bou
 Reduce-scatter is the first ``n`` phases (phase ``n - 1`` writes and does not send); all-gather
 is phase 0 (its own buffer to the link and to the destination) and the receive phases. Per
 element this is the schedule of :mod:`golden.collective.schedule` (the same sum order), only
-interleaved in time; a rank leads its upstream neighbour by at most one segment of flits, so
-with ``seg < link_credits`` the ring cannot run out of credits everywhere at once (no deadlock,
-whatever the message size).
+interleaved in time.
+
+Positions count **flits**: a flit carries ``K = link_bits / 32`` elements of K partitions at one
+free index when every chunk is whole source partitions (always for a gather), else one element
+(the engine's ``packed``); a segment is ``seg = link_credits - 1`` flits of every chunk.
+
+**The tail.** All-reduce's last phase (``2n - 2``: chunk ``i + 1`` received and written, not
+sent) sends nothing, so the engine walks it with a second walker (``filt``) beside the next
+segment: the tail writes its flits straight to the destination while the elements walk runs
+phase 0 of segment ``s + 1`` (own data to the link: no RX, no write). RX is one queue in the
+upstream's send order, so the tail of segment ``s`` takes flits only once the elements walk has
+left segment ``s``, and the elements walk takes flits of segment ``s + 1`` only once the tail of
+segment ``s`` is done.
+
+**No deadlock** (credit accounting). A flit waiting in rank ``i + 1``'s RX is taken either by
+the tail, which needs only the write port and claims it first, so it is taken within ``K``
+cycles whatever any TX does, or by rank ``i + 1``'s elements walk in the phase after the one
+that sent it. Without the tail's flits (which drain on their own) a rank leads its upstream by at
+most one phase of one segment, ``seg <= link_credits - 1`` flits, so the flits a rank has sent
+and its downstream has not taken stay below ``link_credits``: the ring cannot run out of
+credits everywhere at once, whatever the message size (a chunk sent whole would deadlock any ring once it exceeds the credits).
 """
 
 from __future__ import annotations
