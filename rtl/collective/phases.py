@@ -107,8 +107,8 @@ class PhaseWalker:
         self.done = Signal(name=f"{name}_done")
 
     def build(self, m, n, kind, rank, start, seg, chunk_len, max_len, filt=None):
-        """Logic of the walk. ``start`` (a strobe) restarts it; ``seg`` the segment length (a
-        constant); ``chunk_len(c)`` the length of chunk ``c`` (a signal); ``max_len`` the
+        """Logic of the walk. ``start`` (a strobe) restarts it; ``seg`` the longest segment
+        (a constant; the last two segments share what is left evenly); ``chunk_len(c)`` the length of chunk ``c`` (a signal); ``max_len`` the
         longest chunk; ``filt(attrs)``, when given, the phases the walk stands on (the others
         are skipped)."""
         nm = self.name
@@ -122,9 +122,15 @@ class PhaseWalker:
         self.base = base
         cl = Signal(_W, name=f"{nm}_clen")
         m.d.comb += cl.eq(chunk_len(a["chunk"]))
+        # segment length: seg, but the last two segments share what is left evenly (a short
+        # last segment would expose a wait for the upstream rank in each of its phases)
+        left = Signal(_W, name=f"{nm}_left")
+        sl = Signal(_W, name=f"{nm}_seglen")
+        m.d.comb += [left.eq(max_len - base),
+                     sl.eq(Mux(left <= seg, left, Mux(left < 2 * seg, (left + 1) >> 1, seg)))]
         ln = Signal(_W, name=f"{nm}_len")
         rest = cl - base
-        m.d.comb += ln.eq(Mux(cl <= base, 0, Mux(rest > seg, seg, rest)))
+        m.d.comb += ln.eq(Mux(cl <= base, 0, Mux(rest > sl, sl, rest)))
         use = Signal(name=f"{nm}_use")
         m.d.comb += use.eq(1 if filt is None else filt(a))
         self.pos = Signal(_W, name=f"{nm}_pos")
@@ -137,8 +143,8 @@ class PhaseWalker:
             m.d.sync += e.eq(0)
             with m.If(k + 1 == a["count"]):
                 m.d.sync += k.eq(0)
-                m.d.sync += base.eq(base + seg)
-                with m.If(base + seg >= max_len):
+                m.d.sync += base.eq(base + sl)
+                with m.If(base + sl >= max_len):
                     m.d.sync += run.eq(0)
             with m.Else():
                 m.d.sync += k.eq(k + 1)
