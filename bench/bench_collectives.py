@@ -17,8 +17,8 @@ Sources, named in the record itself (``sources``):
   ``rtl_allgather_busbw_fraction``, ``rtl_reducescatter_busbw_fraction`` (64 KiB),
   ``rtl_allreduce_4kib_cycles``: amaranth.sim of :class:`tb.multicore.rig.EngineRing` (four
   collective engines with their SBUFs and link ports, :func:`rtl_engine_case`), every rank's
-  SBUF checked bit for bit against the multi-core golden simulator; ``NC_BENCH_RTL=0`` skips
-  them;
+  SBUF checked bit for bit against the multi-core golden simulator; run only with
+  ``NC_BENCH_RTL_ENGINE=1`` (hours in amaranth.sim), ``None`` otherwise;
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
   all-reduces of a few sizes that fit the small SBUF) and ``sem_to_first_flit_cycles``: the
@@ -230,9 +230,11 @@ RTL_ENGINE_SOURCE = ("RTL engine ring, default, 4 ranks, amaranth.sim "
 
 
 def rtl_engine_metrics(rtl):
-    """The ``rtl_*`` engine-ring metrics on the default preset (``None`` each without
-    ``rtl``)."""
-    if not rtl:
+    """The ``rtl_*`` engine-ring metrics on the default preset; ``None`` each without ``rtl``
+    or unless ``NC_BENCH_RTL_ENGINE=1``: amaranth.sim of four default engines runs about one
+    to two cycles a second, so the 64 KiB and 256 KiB all-reduces (about 6,300 and 25,000
+    cycles) take hours."""
+    if not rtl or os.environ.get("NC_BENCH_RTL_ENGINE", "0") in ("", "0"):
         return {k: None for k in ("rtl_allreduce_4kib_cycles",
                                   "rtl_allreduce_busbw_fraction_64k",
                                   "rtl_allreduce_busbw_fraction_256k",
