@@ -13,6 +13,12 @@ Sources, named in the record itself (``sources``):
   ``rtl_link_flits_per_cycle``: amaranth.sim of :class:`tb.collective.rig.RingRig` (the RTL
   ``LinkTX``/``LinkRX``/``DelayLine`` of a ring of 4, checked cycle by cycle against the golden
   link model while it runs);
+* **RTL engine ring, default, 4 ranks**: ``rtl_allreduce_busbw_fraction_64k``/``_256k``,
+  ``rtl_allgather_busbw_fraction``, ``rtl_reducescatter_busbw_fraction`` (64 KiB),
+  ``rtl_allreduce_4kib_cycles``: amaranth.sim of :class:`tb.multicore.rig.EngineRing` (four
+  collective engines with their SBUFs and link ports, :func:`rtl_engine_case`), every rank's
+  SBUF checked bit for bit against the multi-core golden simulator; run only with
+  ``NC_BENCH_RTL_ENGINE=1`` (hours in amaranth.sim), ``None`` otherwise;
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
   all-reduces of a few sizes that fit the small SBUF) and ``sem_to_first_flit_cycles``: the
@@ -32,7 +38,7 @@ import numpy as np
 
 from golden.collective.link import hop_latency
 from golden.collective.perf import busbw_table, message_estimate
-from rtl.config import SMALL
+from rtl.config import DEFAULT, SMALL
 
 NAME = "collectives"
 
@@ -149,12 +155,101 @@ def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
     return out, (max(s2f) if s2f and None not in s2f else None)
 
 
+#: RTL engine ring runs: (metric, op, NCCL size S in bytes per core); FP32, 4 ranks.
+RTL_ENGINE_RUNS = (("rtl_allreduce_4kib", "all_reduce", 4 << 10),
+                   ("rtl_allreduce_64k", "all_reduce", 64 << 10),
+                   ("rtl_allreduce_256k", "all_reduce", 256 << 10),
+                   ("rtl_allgather_64k", "all_gather", 64 << 10),
+                   ("rtl_reducescatter_64k", "reduce_scatter", 64 << 10))
+
+
+def rtl_engine_case(cfg, op, size, seed=0):
+    """``(cycles, busbw fraction)`` of one FP32 ``op`` of NCCL size ``size`` bytes per core on
+    :class:`tb.multicore.rig.EngineRing` of ``cfg`` (amaranth.sim), every rank's whole SBUF
+    checked bit for bit against :class:`golden.collective.multicore.MultiCoreSim`
+    (``RuntimeError`` otherwise). The source is ``partitions`` rows; the destination the rows
+    a flit's slots reach in one write (all-reduce: the source's shape; reduce-scatter: the
+    chunk's rows; all-gather: ``n`` times the rows)."""
+    from golden.asm import assemble
+    from golden.collective.multicore import MultiCoreSim
+    from tb.amsim import SimBench
+    from tb.multicore.rig import EngineRing, run_engines
+    n, P, SB = cfg.ring_size, cfg.partitions, cfg.sbuf_bytes_per_partition
+    src_elems = size // 4 // (n if op == "all_gather" else 1)
+    per = src_elems // P
+    dparts = {"all_gather": P * n, "reduce_scatter": P // n}.get(op, P)
+    if dparts > P:                       # all-gather: n times the row length instead
+        dparts, dper = P, per * n
+    else:
+        dper = per
+    dst = per * 4
+    text = (f"{op} ap0=sbuf.fp32[0:{dparts}]@{dst:#x}{{1x{dper}}} "
+            f"ap1=sbuf.fp32[0:{P}]@0x0{{1x{per}}}" + ("" if op == "all_gather" else " op=1"))
+    rng = np.random.default_rng(seed)
+    images = []
+    for _ in range(n):
+        img = np.zeros((P, SB), np.uint8)
+        x = (rng.standard_normal((P, per)) * 3).astype(np.float32)
+        img[:, :per * 4] = x.view(np.uint8).reshape(P, per * 4)
+        images.append(img)
+    g = MultiCoreSim(cfg, n, dram_bytes=4096)
+    for r in range(n):
+        g.cores[r].sbuf[...] = images[r]
+    errs = g.run([{"cc": assemble(text)} for _ in range(n)])
+    rig = EngineRing(cfg)
+    st, _, imgs, cyc = run_engines(SimBench(rig), rig, [assemble(text)] * n, images,
+                                   max_cycles=40 * size // cfg.link_bits + 20_000)
+    if any(errs) or any(st):
+        raise RuntimeError(f"{op} {size} B: errors golden {errs}, RTL {st}")
+    for r in range(n):
+        if not np.array_equal(imgs[r], g.cores[r].sbuf):
+            raise RuntimeError(f"{op} {size} B: RTL rank {r} differs from golden")
+    factor = {"all_reduce": 2 * (n - 1) / n}.get(op, (n - 1) / n)
+    return cyc, round(size / cyc * factor / (cfg.link_bits / 8), 4)
+
+
+def rtl_engine_figures(cfg, runs=RTL_ENGINE_RUNS):
+    """The ``rtl_*`` metrics of :data:`RTL_ENGINE_RUNS` on a ring of 4 engines of ``cfg``."""
+    c4 = cfg.replace(ring_size=4)
+    out = {}
+    for name, op, size in runs:
+        out[name] = rtl_engine_case(c4, op, size)
+    return {"rtl_allreduce_4kib_cycles": out["rtl_allreduce_4kib"][0],
+            "rtl_allreduce_busbw_fraction_64k": out["rtl_allreduce_64k"][1],
+            "rtl_allreduce_busbw_fraction_256k": out["rtl_allreduce_256k"][1],
+            "rtl_allgather_busbw_fraction": out["rtl_allgather_64k"][1],
+            "rtl_reducescatter_busbw_fraction": out["rtl_reducescatter_64k"][1],
+            "rtl_engine_cycles": {k: v[0] for k, v in out.items()}}
+
+
+#: Where the ``rtl_*`` engine-ring metrics come from.
+RTL_ENGINE_SOURCE = ("RTL engine ring, default, 4 ranks, amaranth.sim "
+                     "(tb.multicore.rig.EngineRing; FP32, NCCL S per core: all-reduce 4 KiB, "
+                     "64 KiB, 256 KiB, all-gather and reduce-scatter 64 KiB; cycles issue to the "
+                     "last status; every rank's SBUF bit for bit equal to MultiCoreSim's)")
+
+
+def rtl_engine_metrics(rtl):
+    """The ``rtl_*`` engine-ring metrics on the default preset; ``None`` each without ``rtl``
+    or unless ``NC_BENCH_RTL_ENGINE=1``: amaranth.sim of four default engines runs about one
+    to two cycles a second, so the 64 KiB and 256 KiB all-reduces (about 6,300 and 25,000
+    cycles) take hours."""
+    if not rtl or os.environ.get("NC_BENCH_RTL_ENGINE", "0") in ("", "0"):
+        return {k: None for k in ("rtl_allreduce_4kib_cycles",
+                                  "rtl_allreduce_busbw_fraction_64k",
+                                  "rtl_allreduce_busbw_fraction_256k",
+                                  "rtl_allgather_busbw_fraction",
+                                  "rtl_reducescatter_busbw_fraction", "rtl_engine_cycles")}
+    return rtl_engine_figures(DEFAULT)
+
+
 def run(cfg):
     one, two, rate = rtl_ring(cfg)
     rtl = os.environ.get("NC_BENCH_RTL", "1") not in ("", "0")
     rtl_ar, s2f = rtl_allreduce(SMALL) if rtl else ({}, None)
     ovl = rtl_overlap(SMALL) if rtl else {"gemm_slowdown_with_allreduce": None,
                                           "allreduce_slowdown_with_gemm": None}
+    rtl_eng = rtl_engine_metrics(rtl)
     dp_cycles, dp_overlap, dp_bad = dp_step_figures(cfg)
     c4k, formula = allreduce_cycles_formula(cfg)
 
@@ -178,6 +273,7 @@ def run(cfg):
         "rtl_link_flits_per_cycle": rate,
         "sem_to_first_flit_cycles": s2f,
         "rtl_allreduce": rtl_ar,
+        **rtl_eng,
         "dp_step_cycles": dp_cycles,
         "dp_step_overlap": dp_overlap,
         "dp_step_bit_mismatches": dp_bad,
@@ -207,6 +303,8 @@ def run(cfg):
                              "busbw over link_bits / 8 of the small preset (32-bit "
                              "links, latency 4, 12 credits); golden_cycles "
                              "and golden_fraction: the golden model on the same config)",
+            "rtl_allreduce_busbw_fraction_*/rtl_allgather_*/rtl_reducescatter_*/"
+            "rtl_allreduce_4kib_cycles/rtl_engine_cycles": RTL_ENGINE_SOURCE,
             "sem_to_first_flit_cycles": "RTL MultiCore, small, 2 cores: the all-reduce's issue "
                                         "(its semaphore wait satisfied, the activity trace) to "
                                         "the first cycle its core's ring TX valid is high; the "

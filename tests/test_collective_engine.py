@@ -4,6 +4,8 @@ preset): random data, each built operation, against the golden multi-core simula
 (golden/collective/multicore.py, data by golden/collective/algos.py) bit for bit over the whole
 SBUF; the checks and their codes; a cut link -> E_LINK on every rank."""
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -32,8 +34,8 @@ def bench():
     return rig, SimBench(rig)
 
 
-def golden_run(n, texts, images):
-    m = MultiCoreSim(CFG, n, dram_bytes=4096)
+def golden_run(n, texts, images, cfg=CFG):
+    m = MultiCoreSim(cfg, n, dram_bytes=4096)
     for r in range(n):
         m.cores[r].sbuf[...] = images[r]
     errs = m.run([{"cc": assemble(t)} for t in texts])
@@ -58,9 +60,13 @@ def fill(rng, img, dtype, parts, per, start=0, off=SRC, special=True):
 
 
 def check(bench, texts, images, seed):
+    return check_cfg(bench, texts, images, seed)
+
+
+def check_cfg(bench, texts, images, seed):
     rig, sb = bench
     n = rig.n
-    m, errs = golden_run(n, texts, [i.copy() for i in images])
+    m, errs = golden_run(n, texts, [i.copy() for i in images], rig.cfg)
     st, inf, imgs, cyc = run_engines(sb, rig, [assemble(t) for t in texts], images,
                                      watchdog=2000)
     want = [(e.code, e.info) if e is not None else (0, 0) for e in errs]
@@ -168,11 +174,14 @@ def test_allreduce_4kib_cycles(bench, record_property):
     cyc = check(bench, [text] * n, images, 11)
     record_property("allreduce_4kib_cycles", cyc)
     print(f"allreduce_4kib_cycles {cyc}")
-    # per segment of seg elements: 2n - 1 phases of seg cycles (2n - 2 of them send), plus
-    # the wait for the upstream rank's result (docs/collectives.md §14.4)
-    seg = rig.eng[0].signature.seg
+    # per segment of seg flits: 2n - 2 sending phases (the receive-only phase runs beside the
+    # next segment's first), each at least seg cycles and at least the wait for the upstream
+    # rank's result of the previous phase (latency + a hop) (docs/collectives.md §14.4)
+    sig = rig.eng[0].signature
+    seg = sig.seg
     segs = -(-1024 // n // seg)
-    assert cyc < segs * ((2 * n - 1) * seg + 2 * rig.eng[0].signature.latency) + 200
+    wait = sig.latency + CFG.link_latency + 4
+    assert cyc < segs * (2 * n - 2) * max(seg, wait) + 200
 
 
 def _cases_on(n, seed):
@@ -200,3 +209,68 @@ def test_engine_rings_of_1_and_4(n, seed):
     """Every case of :data:`CASES` on a ring of one (a local copy, rounded like the golden's)
     and on a ring of four."""
     _cases_on(n, seed)
+
+
+def fast_shape(op, rank, n, parts, per):
+    """A destination each flit's slots reach in one row write: the source's rows (all-reduce),
+    the chunk's rows (reduce-scatter of whole-partition chunks), n times the rows (gather)."""
+    if op == "all_gather":
+        return parts * n, per
+    if op == "reduce_scatter":
+        return parts // n, per
+    return parts, per
+
+
+#: K > 1 (several elements per flit): (link_bits, ring size, op, src, dst, op, parts, per,
+#: destination shape rule); whole-partition chunks take the packed wire order, the others one
+#: element per flit; ``fast_shape`` destinations take one row write per flit.
+WIDE = [
+    (128, 2, "all_reduce", "fp32", "fp32", 1, 4, 6, fast_shape),
+    (128, 2, "all_reduce", "bf16", "fp16", 4, 4, 5, dst_shape),
+    (128, 2, "reduce_scatter", "fp16", "bf16", 5, 4, 3, fast_shape),
+    (128, 2, "all_gather", "fp8_e4m3", "fp8_e4m3", None, 3, 5, fast_shape),
+    (128, 2, "all_gather", "fp32", "fp32", None, 4, 7, dst_shape),
+    (128, 2, "all_reduce", "fp32", "bf16", 1, 3, 5, dst_shape),
+    (64, 4, "all_reduce", "fp32", "fp32", 1, 4, 9, fast_shape),
+    (64, 4, "all_reduce", "fp16", "fp32", 5, 4, 4, dst_shape),
+    (64, 4, "reduce_scatter", "fp32", "fp32", 1, 4, 5, fast_shape),
+    (64, 4, "all_gather", "bf16", "bf16", None, 3, 4, dst_shape),
+]
+
+
+@pytest.fixture(scope="module")
+def wide_benches():
+    made = {}
+
+    def get(bits, n):
+        if (bits, n) not in made:
+            rig = EngineRing(CFG.replace(link_bits=bits, ring_size=n))
+            made[bits, n] = (rig, SimBench(rig))
+        return made[bits, n]
+    return get
+
+
+#: The fast tier runs one case per path (packed/fast write, packed gather, slot-by-slot
+#: write, a ring of 4); ``make test-full`` every case.
+_WIDE_FAST = (0, 3, 5, 8)
+
+
+@pytest.mark.parametrize("case", [c if i in _WIDE_FAST else pytest.param(c, marks=pytest.mark.full)
+                                  for i, c in enumerate(WIDE)], ids=lambda c: f"{c[0]}b-n{c[1]}-{c[2]}-{c[3]}-{c[4]}-"
+                         f"{c[6]}x{c[7]}-{c[8].__name__}")
+def test_engine_wide_flits(wide_benches, case):
+    """Several elements per flit (``link_bits`` 64 and 128): bit-exact against the golden on
+    the fast (one row write per flit) and the slot-by-slot destination paths."""
+    bits, n, op, sdt, ddt, red, parts, per, shape = case
+    bench = wide_benches(bits, n)
+    seed = zlib.crc32(repr(case[:8]).encode()) & 0xFFFF
+    rng = np.random.default_rng(seed)
+    images = rand_images(rng, n)
+    texts = []
+    for r in range(n):
+        fill(rng, images[r], sdt, parts, per)
+        dparts, dper = shape(op, r, n, parts, per)
+        extra = f" op={red}" if red is not None else ""
+        texts.append(f"{op} ap0={ap(DST, ddt, dparts, dper)} ap1={ap(SRC, sdt, parts, per)}"
+                     f"{extra} stream=1")
+    check_cfg(bench, texts, images, seed)

@@ -111,6 +111,7 @@ class CollectiveEngine(wiring.Component):
         def __init__(self, cfg: CoreConfig):
             check_config(cfg, "CollectiveEngine")
             self.seg = max(1, cfg.link_credits - 1)
+            self.slots = cfg.link_bits // LANE_BITS
             self.latency = 2 + LaneALU.Signature(cfg).latency + 3
             pl = payload_layout(cfg)
             super().__init__({
@@ -132,6 +133,7 @@ class CollectiveEngine(wiring.Component):
         m = Module()
         cfg, sig = self.cfg, self.signature
         n, P = cfg.ring_size, cfg.partitions
+        K = sig.slots
         lg = (n - 1).bit_length()
         ins = Signal(instr_layout(cfg))
         kind = Signal(2)
@@ -153,16 +155,27 @@ class CollectiveEngine(wiring.Component):
         q, r = Signal(_W), Signal(max(1, lg))
         m.d.comb += [q.eq(ns >> lg), r.eq(ns & (n - 1) if n > 1 else 0)]
 
-        def chunk_len(c):
+        def elem_len(c):
             return Mux(kind == KIND_AG, ns, q + (c < r) if n > 1 else q)
+
+        # packing: ``packed`` (every chunk whole partitions: K elements of K partitions per
+        # flit) or one element per flit; ``flen`` a packed chunk's flits
+        packed = Signal()
+        mparts = Signal(range(P + 1))
+        flen = Signal(_W)
+        keff = Signal(range(K + 1))
+        m.d.comb += keff.eq(Mux(packed, K, 1))
+
+        def chunk_len(c):
+            return Mux(packed, flen, elem_len(c))
 
         def chunk_lo(c):
             return c * q + Mux(c < r, c, r) if n > 1 else Const(0, 1)
         rank = self.rank if n > 1 else Const(0, 1)
         own_len = Signal(_W)
-        m.d.comb += own_len.eq(chunk_len(rank))
+        m.d.comb += own_len.eq(elem_len(rank))
         max_len = Signal(_W)
-        m.d.comb += max_len.eq(Mux(kind == KIND_AG, ns, q + (r != 0)))
+        m.d.comb += max_len.eq(Mux(packed, flen, Mux(kind == KIND_AG, ns, q + (r != 0))))
 
         # ---- cursors: per chunk, the source and destination position ----------------------
         # (partition p, element j of it, byte address a); ``rem`` while dividing at the start
@@ -171,23 +184,67 @@ class CollectiveEngine(wiring.Component):
                     "a": Signal(cfg.ap_addr_bits, name=f"{nm}_a"),
                     "rem": Signal(_W, name=f"{nm}_rem")}
         src_c = [cursor(f"src{c}") for c in range(n)]
-        dst_c = [cursor(f"dst{c}") for c in range(n)]
+        # destination: one cursor per chunk and flit slot (slot s of a packed flit is element
+        # j of the block's partition s), the flits written in the chunk's current block
+        # (``wj``) and the partitions left (``wrem``)
+        dst_c = [[cursor(f"dst{c}_{k}") for k in range(K)] for c in range(n)]
+        wj = [Signal(16, name=f"wj{c}") for c in range(n)]
+        wrem = [Signal(range(P + 1), name=f"wrem{c}") for c in range(n)]
+        # the jump of a slot cursor from one block to the next: (K - 1) source rows in
+        # destination partitions, elements and bytes; ``wrap_a`` the bytes of a destination row
+        dl = cursor("dl")
+        dl_a, wrap_a = Signal(cfg.ap_addr_bits), Signal(cfg.ap_addr_bits)
+        sper, dper = ins.src.dims[0].num, ins.dst.dims[0].num
+        fast = Signal()
 
-        def step_cursor(cur, d, esize):
+        def step_src(cur, d, esize):
             e = d.dims[0].num
             with m.If(cur["j"] + 1 >= e):
-                m.d.sync += [cur["p"].eq(cur["p"] + 1), cur["j"].eq(0), cur["a"].eq(d.offset)]
+                m.d.sync += [cur["p"].eq(cur["p"] + keff), cur["j"].eq(0),
+                             cur["a"].eq(d.offset)]
             with m.Else():
                 m.d.sync += [cur["j"].eq(cur["j"] + 1),
                              cur["a"].eq(cur["a"] + (d.dims[0].step << esize))]
+
+        def step_dst(c):
+            d = ins.dst
+            bend = wj[c] + 1 >= sper
+            with m.If(bend):
+                m.d.sync += [wj[c].eq(0), wrem[c].eq(Mux(wrem[c] > keff, wrem[c] - keff, 0))]
+            with m.Else():
+                m.d.sync += wj[c].eq(wj[c] + 1)
+            for cur in dst_c[c]:
+                wrap = cur["j"] + 1 >= dper
+                j1 = Mux(wrap, 0, cur["j"] + 1)
+                p1 = cur["p"] + wrap
+                a1 = Mux(wrap, d.offset, cur["a"] + (d.dims[0].step << d.esize))
+                j2 = j1 + dl["j"]
+                c2 = j2 >= dper
+                m.d.sync += [cur["j"].eq(Mux(bend, Mux(c2, j2 - dper, j2), j1)),
+                             cur["p"].eq(Mux(bend, p1 + dl["p"] + c2, p1)),
+                             cur["a"].eq(Mux(bend, a1 + dl_a - Mux(c2, wrap_a, 0), a1))]
 
         start = Signal()
         rw = PhaseWalker("rw")                  # source reads
         iw = PhaseWalker("iw")                  # elements
         rw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len,
                  filt=lambda a: a["own"])
-        iw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len)
-        ia = iw.attrs
+        tw = PhaseWalker("tw")                  # all-reduce's receive-only phase (the tail)
+        TP = 2 * n - 2                          # its index
+
+        def is_tail(a):
+            return (kind == KIND_AR) & (a["k"] == TP) if n > 1 else Const(0, 1)
+        iw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len,
+                 filt=lambda a: ~is_tail(a))
+        tw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len, filt=is_tail)
+        ia, ta_ = iw.attrs, tw.attrs
+        # RX order is the upstream's send order: the tail of segment s takes flits once the
+        # elements walk has left segment s; the elements walk takes flits of segment s + 1
+        # once the tail of segment s is done (its phase 0, own data only, runs beside it)
+        tail_ok = Signal()
+        main_rx_ok = Signal()
+        m.d.comb += [tail_ok.eq(tw.valid & (iw.done | (iw.base > tw.base))),
+                     main_rx_ok.eq(tw.done | (tw.base >= iw.base))]
 
         # ---- source reads -------------------------------------------------------------------
         RD = 4
@@ -205,7 +262,7 @@ class CollectiveEngine(wiring.Component):
         m.d.comb += [rd_p.eq(ins.src.start + rc["p"]), rd_a.eq(rc["a"])]
         req = self.rd.req
         m.d.comb += [req.valid.eq(running & rw.valid & (rpend < RD)),
-                     req.payload.addr.eq(rd_a), req.payload.mask.eq(1 << rd_p[:pb]),
+                     req.payload.addr.eq(rd_a), req.payload.mask.eq(Mux(packed, (1 << K) - 1, 1) << rd_p[:pb]),
                      req.payload.we.eq(0)]
         rd_fire = req.valid & req.ready
         m.d.comb += [rw.step.eq(rd_fire), rmeta.w_en.eq(rd_fire),
@@ -214,12 +271,15 @@ class CollectiveEngine(wiring.Component):
         with m.If(rd_fire):
             for c in range(n):
                 with m.If(rw.attrs["chunk"] == c if n > 1 else 1):
-                    step_cursor(src_c[c], ins.src, ins.src.esize)
+                    step_src(src_c[c], ins.src, ins.src.esize)
         own_meta = data.View(meta, rmeta.r_data)
         lanes = data.View(data.ArrayLayout(LANE_BITS, P), rdata.r_data)
-        own = Signal(32)
+        own = [Signal(32, name=f"own{k}") for k in range(K)]
         keep = Mux(ins.src.esize == 0, 0xFF, Mux(ins.src.esize == 1, 0xFFFF, 0xFFFFFFFF))
-        m.d.comb += own.eq((Array([lanes[p] for p in range(P)])[own_meta.p] >> Cat(Const(0, 3), own_meta.shift)) & keep)
+        lane_arr = Array([lanes[p] for p in range(P)])
+        for k in range(K):
+            m.d.comb += own[k].eq((lane_arr[(own_meta.p + k)[:pb] if P > 1 else 0] >>
+                                   Cat(Const(0, 3), own_meta.shift)) & keep)
         own_valid = rmeta.r_rdy & rdata.r_rdy
 
         # ---- received flits -----------------------------------------------------------------
@@ -234,32 +294,53 @@ class CollectiveEngine(wiring.Component):
         pend = Signal(range(OUTD + 1))
         need_own, need_rx = ia["own"], ia["rx"]
         mismatch = Signal()
-        m.d.comb += mismatch.eq(running & iw.valid & need_rx & rxv &
-                                ((rxf.chunk != ia["chunk"]) | (rxf.last != iw.last)))
+        m.d.comb += mismatch.eq(running & rxv & (
+            (iw.valid & need_rx & main_rx_ok &
+             ((rxf.chunk != ia["chunk"]) | (rxf.last != iw.last))) |
+            (tail_ok & ((rxf.chunk != ta_["chunk"]) | (rxf.last != tw.last)))))
         go = Signal()
         m.d.comb += go.eq(running & iw.valid & (pend < OUTD) & (~need_own | own_valid) &
-                          (~need_rx | rxv) & ~mismatch)
-        m.d.comb += [iw.step.eq(go), rmeta.r_en.eq(go & need_own), rdata.r_en.eq(go & need_own),
-                     self.rx[1].ready.eq(go & need_rx & self.rx[1].valid),
-                     self.rx[0].ready.eq(go & need_rx & ~self.rx[1].valid),
-                     self.rx_expect.eq(running & iw.valid & need_rx & ~rxv)]
+                          (~need_rx | (rxv & main_rx_ok)) & ~mismatch)
+        # the tail: a received flit straight to the destination (one flit held in ``tv``)
+        tv = Signal()
+        tfin = Signal()
+        go2 = Signal()
+        m.d.comb += go2.eq(running & tail_ok & rxv & ~mismatch & (~tv | tfin))
+        take_rx = (go & need_rx) | go2
+        m.d.comb += [iw.step.eq(go), tw.step.eq(go2),
+                     rmeta.r_en.eq(go & need_own), rdata.r_en.eq(go & need_own),
+                     self.rx[1].ready.eq(take_rx & self.rx[1].valid),
+                     self.rx[0].ready.eq(take_rx & ~self.rx[1].valid),
+                     self.rx_expect.eq(running & ~rxv & ((iw.valid & need_rx & main_rx_ok) |
+                                                         tail_ok))]
         with m.If(go & need_own & ~rd_fire):
             m.d.sync += rpend.eq(rpend - 1)
         with m.Elif(~(go & need_own) & rd_fire):
             m.d.sync += rpend.eq(rpend + 1)
-        wc = _select(dst_c, ia["chunk"])
-        with m.If(go & ia["wr"]):
+        # the destination cursors of the chunk written now: the tail's or the elements walk's
+        # (never both in one cycle: the walk writes only in phases that take flits)
+        wchunk = Signal.like(ia["chunk"])
+        m.d.comb += wchunk.eq(Mux(go2, ta_["chunk"], ia["chunk"]))
+        wcs = [_select([dst_c[c][k] for c in range(n)], wchunk) for k in range(K)]
+        wrem_c = Array(wrem)[wchunk] if n > 1 else wrem[0]
+        with m.If((go & ia["wr"]) | go2):
             for c in range(n):
-                with m.If(ia["chunk"] == c if n > 1 else 1):
-                    step_cursor(dst_c[c], ins.dst, ins.dst.esize)
+                with m.If(wchunk == c if n > 1 else 1):
+                    step_dst(c)
 
-        side = data.StructLayout({"mode": 2, "round": 1, "tx": 1, "wr": 1, "p": range(P + 256),
-                                  "a": cfg.ap_addr_bits, "last": 1, "chunk": 8, "raw": 32})
+        side = data.StructLayout({"mode": 2, "round": 1, "tx": 1, "wr": 1, "last": 1, "chunk": 8,
+                                  "cnt": range(K + 1),
+                                  "p": data.ArrayLayout(range(P + 256), K),
+                                  "a": data.ArrayLayout(cfg.ap_addr_bits, K),
+                                  "raw": data.ArrayLayout(32, K)})
         s0 = Signal(side)
         m.d.comb += [s0.mode.eq(ia["mode"]), s0.round.eq(ia["round"]), s0.tx.eq(ia["tx"]),
-                     s0.wr.eq(ia["wr"]), s0.p.eq(ins.dst.start + wc["p"]), s0.a.eq(wc["a"]),
-                     s0.last.eq(iw.last), s0.chunk.eq(ia["chunk"]),
-                     s0.raw.eq(Mux(ia["mode"] == MODE_OWN_RAW, own, rxf.data[:32]))]
+                     s0.wr.eq(ia["wr"]), s0.last.eq(iw.last), s0.chunk.eq(ia["chunk"]),
+                     s0.cnt.eq(Mux(packed, Mux(wrem_c > K, K, wrem_c), 1))]
+        for k in range(K):
+            m.d.comb += [s0.p[k].eq(ins.dst.start + wcs[k]["p"]), s0.a[k].eq(wcs[k]["a"]),
+                         s0.raw[k].eq(Mux(ia["mode"] == MODE_OWN_RAW, own[k],
+                                          rxf.data[32 * k:32 * k + 32]))]
         vchain = Signal(LT)
         m.d.sync += vchain.eq(Cat(go, vchain[:-1]))
         with m.If(clr):
@@ -270,51 +351,107 @@ class CollectiveEngine(wiring.Component):
         dst_idx = Mux(ins.dst_dtype == isa.DTYPE_CODES["fp16"], 1, 0)
         src32 = ins.src_dtype == isa.DTYPE_CODES["fp32"]
         dst32 = ins.dst_dtype == isa.DTYPE_CODES["fp32"]
-        wid = m.submodules.widen = WidenToFP32(cfg, formats=("bf16", "fp16"))
-        m.d.comb += [wid.i.valid.eq(go), wid.i.payload.code.eq(own),
-                     wid.i.payload.fmt.eq(src_idx)]
         s2 = delay(m, s0, 2, name="s2")
-        own2 = delay(m, own, 2, name="own2")
-        rx2 = delay(m, rxf.data[:32], 2, name="rx2")
-        w32 = Mux(src32, own2, wid.o.payload.x)
-        alu = m.submodules.alu = LaneALU(cfg)
-        red = s2.mode == MODE_RED
-        m.d.comb += [alu.i.valid.eq(vchain[1]), alu.i.payload.op.eq(Mux(red, alu_op, ALU_BYPASS)),
-                     alu.i.payload.x.eq(Mux(red, rx2, w32)), alu.i.payload.y.eq(w32),
-                     alu.i.payload.c.eq(0)]
         la = LaneALU.Signature(cfg).latency
         s3 = delay(m, s2, la, name="s3")
-        cvt = m.submodules.cvt = ConvertFromFP32(cfg, formats=("bf16", "fp16"))
-        m.d.comb += [cvt.i.valid.eq(vchain[1 + la] if la else vchain[1]),
-                     cvt.i.payload.x.eq(alu.o.payload.r), cvt.i.payload.fmt.eq(dst_idx),
-                     cvt.i.payload.sr.eq(0)]
         s4 = delay(m, s3, 3, name="s4")
-        r4 = delay(m, alu.o.payload.r, 3, name="r4")
+        red = s2.mode == MODE_RED
         raw_mode = (s4.mode == MODE_OWN_RAW) | (s4.mode == MODE_RX_RAW)
-        res = Mux(raw_mode, s4.raw, Mux(s4.round & ~dst32, cvt.o.payload.code, r4))
+        res = []
+        for k in range(K):
+            wid = m.submodules[f"widen{k}"] = WidenToFP32(cfg, formats=("bf16", "fp16"))
+            m.d.comb += [wid.i.valid.eq(go), wid.i.payload.code.eq(own[k]),
+                         wid.i.payload.fmt.eq(src_idx)]
+            own2 = delay(m, own[k], 2, name=f"own2_{k}")
+            rx2 = delay(m, rxf.data[32 * k:32 * k + 32], 2, name=f"rx2_{k}")
+            w32 = Mux(src32, own2, wid.o.payload.x)
+            alu = m.submodules[f"alu{k}"] = LaneALU(cfg)
+            m.d.comb += [alu.i.valid.eq(vchain[1]),
+                         alu.i.payload.op.eq(Mux(red, alu_op, ALU_BYPASS)),
+                         alu.i.payload.x.eq(Mux(red, rx2, w32)), alu.i.payload.y.eq(w32),
+                         alu.i.payload.c.eq(0)]
+            cvt = m.submodules[f"cvt{k}"] = ConvertFromFP32(cfg, formats=("bf16", "fp16"))
+            m.d.comb += [cvt.i.valid.eq(vchain[1 + la] if la else vchain[1]),
+                         cvt.i.payload.x.eq(alu.o.payload.r), cvt.i.payload.fmt.eq(dst_idx),
+                         cvt.i.payload.sr.eq(0)]
+            r4 = delay(m, alu.o.payload.r, 3, name=f"r4_{k}")
+            res.append(Mux(raw_mode, s4.raw[k], Mux(s4.round & ~dst32, cvt.o.payload.code, r4)))
 
-        outl = data.StructLayout({"v": 32, "tx": 1, "wr": 1, "p": range(P + 256),
-                                  "a": cfg.ap_addr_bits, "last": 1, "chunk": 8})
+        outl = data.StructLayout({"v": data.ArrayLayout(32, K), "tx": 1, "wr": 1, "last": 1,
+                                  "chunk": 8, "cnt": range(K + 1),
+                                  "p": data.ArrayLayout(range(P + 256), K),
+                                  "a": data.ArrayLayout(cfg.ap_addr_bits, K)})
         of = m.submodules.out = ResetInserter(clr)(fifo.SyncFIFO(width=outl.size, depth=OUTD))
-        m.d.comb += [of.w_en.eq(vchain[LT - 1]),
-                     of.w_data.eq(Cat(res, s4.tx, s4.wr, s4.p, s4.a, s4.last, s4.chunk))]
+        o_in = Signal(outl)
+        m.d.comb += [o_in.v.eq(Cat(*res)), o_in.tx.eq(s4.tx), o_in.wr.eq(s4.wr),
+                     o_in.last.eq(s4.last), o_in.chunk.eq(s4.chunk), o_in.cnt.eq(s4.cnt),
+                     o_in.p.eq(s4.p), o_in.a.eq(s4.a),
+                     of.w_en.eq(vchain[LT - 1]), of.w_data.eq(o_in)]
         o = data.View(outl, of.r_data)
         tx, wr = self.tx, self.wr.req
         ov = of.r_rdy & running
-        m.d.comb += [wr.valid.eq(ov & o.wr),
-                     wr.payload.addr.eq(o.a), wr.payload.we.eq(1),
-                     wr.payload.mask.eq(1 << o.p[:pb]),
-                     tx.valid.eq(ov & o.tx & (~o.wr | wr.ready)),
+        kb = max(1, (K - 1).bit_length())
+
+        def write_of(v, cnt, ps, as_, sl):
+            """The write port's payload for slot ``sl`` of a flit (all slots when ``fast``)
+            and whether this write is its last."""
+            last_sl = fast | (sl + 1 >= cnt)
+            sel = Mux(fast, 0, sl)[:kb]
+            a_sel = Array(list(as_))[sel] if K > 1 else as_[0]
+            p_sel = Array(list(ps))[sel] if K > 1 else ps[0]
+            v_sel = Array(list(v))[sel] if K > 1 else v[0]
+            fmask = Signal(P)
+            m.d.comb += fmask.eq(Cat(*[(k < cnt) for k in range(K)]) << ps[0][:pb])
+            sh = a_sel[:2]
+            ones = Mux(ins.dst.esize == 0, 0b0001, Mux(ins.dst.esize == 1, 0b0011, 0b1111))
+            wd = []
+            for p in range(P):
+                vp = Array(list(v))[(p - ps[0])[:kb]] if K > 1 else v[0]
+                wd.append((Mux(fast, vp, v_sel) << Cat(Const(0, 3), sh))[:LANE_BITS])
+            return ({"addr": a_sel, "mask": Mux(fast, fmask, 1 << p_sel[:pb]),
+                     "be": (ones << sh)[:4], "wdata": wd}, last_sl)
+
+        # the tail's flit: raw codes (K slots), slot count, destination positions
+        t_v = [Signal(32, name=f"t_v{k}") for k in range(K)]
+        t_p = [Signal(range(P + 256), name=f"t_p{k}") for k in range(K)]
+        t_a = [Signal(cfg.ap_addr_bits, name=f"t_a{k}") for k in range(K)]
+        t_cnt = Signal(range(K + 1))
+        tsl = Signal(range(K + 1))
+        with m.If(go2):
+            m.d.sync += [tv.eq(1), t_cnt.eq(s0.cnt), tsl.eq(0)]
+            for k in range(K):
+                m.d.sync += [t_v[k].eq(rxf.data[32 * k:32 * k + 32]), t_p[k].eq(s0.p[k]),
+                             t_a[k].eq(s0.a[k])]
+        with m.Elif(tfin | clr):
+            m.d.sync += tv.eq(0)
+        tw_pl, t_last = write_of(t_v, t_cnt, t_p, t_a, tsl)
+        with m.If(tv & wr.ready & ~t_last):
+            m.d.sync += tsl.eq(tsl + 1)
+        m.d.comb += tfin.eq(tv & running & wr.ready & t_last)
+
+        # the elements' flits: the write port when the tail does not hold it
+        sl = Signal(range(K + 1))
+        o_v = [o.v[k] for k in range(K)]
+        ow_pl, last_sl = write_of(o_v, o.cnt, [o.p[k] for k in range(K)],
+                                  [o.a[k] for k in range(K)], sl)
+        wpl = {f: Mux(tv, tw_pl[f], ow_pl[f]) for f in ("addr", "mask", "be")}
+        wrdy = wr.ready & ~tv
+        done_w = wrdy & last_sl
+        m.d.comb += [wr.valid.eq(running & (tv | (ov & o.wr))),
+                     wr.payload.addr.eq(wpl["addr"]), wr.payload.we.eq(1),
+                     wr.payload.mask.eq(wpl["mask"]), wr.payload.be.eq(wpl["be"]),
+                     tx.valid.eq(ov & o.tx & (~o.wr | done_w)),
                      tx.payload.data.eq(o.v), tx.payload.src.eq(rank),
                      tx.payload.last.eq(o.last), tx.payload.stream.eq(ins.stream),
                      tx.payload.chunk.eq(o.chunk)]
-        sh = o.a[:2]
-        ones = Mux(ins.dst.esize == 0, 0b0001, Mux(ins.dst.esize == 1, 0b0011, 0b1111))
-        m.d.comb += wr.payload.be.eq((ones << sh)[:4])
         for p in range(P):
-            m.d.comb += wr.payload.wdata[p].eq((o.v << Cat(Const(0, 3), sh))[:LANE_BITS])
-        pop = ov & (~o.wr | wr.ready) & (~o.tx | tx.ready)
+            m.d.comb += wr.payload.wdata[p].eq(Mux(tv, tw_pl["wdata"][p], ow_pl["wdata"][p]))
+        pop = ov & (~o.wr | done_w) & (~o.tx | tx.ready)
         m.d.comb += of.r_en.eq(pop)
+        with m.If(clr | pop):
+            m.d.sync += sl.eq(0)
+        with m.Elif(ov & o.wr & wrdy & ~last_sl):
+            m.d.sync += sl.eq(sl + 1)
         with m.If(clr):
             m.d.sync += pend.eq(0)
         with m.Elif(go & ~pop):
@@ -394,27 +531,52 @@ class CollectiveEngine(wiring.Component):
                     for c in range(n):
                         lo = chunk_lo(c)
                         m.d.sync += [src_c[c]["rem"].eq(Mux(kind == KIND_AG, 0, lo)),
-                                     src_c[c]["p"].eq(0),
-                                     dst_c[c]["rem"].eq(Mux(kind == KIND_AG, c * ns,
-                                                            Mux(kind == KIND_RS, 0, lo))),
-                                     dst_c[c]["p"].eq(0)]
+                                     src_c[c]["p"].eq(0), wj[c].eq(0)]
+                        base = Mux(kind == KIND_AG, c * ns, Mux(kind == KIND_RS, 0, lo))
+                        for k, cur in enumerate(dst_c[c]):
+                            m.d.sync += [cur["rem"].eq(base + k * sper), cur["p"].eq(0)]
                     m.next = "DIVIDE"
             with m.State("DIVIDE"):
                 m.d.comb += self.busy.eq(1)
                 left = []
-                for curs, d in ((src_c, ins.src), (dst_c, ins.dst)):
+                curs_all = [(cur, ins.src) for cur in src_c] + \
+                           [(cur, ins.dst) for cc in dst_c for cur in cc]
+                for cur, d in curs_all:
                     e = d.dims[0].num
-                    for cur in curs:
-                        big = cur["rem"] >= e
-                        left.append(big)
-                        with m.If(big):
-                            m.d.sync += [cur["rem"].eq(cur["rem"] - e), cur["p"].eq(cur["p"] + 1)]
+                    big = cur["rem"] >= e
+                    left.append(big)
+                    with m.If(big):
+                        m.d.sync += [cur["rem"].eq(cur["rem"] - e), cur["p"].eq(cur["p"] + 1)]
                 with m.If(~Cat(*left).any()):
-                    for curs, d in ((src_c, ins.src), (dst_c, ins.dst)):
-                        for cur in curs:
-                            m.d.sync += [cur["j"].eq(cur["rem"]),
-                                         cur["a"].eq(d.offset + ((cur["rem"][:16] * d.dims[0].step)
-                                                                 << d.esize))]
+                    for cur, d in curs_all:
+                        m.d.sync += [cur["j"].eq(cur["rem"]),
+                                     cur["a"].eq(d.offset + ((cur["rem"][:16] * d.dims[0].step)
+                                                             << d.esize))]
+                    m.next = "PACK"
+            with m.State("PACK"):
+                # packed when every chunk is whole source partitions (a gather's always)
+                m.d.comb += self.busy.eq(1)
+                whole = Const(1, 1) if n == 1 else ((r == 0) & (src_c[1]["j"] == 0))
+                pk = (kind == KIND_AG) | whole
+                mp = ins.src.count if n == 1 else Mux(kind == KIND_AG, ins.src.count,
+                                                      src_c[1]["p"])
+                lk = (K - 1).bit_length()
+                m.d.sync += [packed.eq(pk), mparts.eq(mp),
+                             flen.eq(((mp + K - 1) >> lk) * sper),
+                             fast.eq(pk & (dper == sper)),
+                             dl["rem"].eq(Mux(pk, (K - 1) * sper, 0)), dl["p"].eq(0),
+                             wrap_a.eq((dper * ins.dst.dims[0].step) << ins.dst.esize)]
+                for c in range(n):
+                    m.d.sync += wrem[c].eq(mp)
+                m.next = "JUMP"
+            with m.State("JUMP"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(dl["rem"] >= dper):
+                    m.d.sync += [dl["rem"].eq(dl["rem"] - dper), dl["p"].eq(dl["p"] + 1)]
+                with m.Else():
+                    m.d.sync += [dl["j"].eq(dl["rem"]),
+                                 dl_a.eq((dl["rem"][:16] * ins.dst.dims[0].step)
+                                         << ins.dst.esize)]
                     m.next = "START"
             with m.State("START"):
                 m.d.comb += [self.busy.eq(1), start.eq(1)]
@@ -428,7 +590,7 @@ class CollectiveEngine(wiring.Component):
                 with m.Elif(mismatch):
                     m.d.sync += running.eq(0)
                     fail(E_SHAPE, rxf.src, "DRAIN")
-                with m.Elif(iw.done & rw.done & (pend == 0)):
+                with m.Elif(iw.done & tw.done & rw.done & (pend == 0) & ~tv):
                     m.d.sync += running.eq(0)
                     m.next = "REPORT"
             with m.State("DRAIN"):

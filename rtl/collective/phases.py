@@ -17,9 +17,27 @@ the segment's elements of one chunk (:func:`golden.collective.schedule.chunk_bou
 Reduce-scatter is the first ``n`` phases (phase ``n - 1`` writes and does not send); all-gather
 is phase 0 (its own buffer to the link and to the destination) and the receive phases. Per
 element this is the schedule of :mod:`golden.collective.schedule` (the same sum order), only
-interleaved in time; a rank leads its upstream neighbour by at most one segment of flits, so
-with ``seg < link_credits`` the ring cannot run out of credits everywhere at once (no deadlock,
-whatever the message size).
+interleaved in time.
+
+Positions count **flits**: a flit carries ``K = link_bits / 32`` elements of K partitions at one
+free index when every chunk is whole source partitions (always for a gather), else one element
+(the engine's ``packed``); a segment is ``seg = link_credits - 1`` flits of every chunk.
+
+**The tail.** All-reduce's last phase (``2n - 2``: chunk ``i + 1`` received and written, not
+sent) sends nothing, so the engine walks it with a second walker (``filt``) beside the next
+segment: the tail writes its flits straight to the destination while the elements walk runs
+phase 0 of segment ``s + 1`` (own data to the link: no RX, no write). RX is one queue in the
+upstream's send order, so the tail of segment ``s`` takes flits only once the elements walk has
+left segment ``s``, and the elements walk takes flits of segment ``s + 1`` only once the tail of
+segment ``s`` is done.
+
+**No deadlock** (credit accounting). A flit waiting in rank ``i + 1``'s RX is taken either by
+the tail, which needs only the write port and claims it first, so it is taken within ``K``
+cycles whatever any TX does, or by rank ``i + 1``'s elements walk in the phase after the one
+that sent it. Without the tail's flits (which drain on their own) a rank leads its upstream by at
+most one phase of one segment, ``seg <= link_credits - 1`` flits, so the flits a rank has sent
+and its downstream has not taken stay below ``link_credits``: the ring cannot run out of
+credits everywhere at once, whatever the message size (a chunk sent whole would deadlock any ring once it exceeds the credits).
 """
 
 from __future__ import annotations
@@ -89,8 +107,8 @@ class PhaseWalker:
         self.done = Signal(name=f"{name}_done")
 
     def build(self, m, n, kind, rank, start, seg, chunk_len, max_len, filt=None):
-        """Logic of the walk. ``start`` (a strobe) restarts it; ``seg`` the segment length (a
-        constant); ``chunk_len(c)`` the length of chunk ``c`` (a signal); ``max_len`` the
+        """Logic of the walk. ``start`` (a strobe) restarts it; ``seg`` the longest segment
+        (a constant; the last two segments share what is left evenly); ``chunk_len(c)`` the length of chunk ``c`` (a signal); ``max_len`` the
         longest chunk; ``filt(attrs)``, when given, the phases the walk stands on (the others
         are skipped)."""
         nm = self.name
@@ -99,12 +117,20 @@ class PhaseWalker:
         e = Signal(_W, name=f"{nm}_e")
         run = Signal(name=f"{nm}_run")
         a = phase_attrs(m, n, kind, rank, k, nm)
+        a["k"] = k
         self.attrs = a
+        self.base = base
         cl = Signal(_W, name=f"{nm}_clen")
         m.d.comb += cl.eq(chunk_len(a["chunk"]))
+        # segment length: seg, but the last two segments share what is left evenly (a short
+        # last segment would expose a wait for the upstream rank in each of its phases)
+        left = Signal(_W, name=f"{nm}_left")
+        sl = Signal(_W, name=f"{nm}_seglen")
+        m.d.comb += [left.eq(max_len - base),
+                     sl.eq(Mux(left <= seg, left, Mux(left < 2 * seg, (left + 1) >> 1, seg)))]
         ln = Signal(_W, name=f"{nm}_len")
         rest = cl - base
-        m.d.comb += ln.eq(Mux(cl <= base, 0, Mux(rest > seg, seg, rest)))
+        m.d.comb += ln.eq(Mux(cl <= base, 0, Mux(rest > sl, sl, rest)))
         use = Signal(name=f"{nm}_use")
         m.d.comb += use.eq(1 if filt is None else filt(a))
         self.pos = Signal(_W, name=f"{nm}_pos")
@@ -117,8 +143,8 @@ class PhaseWalker:
             m.d.sync += e.eq(0)
             with m.If(k + 1 == a["count"]):
                 m.d.sync += k.eq(0)
-                m.d.sync += base.eq(base + seg)
-                with m.If(base + seg >= max_len):
+                m.d.sync += base.eq(base + sl)
+                with m.If(base + sl >= max_len):
                     m.d.sync += run.eq(0)
             with m.Else():
                 m.d.sync += k.eq(k + 1)
