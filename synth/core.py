@@ -33,17 +33,23 @@ from typing import Callable
 from .blocks import Block
 from .flow import SRAM_UM2_PER_BIT, Job
 
-__all__ = ["PARTS", "ROWS", "core_jobs", "core_table", "write_core_report", "ENGINES_BUILT"]
+__all__ = ["PARTS", "ROWS", "TOP_PARTS", "core_jobs", "core_table", "write_core_report",
+           "top_part"]
 
-#: The engines with a sequencer (rtl/core/neuroncore.py ``ENGINES_BUILT``), read lazily.
-ENGINES_BUILT = ("pe", "dve", "act", "sp")
-_SBUF_ROW_PORTS = ("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w", "scalar_r",
-                   "scalar_w")
+#: The SBUF row ports of the NeuronCore top (``rtl/core/neuroncore.py``; checked by
+#: ``tests/test_synth.py::test_core_parts_cover_every_submodule_of_the_top``).
+_SBUF_ROW_PORTS = ("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w",
+                   "scalar_r", "scalar_w", "cc_r", "cc_w")
+
+
+def _engines():
+    """The engines with a sequencer (``rtl.core.neuroncore.ENGINES_BUILT``), read lazily."""
+    from rtl.core.neuroncore import ENGINES_BUILT
+    return ENGINES_BUILT
 
 
 def _n_seq():
-    from rtl.core.neuroncore import ENGINES_BUILT as built
-    return len(built)
+    return len(_engines())
 
 
 def _tensor(cfg, v):
@@ -104,8 +110,8 @@ def _decoders(cfg, v):
     if v == "tensor":
         from rtl.core.tensor_decode import TensorDecoder
         return TensorDecoder(cfg)
-    from rtl.core.engine_decode import ScalarDecoder, VectorDecoder
-    return VectorDecoder(cfg) if v == "vector" else ScalarDecoder(cfg)
+    from rtl.core.engine_decode import CCDecoder, ScalarDecoder, VectorDecoder
+    return {"vector": VectorDecoder, "scalar": ScalarDecoder, "cc": CCDecoder}[v](cfg)
 
 
 def _sync(cfg, v):
@@ -118,9 +124,15 @@ def _rowmux(cfg, v):
     return RowPortMux(cfg, "psum", int(v))
 
 
+def _cc(cfg, v):
+    from rtl.collective.engine import CollectiveEngine
+    return CollectiveEngine(cfg)
+
+
 def _link(cfg, v):
-    from rtl.collective.link import LinkPort
-    return LinkPort(cfg)
+    # the core's own ports: a TX toward rank + 1 (built without the dateline) and an RX
+    from rtl.collective.link import LinkRX, LinkTX
+    return LinkTX(cfg) if v == "tx" else LinkRX(cfg)
 
 
 def core_design(cfg):
@@ -162,12 +174,31 @@ PARTS = {
     "csr": Part(_blk("core_csr", _csr)),
     "axi_mux": Part(_blk("core_axi_mux", _axi)),
     "decoders": Part(_blk("core_decode", _decoders,
-                          variants=lambda cfg: ("tensor", "vector", "scalar"))),
+                          variants=lambda cfg: ("tensor", "vector", "scalar", "cc"))),
     "sync": Part(_blk("core_sync", _sync)),
     "psum_mux": Part(_blk("core_psum_mux", _rowmux, variants=lambda cfg: ("3", "2"))),
+    "cc": Part(_blk("core_cc", _cc)),
+    "link": Part(_blk("core_link", _link, variants=lambda cfg: ("tx", "rx")),
+                 lambda cfg: 1 if cfg.ring_size > 1 else 0),
     "glue": Part(_blk("core_glue", _core, rtlil=True, glue=True)),
-    "link": Part(_blk("core_link", _link), lambda cfg: 2 if cfg.ring_size > 1 else 0),
 }
+#: The part of each submodule of the NeuronCore top, by its name there (``*``: a prefix).
+TOP_PARTS = {"csr": "csr", "axi_mux": "axi_mux", "seq_*": "sequencer", "sems": "semaphores",
+             "tensor": "tensor", "tensor_decode": "decoders", "sync": "sync", "dma*": "dma",
+             "vector": "vector", "vector_decode": "decoders", "scalar": "scalar",
+             "scalar_decode": "decoders", "sbuf": "sbuf", "vector_psum": "psum_mux",
+             "scalar_psum": "psum_mux", "cc": "cc", "cc_decode": "decoders",
+             "link_tx": "link", "link_rx": "link"}
+
+
+def top_part(name):
+    """The part (a key of :data:`PARTS`) that stands for the top's submodule ``name``."""
+    if name in TOP_PARTS:
+        return TOP_PARTS[name]
+    for k, v in TOP_PARTS.items():
+        if k.endswith("*") and name.startswith(k[:-1]):
+            return v
+    raise KeyError(f"submodule {name!r} of the NeuronCore top has no part in synth.core.PARTS")
 #: The whole core in one flattened run (the estimate check).
 FLAT = _blk("core_flat", _core, rtlil=True, flatten=True)
 
@@ -190,20 +221,21 @@ ROWS = (
      None, _HIER),
     ("dma", "DMA engines (queues, check, walkers, AXI master, element path)", "dma", None, _EST),
     ("sbuf", "SBUF: banks (SRAM macros) + bank arbiters and port muxes", "sbuf", None, _SYN),
-    ("sequencers", "sequencers (pe, dve, act, sp)", "sequencer", None, _EST),
+    ("sequencers", "sequencers ({engines})", "sequencer", None, _EST),
     ("semaphores", "semaphore file", "semaphores", None, _SYN),
     ("csr", "host registers (CSR)", "csr", None, _SYN),
     ("interconnect", "interconnect: AXI4 mux + PSUM row-port muxes", "axi_mux,psum_mux", None,
      _SYN),
-    ("decoders", "instruction decoders (tensor, vector, scalar) + sync engine", "decoders,sync",
-     None, _SYN),
+    ("collective", "collective engine (ring schedule, cursors, FP32 reduce, widen/round)",
+     "cc", None, _SYN),
+    ("link_ports", "ring link ports: TX (credits, CRC) + RX (VC FIFOs, checks)", "link", None,
+     _SYN),
+    ("decoders", "instruction decoders (tensor, vector, scalar, cc) + sync engine",
+     "decoders,sync", None, _SYN),
     ("glue", "top-level glue (soft reset, error select, activity)", "glue", None, _SYN),
 )
-#: Rows outside the NeuronCore top (not in ``core_um2``): the ring's link ports of one core.
-EXTRA_ROWS = (
-    ("link_ports", "ring link ports (2 per core when ring_size > 1; outside the core top)",
-     "link", None, _EST),
-)
+#: Rows outside the NeuronCore top (not in ``core_um2``; none today: the link ports are in it).
+EXTRA_ROWS = ()
 
 
 def core_jobs(cfg, *, flat=False):
@@ -278,7 +310,8 @@ def core_table(cfg, results):
             if not counts:
                 continue
             sram = fig["sram_bits"] * SRAM_UM2_PER_BIT
-            rows.append({"key": key, "label": label, "how": how, "count": max(counts),
+            rows.append({"key": key, "label": label.format(engines=", ".join(_engines())),
+                         "how": how, "count": max(counts),
                          "in_core": in_core, **fig, "sram_um2": sram,
                          "um2": fig["logic_um2"] + sram})
     core = [r for r in rows if r["in_core"]]
@@ -400,11 +433,14 @@ def scaled_table(cfg, refs, ref_results):
             edge = np.array([t[0][i]["logic_um2"] - c.pe_rows * c.pe_cols * pe[0]
                              for t, c, pe in zip(tabs, refs, pes)])
             ab = np.linalg.solve(np.array([ns, ns ** 2]).T, edge)
-            row["logic_um2"] = cfg.pe_rows * cfg.pe_cols * pes[1][0] + \
-                float(ab[0] * cfg.pe_rows + ab[1] * cfg.pe_rows ** 2)
+            # the edge of a rows x cols array: registers along both edges (a (R + C) / 2) and
+            # the skew / de-skew triangles (b (R² + C²) / 2); a N + b N² when square
+            r, c = cfg.pe_rows, cfg.pe_cols
+            row["logic_um2"] = r * c * pes[1][0] + float(ab[0] * (r + c) / 2
+                                                         + ab[1] * (r * r + c * c) / 2)
             row["sram_bits"] = 0
-            row["how"] = (f"estimate (PE × {cfg.pe_rows} × {cfg.pe_cols} + edge a N + b N² "
-                          f"fitted at N = {refs[0].pe_rows}, {refs[1].pe_rows})")
+            row["how"] = (f"estimate (PE × {r} × {c} + edge a N + b N² fitted at N = "
+                          f"{refs[0].pe_rows}, {refs[1].pe_rows})")
         elif r0["key"] in ("sbuf", "psum"):
             row["sram_bits"] = cfg.sbuf_bits if r0["key"] == "sbuf" else cfg.psum_bits
             row["how"] = how_p + ", bits of the config"
@@ -476,11 +512,15 @@ def _md(rows, s, cfg, runtime=None):
 
 
 def _plot(rows, s, path):
+    """The area breakdown: left, linear bars (logic and SRAM stacked) labelled with mm² and
+    share; right, the same totals on a log axis, so that the small blocks stay visible. Written
+    as ``path`` (PNG) and its ``.svg``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     core = sorted((r for r in rows if r["in_core"]), key=lambda r: r["um2"])
-    fig, ax = plt.subplots(figsize=(9, 0.42 * len(core) + 1.4))
+    fig, (ax, lx) = plt.subplots(1, 2, figsize=(12, 0.42 * len(core) + 1.6), sharey=True,
+                                 gridspec_kw={"width_ratios": [3, 2]})
     y = range(len(core))
     logic = [r["logic_um2"] / 1e6 for r in core]
     sram = [r["sram_um2"] / 1e6 for r in core]
@@ -492,13 +532,21 @@ def _plot(rows, s, path):
                 f"{r['um2'] / 1e6:,.3f} mm²  {100 * r['share']:.1f} %", va="center", fontsize=8)
     ax.set_yticks(list(y))
     ax.set_yticklabels([r["key"] for r in core], fontsize=9)
-    ax.set_xlim(0, top * 1.35)
+    ax.set_xlim(0, top * 1.4)
     ax.set_xlabel("area (mm², linear)")
-    ax.set_title(f"NeuronCore {s['config']}: {s['core_um2'] / 1e6:,.2f} mm² "
-                 "(cells + SRAM macros)", fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
+    lx.barh(y, logic, color="#4878a8")
+    lx.barh(y, [max(a, 1e-6) for a in sram], left=logic, color="#e0a040")
+    lx.set_xscale("log")
+    lx.set_xlim(max(1e-4, min(r["um2"] for r in core) / 1e6 / 3), top * 2)
+    lx.set_xlabel("area (mm², log: small blocks)")
+    lx.grid(True, axis="x", which="major", alpha=0.3)
+    fig.suptitle(f"NeuronCore {s['config']}: {s['core_um2'] / 1e6:,.2f} mm² (sky130 cells, "
+                 f"area-only; memories as SRAM macros at {SRAM_UM2_PER_BIT} µm²/bit)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    fig.savefig(Path(path).with_suffix(".svg"))
     plt.close(fig)
     return path
 
