@@ -399,6 +399,22 @@ def test_core_parts_cover_every_submodule_of_the_top(small):
     gc.collect()    # their warnings while this test's filter holds
 
 
+def test_cache_key_covers_the_factory_file_not_the_report_code():
+    """A part's first cache key hashes ``rtl/``, the flow's files and the file of its factory:
+    the core parts' is ``synth/core_parts.py``, a registry block's ``synth/blocks.py``; the
+    report code (``synth/core.py``, ``cli.py``, ``report.py``) is in none of them."""
+    import hashlib
+    from pathlib import Path
+    from synth import core, flow
+    root = Path(flow.__file__).parent
+    h = {f: hashlib.sha256((root / f).read_bytes()).hexdigest()[:16]
+         for f in ("core_parts.py", "blocks.py")}
+    assert flow.job_source_hash(core.PARTS["tensor"].block) == h["core_parts.py"]
+    assert flow.job_source_hash(core.FLAT) == h["core_parts.py"]
+    assert flow.job_source_hash(registry.get_block("mac")) == h["blocks.py"]
+    assert not {"core.py", "cli.py", "report.py"} & set(flow.FLOW_FILES)
+
+
 def _fake(part, row, um2, bits=0, modules=None):
     return {"core_part": part, "row": row, "um2_sky130": um2, "memory_bits": bits, "cells": 10,
             "flip_flops": 2, "modules": modules or {}}
