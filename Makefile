@@ -14,7 +14,7 @@ TEST_CONFIG := $(or $(CONFIG),small)
 FULL_CONFIG := $(or $(CONFIG),default)
 MUTATE_CONFIG := $(or $(CONFIG),small)
 
-.PHONY: all sim lint docs test test-full bench synth synth-core synth-sweep verilog mutate campaign clean distclean venv
+.PHONY: all sim lint docs test test-full bench synth synth-blocks synth-core synth-sweep verilog mutate campaign clean distclean venv
 
 all: test
 
@@ -51,11 +51,16 @@ test-full: $(STAMP)
 bench: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m bench $(if $(BENCH),--only $(BENCH))
 
-## make synth [CONFIG=...] [BLOCKS=default|all|name,...]: area, ECP5 LUTs and Fmax per block (the blocks marked default in synth/blocks.py unless BLOCKS names others; build/synth/<config>/)
+## make synth [CONFIG=...]: the whole core's area table, engine by engine, for $(CONFIG) (default: default; build/synth/<config>/core_area.*; docs/synthesis.md)
+## make synth BLOCKS=default|all|name,... [CONFIG=...]: the per-block report instead: area, ECP5 LUTs and Fmax per block (build/synth/<config>/area.*)
 synth: $(STAMP)
-	CONFIG=$(SIM_CONFIG) $(PY) -m synth --blocks $(or $(BLOCKS),default)
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth $(if $(BLOCKS),--blocks $(BLOCKS),--core)
 
-## make synth-core [CONFIG=...]: the whole core's area table, engine by engine (build/synth/<config>/core_area.*; docs/synthesis.md)
+## make synth-blocks [CONFIG=...]: the per-block report of the blocks marked default in synth/blocks.py (= make synth BLOCKS=default)
+synth-blocks: $(STAMP)
+	CONFIG=$(SIM_CONFIG) $(PY) -m synth --blocks default
+
+## make synth-core [CONFIG=...]: the same as make synth (the whole core's area table)
 synth-core: $(STAMP)
 	CONFIG=$(SIM_CONFIG) $(PY) -m synth --core
 

@@ -180,7 +180,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     # blocks may build helper elaboratables they do not use (e.g. a prototype PE); not our noise
     warnings.filterwarnings("ignore", message=r".* created but never used")
-    cfg = parse_config(a.config) if a.config else preset_from_env()
+    try:
+        cfg = parse_config(a.config) if a.config else preset_from_env()
+    except (ValueError, TypeError) as e:
+        ap.error(f"CONFIG: {e}")
     build = Path(a.build or a.out or ROOT / "build" / "synth")
     out = Path(a.out) if a.out else build / cfg.name
     out.mkdir(parents=True, exist_ok=True)

@@ -26,150 +26,13 @@ The figures (``build/synth/<config>/core_area.json``) are ``core_um2``, ``<row>_
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from .blocks import Block
+from .core_parts import FLAT, PARTS, TOP_PARTS, core_design, engines, top_part
 from .flow import SRAM_UM2_PER_BIT, Job
 
-__all__ = ["PARTS", "ROWS", "core_jobs", "core_table", "write_core_report", "ENGINES_BUILT"]
-
-#: The engines with a sequencer (rtl/core/neuroncore.py ``ENGINES_BUILT``), read lazily.
-ENGINES_BUILT = ("pe", "dve", "act", "sp")
-_SBUF_ROW_PORTS = ("tensor_st", "tensor_mv", "vector_r0", "vector_r1", "vector_w", "scalar_r",
-                   "scalar_w")
-
-
-def _n_seq():
-    from rtl.core.neuroncore import ENGINES_BUILT as built
-    return len(built)
-
-
-def _tensor(cfg, v):
-    from rtl.emit import Design
-    from rtl.tensor.engine import leaf_modules, leaf_pragmas
-    from rtl.tensor.sbuf_fed import SbufTensorEngine
-    return Design(top=SbufTensorEngine(cfg, use_instances=True), modules=leaf_modules(cfg),
-                  pragmas=leaf_pragmas(cfg))
-
-
-def _vector(cfg, v):
-    from rtl.emit import Design
-    from rtl.vector.engine import VectorEngine
-    from rtl.vector.fu import leaf_modules
-    return Design(top=VectorEngine(cfg, use_instances=True), modules=leaf_modules(cfg))
-
-
-def _scalar(cfg, v):
-    from rtl.emit import Design
-    from rtl.scalar.engine import ScalarEngine, leaf_modules
-    return Design(top=ScalarEngine(cfg, use_instances=True), modules=leaf_modules(cfg))
-
-
-def _dma(cfg, v):
-    from rtl.dma.engine import DMAEngine
-    return DMAEngine(cfg, timeout=None, engine=0)
-
-
-def _sbuf(cfg, v):
-    from rtl.mem.sbuf import SBUF
-    return SBUF(cfg, row_ports=_SBUF_ROW_PORTS,
-                part_ports=tuple(f"dma{i}" for i in range(cfg.dma_engines)),
-                priority=("tensor_st", "tensor_mv"))
-
-
-def _sequencer(cfg, v):
-    from rtl.core.sequencer import Sequencer
-    return Sequencer(cfg, "dve")
-
-
-def _sems(cfg, v):
-    from rtl.core.semaphores import SemaphoreFile
-    n = _n_seq()
-    return SemaphoreFile(cfg, sources=n + cfg.dma_engines, readers=n)
-
-
-def _csr(cfg, v):
-    from rtl.core.csr import CSR
-    return CSR(cfg)
-
-
-def _axi(cfg, v):
-    from rtl.core.axi_mux import AXI4Mux
-    return AXI4Mux(cfg, _n_seq() + 1 + cfg.dma_engines)
-
-
-def _decoders(cfg, v):
-    if v == "tensor":
-        from rtl.core.tensor_decode import TensorDecoder
-        return TensorDecoder(cfg)
-    from rtl.core.engine_decode import ScalarDecoder, VectorDecoder
-    return VectorDecoder(cfg) if v == "vector" else ScalarDecoder(cfg)
-
-
-def _sync(cfg, v):
-    from rtl.core.sync_engine import SyncEngine
-    return SyncEngine(cfg)
-
-
-def _rowmux(cfg, v):
-    from rtl.mem.rowmux import RowPortMux
-    return RowPortMux(cfg, "psum", int(v))
-
-
-def _link(cfg, v):
-    from rtl.collective.link import LinkPort
-    return LinkPort(cfg)
-
-
-def core_design(cfg):
-    """The whole :class:`NeuronCore` with its leaf modules converted once (as the Verilator
-    build of ``tb.core.build.core_design``)."""
-    from rtl.core.neuroncore import NeuronCore
-    from rtl.emit import Design
-    from rtl.scalar.engine import leaf_modules as scalar_leaves
-    from rtl.tensor.engine import leaf_modules as tensor_leaves
-    from rtl.vector.fu import leaf_modules as vector_leaves
-    return Design(top=NeuronCore(cfg), modules={**tensor_leaves(cfg), **scalar_leaves(cfg),
-                                                **vector_leaves(cfg)})
-
-
-def _core(cfg, v):
-    return core_design(cfg)
-
-
-def _blk(name, build, variants=None, **kw):
-    return Block(name=name, module="rtl.core.neuroncore", build=build, pnr=False, sweep=False,
-                 variants=variants, **kw)
-
-
-@dataclass(frozen=True)
-class Part:
-    """One synthesized part of the core: ``block`` (all its ``variants``) times ``count(cfg)``."""
-    block: Block
-    count: Callable = lambda cfg: 1
-
-
-PARTS = {
-    "tensor": Part(_blk("core_tensor", _tensor)),
-    "vector": Part(_blk("core_vector", _vector)),
-    "scalar": Part(_blk("core_scalar", _scalar)),
-    "dma": Part(_blk("core_dma", _dma), lambda cfg: cfg.dma_engines),
-    "sbuf": Part(_blk("core_sbuf", _sbuf, rtlil=True)),
-    "sequencer": Part(_blk("core_sequencer", _sequencer), lambda cfg: _n_seq()),
-    "semaphores": Part(_blk("core_semaphores", _sems)),
-    "csr": Part(_blk("core_csr", _csr)),
-    "axi_mux": Part(_blk("core_axi_mux", _axi)),
-    "decoders": Part(_blk("core_decode", _decoders,
-                          variants=lambda cfg: ("tensor", "vector", "scalar"))),
-    "sync": Part(_blk("core_sync", _sync)),
-    "psum_mux": Part(_blk("core_psum_mux", _rowmux, variants=lambda cfg: ("3", "2"))),
-    "glue": Part(_blk("core_glue", _core, rtlil=True, glue=True)),
-    "link": Part(_blk("core_link", _link), lambda cfg: 2 if cfg.ring_size > 1 else 0),
-}
-#: The whole core in one flattened run (the estimate check).
-FLAT = _blk("core_flat", _core, rtlil=True, flatten=True)
+__all__ = ["PARTS", "ROWS", "TOP_PARTS", "FLAT", "core_design", "core_jobs", "core_table",
+           "write_core_report", "top_part"]
 
 _EST = "estimate (leaf × count)"
 _SYN = "synthesized"
@@ -190,20 +53,21 @@ ROWS = (
      None, _HIER),
     ("dma", "DMA engines (queues, check, walkers, AXI master, element path)", "dma", None, _EST),
     ("sbuf", "SBUF: banks (SRAM macros) + bank arbiters and port muxes", "sbuf", None, _SYN),
-    ("sequencers", "sequencers (pe, dve, act, sp)", "sequencer", None, _EST),
+    ("sequencers", "sequencers ({engines})", "sequencer", None, _EST),
     ("semaphores", "semaphore file", "semaphores", None, _SYN),
     ("csr", "host registers (CSR)", "csr", None, _SYN),
     ("interconnect", "interconnect: AXI4 mux + PSUM row-port muxes", "axi_mux,psum_mux", None,
      _SYN),
-    ("decoders", "instruction decoders (tensor, vector, scalar) + sync engine", "decoders,sync",
-     None, _SYN),
+    ("collective", "collective engine (ring schedule, cursors, FP32 reduce, widen/round)",
+     "cc", None, _SYN),
+    ("link_ports", "ring link ports: TX (credits, CRC) + RX (VC FIFOs, checks)", "link", None,
+     _SYN),
+    ("decoders", "instruction decoders (tensor, vector, scalar, cc) + sync engine",
+     "decoders,sync", None, _SYN),
     ("glue", "top-level glue (soft reset, error select, activity)", "glue", None, _SYN),
 )
-#: Rows outside the NeuronCore top (not in ``core_um2``): the ring's link ports of one core.
-EXTRA_ROWS = (
-    ("link_ports", "ring link ports (2 per core when ring_size > 1; outside the core top)",
-     "link", None, _EST),
-)
+#: Rows outside the NeuronCore top (not in ``core_um2``; none today: the link ports are in it).
+EXTRA_ROWS = ()
 
 
 def core_jobs(cfg, *, flat=False):
@@ -278,7 +142,8 @@ def core_table(cfg, results):
             if not counts:
                 continue
             sram = fig["sram_bits"] * SRAM_UM2_PER_BIT
-            rows.append({"key": key, "label": label, "how": how, "count": max(counts),
+            rows.append({"key": key, "label": label.format(engines=", ".join(engines())),
+                         "how": how, "count": max(counts),
                          "in_core": in_core, **fig, "sram_um2": sram,
                          "um2": fig["logic_um2"] + sram})
     core = [r for r in rows if r["in_core"]]
@@ -400,11 +265,14 @@ def scaled_table(cfg, refs, ref_results):
             edge = np.array([t[0][i]["logic_um2"] - c.pe_rows * c.pe_cols * pe[0]
                              for t, c, pe in zip(tabs, refs, pes)])
             ab = np.linalg.solve(np.array([ns, ns ** 2]).T, edge)
-            row["logic_um2"] = cfg.pe_rows * cfg.pe_cols * pes[1][0] + \
-                float(ab[0] * cfg.pe_rows + ab[1] * cfg.pe_rows ** 2)
+            # the edge of a rows x cols array: registers along both edges (a (R + C) / 2) and
+            # the skew / de-skew triangles (b (R² + C²) / 2); a N + b N² when square
+            r, c = cfg.pe_rows, cfg.pe_cols
+            row["logic_um2"] = r * c * pes[1][0] + float(ab[0] * (r + c) / 2
+                                                         + ab[1] * (r * r + c * c) / 2)
             row["sram_bits"] = 0
-            row["how"] = (f"estimate (PE × {cfg.pe_rows} × {cfg.pe_cols} + edge a N + b N² "
-                          f"fitted at N = {refs[0].pe_rows}, {refs[1].pe_rows})")
+            row["how"] = (f"estimate (PE × {r} × {c} + edge a N + b N² fitted at N = "
+                          f"{refs[0].pe_rows}, {refs[1].pe_rows})")
         elif r0["key"] in ("sbuf", "psum"):
             row["sram_bits"] = cfg.sbuf_bits if r0["key"] == "sbuf" else cfg.psum_bits
             row["how"] = how_p + ", bits of the config"
@@ -476,11 +344,15 @@ def _md(rows, s, cfg, runtime=None):
 
 
 def _plot(rows, s, path):
+    """The area breakdown: left, linear bars (logic and SRAM stacked) labelled with mm² and
+    share; right, the same totals on a log axis, so that the small blocks stay visible. Written
+    as ``path`` (PNG) and its ``.svg``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     core = sorted((r for r in rows if r["in_core"]), key=lambda r: r["um2"])
-    fig, ax = plt.subplots(figsize=(9, 0.42 * len(core) + 1.4))
+    fig, (ax, lx) = plt.subplots(1, 2, figsize=(12, 0.42 * len(core) + 1.6), sharey=True,
+                                 gridspec_kw={"width_ratios": [3, 2]})
     y = range(len(core))
     logic = [r["logic_um2"] / 1e6 for r in core]
     sram = [r["sram_um2"] / 1e6 for r in core]
@@ -492,13 +364,21 @@ def _plot(rows, s, path):
                 f"{r['um2'] / 1e6:,.3f} mm²  {100 * r['share']:.1f} %", va="center", fontsize=8)
     ax.set_yticks(list(y))
     ax.set_yticklabels([r["key"] for r in core], fontsize=9)
-    ax.set_xlim(0, top * 1.35)
+    ax.set_xlim(0, top * 1.4)
     ax.set_xlabel("area (mm², linear)")
-    ax.set_title(f"NeuronCore {s['config']}: {s['core_um2'] / 1e6:,.2f} mm² "
-                 "(cells + SRAM macros)", fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
+    lx.barh(y, logic, color="#4878a8")
+    lx.barh(y, [max(a, 1e-6) for a in sram], left=logic, color="#e0a040")
+    lx.set_xscale("log")
+    lx.set_xlim(max(1e-4, min(r["um2"] for r in core) / 1e6 / 3), top * 2)
+    lx.set_xlabel("area (mm², log: small blocks)")
+    lx.grid(True, axis="x", which="major", alpha=0.3)
+    fig.suptitle(f"NeuronCore {s['config']}: {s['core_um2'] / 1e6:,.2f} mm² (sky130 cells, "
+                 f"area-only; memories as SRAM macros at {SRAM_UM2_PER_BIT} µm²/bit)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    fig.savefig(Path(path).with_suffix(".svg"))
     plt.close(fig)
     return path
 

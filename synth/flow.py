@@ -3,9 +3,9 @@
 nextpnr, in parallel, with a result cache.
 
 Cache: ``build/synth/cache/`` holds one JSON per job, found first by a key over (block, variant,
-config, hash of every ``rtl/`` and ``synth/`` source file) so that an unchanged rerun does not even
-elaborate, then by a key over the emitted Verilog text so that a source change that leaves the
-Verilog identical (or the same MAC reached from two configs) is not synthesized twice.
+config, hash of every ``rtl/`` source file, of the flow's own files and of the file defining the
+block's factory) so that an unchanged rerun does not even elaborate, then by a key over the
+emitted Verilog text so that a source change that leaves the Verilog identical (or the same MAC reached from two configs) is not synthesized twice.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .design import as_design, emit_harness_verilog, emit_rtlil, emit_verilog, p
 from .liberty import write_liberty
 
 __all__ = ["FLOW_VERSION", "SRAM_UM2_PER_BIT", "NAND2_TRANSISTORS", "Job", "run_jobs",
-           "source_hash", "row_name"]
+           "source_hash", "job_source_hash", "row_name"]
 
 #: Bump when the scripts or the result format change (invalidates the cache).
 FLOW_VERSION = 6
@@ -38,14 +38,40 @@ SRAM_UM2_PER_BIT = round(683.1 * 416.54 / (512 * 32), 2)
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: The files of ``synth/`` that shape every result (the flow, the yosys scripts, the Liberty,
+#: the Verilog emission); a block's own factory file is added per job (:func:`job_source_hash`).
+FLOW_FILES = ("flow.py", "yosys.py", "liberty.py", "design.py")
+
+
 def source_hash(root=ROOT):
-    """Hash of every Python source under ``rtl/`` and ``synth/`` (the cache's first key)."""
+    """Hash of every Python source under ``rtl/`` and of :data:`FLOW_FILES` (the cache's first
+    key, with :func:`job_source_hash`)."""
     h = hashlib.sha256()
-    for sub in ("rtl", "synth"):
-        for p in sorted((Path(root) / sub).rglob("*.py")):
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
+    root = Path(root)
+    files = sorted((root / "rtl").rglob("*.py")) + [root / "synth" / f for f in FLOW_FILES]
+    for p in files:
+        h.update(str(p.relative_to(root)).encode())
+        h.update(p.read_bytes())
     return h.hexdigest()[:16]
+
+
+_FILE_HASHES = {}
+
+
+def job_source_hash(block):
+    """Hash of the file that defines ``block.build`` (``synth/blocks.py``,
+    ``synth/core_parts.py``, a test's fixture): editing report or plot code elsewhere in
+    ``synth/`` keeps the cached results."""
+    import inspect
+    try:
+        path = inspect.getsourcefile(block.build)
+    except TypeError:
+        path = None
+    if path is None:
+        return repr(block.build)
+    if path not in _FILE_HASHES:
+        _FILE_HASHES[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return _FILE_HASHES[path]
 
 
 def row_name(block, variant):
@@ -202,7 +228,7 @@ def run_job(job, build_dir, src_hash):
                                                else "") \
         + ("_flat" if getattr(job.block, "flatten", False) else "")
     key1 = _sha("src", FLOW_VERSION, job.block.name, job.variant, job.cfg.to_dict(), src_hash,
-                mode)
+                job_source_hash(job.block), mode)
     c1 = cache / f"{job.row}__{job.cfg.name}__{key1}.json"
     t0, cpu0 = time.monotonic(), _cpu_seconds()
     try:

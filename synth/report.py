@@ -203,7 +203,8 @@ def update_readme(readme, preset_rows, preset):
     head, rest = text.split(README_BEGIN, 1)
     _old, tail = rest.split(README_END, 1)
     cols = [c for c in MAIN_COLS if c[0] not in ("ECP5 FF", "BRAM", "SRAM um² est.")]
-    table = (f"\nPreset `{preset}` (`make synth`; method and caveats in docs/synthesis.md; "
+    table = (f"\nPreset `{preset}` (`make synth BLOCKS=default`; method and caveats in "
+             "docs/synthesis.md; "
              "sky130 area from an area-only Liberty, no timing):\n\n"
              + _md_table(preset_rows, cols) + "\n")
     readme.write_text(head + README_BEGIN + table + README_END + tail)

@@ -8,6 +8,7 @@ expected figures follow from their construction, and on every block registered i
 """
 
 import csv
+import gc
 import json
 
 import pytest
@@ -372,12 +373,54 @@ def test_glue_run_counts_the_top_only_and_flat_run_matches(small, outdir):
     assert set(f["modules"]) == {"fixture_grid_flat"}
 
 
+# the top is elaborated one level only: its engines are built, never elaborated
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_core_parts_cover_every_submodule_of_the_top(small):
+    """Every submodule of the NeuronCore top has a part in the whole-core report (a new engine
+    in the top fails here until ``synth.core`` reports it), and the parts are built as the top
+    builds them: the SBUF with the top's row and DMA ports, one sequencer per engine."""
+    from rtl.core.neuroncore import ENGINES_BUILT, NeuronCore
+    from synth import core
+    for cfg in (small, small.replace(name="small_ring1", ring_size=1)):
+        subs = NeuronCore(cfg).elaborate(None)._named_submodules
+        parts = {name: core.top_part(name) for name in subs}
+        used = {p for p in core.PARTS if core.PARTS[p].count(cfg)} - {"glue"}
+        assert set(parts.values()) == used, (sorted(set(parts.values()) ^ used))
+        top_sbuf = subs["sbuf"][0].signature
+        ours = core.PARTS["sbuf"].block.build(cfg, None).signature
+        assert (ours.row_ports, ours.part_ports) == (top_sbuf.row_ports, top_sbuf.part_ports)
+        assert core.PARTS["sequencer"].count(cfg) == len(ENGINES_BUILT) == \
+            sum(n.startswith("seq_") for n in subs)
+        assert core.PARTS["dma"].count(cfg) == sum(n.startswith("dma") for n in subs)
+        assert core.PARTS["link"].count(cfg) == ("link_tx" in subs) == ("link_rx" in subs)
+    with pytest.raises(KeyError, match="no part"):
+        core.top_part("permute")
+    del subs, top_sbuf, ours
+    gc.collect()    # their warnings while this test's filter holds
+
+
+def test_cache_key_covers_the_factory_file_not_the_report_code():
+    """A part's first cache key hashes ``rtl/``, the flow's files and the file of its factory:
+    the core parts' is ``synth/core_parts.py``, a registry block's ``synth/blocks.py``; the
+    report code (``synth/core.py``, ``cli.py``, ``report.py``) is in none of them."""
+    import hashlib
+    from pathlib import Path
+    from synth import core, flow
+    root = Path(flow.__file__).parent
+    h = {f: hashlib.sha256((root / f).read_bytes()).hexdigest()[:16]
+         for f in ("core_parts.py", "blocks.py")}
+    assert flow.job_source_hash(core.PARTS["tensor"].block) == h["core_parts.py"]
+    assert flow.job_source_hash(core.FLAT) == h["core_parts.py"]
+    assert flow.job_source_hash(registry.get_block("mac")) == h["blocks.py"]
+    assert not {"core.py", "cli.py", "report.py"} & set(flow.FLOW_FILES)
+
+
 def _fake(part, row, um2, bits=0, modules=None):
     return {"core_part": part, "row": row, "um2_sky130": um2, "memory_bits": bits, "cells": 10,
             "flip_flops": 2, "modules": modules or {}}
 
 
-def test_core_table_sums_parts_times_counts(small):
+def test_core_table_sums_parts_times_counts(small, tmp_path):
     """The table from given part results: counts multiply, subtrees split the tensor part,
     memories are costed as SRAM macros, shares add to 1, the flat run gives the error."""
     from synth import core
@@ -395,7 +438,7 @@ def test_core_table_sums_parts_times_counts(small):
     res = [_fake("tensor", "core_tensor", 1000.0, 64,
                  {"core_tensor.engine.array": sub(600.0), "core_tensor.engine.psum": sub(100.0, 64)}),
            _fake("dma", "core_dma", 50.0), _fake("sbuf", "core_sbuf", 20.0, 1024),
-           _fake("link", "core_link", 7.0)]
+           _fake("link", "core_link_tx", 7.0), _fake("link", "core_link_rx", 5.0)]
     res += [_fake(p, f"core_{p}", 1.0) for p in core.PARTS if p not in ("tensor", "dma", "sbuf",
                                                                         "link")]
     rows, s = core.core_table(small, res)
@@ -407,7 +450,8 @@ def test_core_table_sums_parts_times_counts(small):
     from rtl.core.neuroncore import ENGINES_BUILT
     assert by["sequencers"]["logic_um2"] == float(len(ENGINES_BUILT))
     assert by["interconnect"]["logic_um2"] == 2.0
-    assert by["link_ports"]["logic_um2"] == 14.0 and not by["link_ports"]["in_core"]
+    assert by["link_ports"]["logic_um2"] == 12.0 and by["link_ports"]["in_core"]
+    assert by["sequencers"]["label"] == f"sequencers ({', '.join(ENGINES_BUILT)})"
     assert s["sram_bits"] == 64 + 1024
     assert s["core_um2"] == pytest.approx(sum(r["um2"] for r in rows if r["in_core"]))
     assert sum(r["share"] for r in rows if r["in_core"]) == pytest.approx(1.0)
@@ -415,6 +459,12 @@ def test_core_table_sums_parts_times_counts(small):
     rows, s = core.core_table(small, res + [_fake("flat", "core_flat", s["logic_um2"] * 1.02,
                                                   s["sram_bits"])])
     assert s["estimate_error_logic"] == pytest.approx(1 - 1 / 1.02)
+    md, s = core.write_core_report(small, res, tmp_path / "small", tmp_path / "core_area.json")
+    for f in ("core_area.md", "core_area.json", "core_area.png", "core_area.svg"):
+        assert (tmp_path / "small" / f).stat().st_size > 0, f
+    idx = json.loads((tmp_path / "core_area.json").read_text())["small"]
+    assert idx["core_um2"] == pytest.approx(s["core_um2"]) and "dma_um2" in idx
+    assert "**core**" in md and "estimate (leaf × count)" in md
 
 
 @pytest.mark.full
