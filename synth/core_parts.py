@@ -111,6 +111,11 @@ def _cc(cfg, v):
     return CollectiveEngine(cfg)
 
 
+def _cc_permute(cfg, v):
+    from rtl.collective.permute import PermuteEngine
+    return PermuteEngine(cfg)
+
+
 def _link(cfg, v):
     # the core's own ports: a TX toward rank + 1 (built without the dateline) and an RX
     from rtl.collective.link import LinkRX, LinkTX
@@ -160,6 +165,7 @@ PARTS = {
     "sync": Part(_blk("core_sync", _sync)),
     "psum_mux": Part(_blk("core_psum_mux", _rowmux, variants=lambda cfg: ("3", "2"))),
     "cc": Part(_blk("core_cc", _cc)),
+    "cc_permute": Part(_blk("core_cc_permute", _cc_permute)),
     "link": Part(_blk("core_link", _link, variants=lambda cfg: ("tx", "rx")),
                  lambda cfg: 1 if cfg.ring_size > 1 else 0),
     "glue": Part(_blk("core_glue", _core, rtlil=True, glue=True)),
@@ -169,7 +175,8 @@ TOP_PARTS = {"csr": "csr", "axi_mux": "axi_mux", "seq_*": "sequencer", "sems": "
              "tensor": "tensor", "tensor_decode": "decoders", "sync": "sync", "dma*": "dma",
              "vector": "vector", "vector_decode": "decoders", "scalar": "scalar",
              "scalar_decode": "decoders", "sbuf": "sbuf", "vector_psum": "psum_mux",
-             "scalar_psum": "psum_mux", "cc": "cc", "cc_decode": "decoders",
+             "scalar_psum": "psum_mux", "cc": "cc", "cc_permute": "cc_permute",
+             "cc_decode": "decoders",
              "link_tx": "link", "link_rx": "link"}
 
 
