@@ -20,6 +20,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl import isa
+from rtl.collective.checks import APCheck
 from rtl.collective.link import payload_layout
 from rtl.collective.phases import (KIND_AG, KIND_AR, KIND_RS, MODE_OWN_RAW, MODE_RED,
                                    MODE_RX_RAW, PhaseWalker)
@@ -142,10 +143,7 @@ class CollectiveEngine(wiring.Component):
         clr = Signal()                              # drops everything in flight
 
         # ---- the AP check: an APGenerator, reset once it has answered ----------------------
-        chk_kill = Signal()
-        chk_rst = ResetInserter(chk_kill)
-        m.submodules.chk = chk = chk_rst(APGenerator(cfg))
-        m.d.comb += chk.o.ready.eq(1)
+        apchk = APCheck(m, cfg)
 
         # ---- sizes and chunks ---------------------------------------------------------------
         def elems(d):
@@ -500,20 +498,7 @@ class CollectiveEngine(wiring.Component):
                     fail(E_FORMAT, 0)
                 with m.Else():
                     m.next = "CHK_DST"
-            for slot, nxt in (("dst", "CHK_SRC"), ("src", "FORM")):
-                d = getattr(ins, slot)
-                with m.State(f"CHK_{slot.upper()}"):
-                    m.d.comb += [self.busy.eq(1), chk.i.valid.eq(1), chk.i.payload.eq(d)]
-                    with m.If(chk.i.ready):
-                        m.next = f"ANS_{slot.upper()}"
-                with m.State(f"ANS_{slot.upper()}"):
-                    m.d.comb += self.busy.eq(1)
-                    with m.If(chk.err):
-                        m.d.comb += chk_kill.eq(1)
-                        fail(chk.err_code, 0 if slot == "dst" else 1)
-                    with m.Elif(chk.ok):
-                        m.d.comb += chk_kill.eq(1)
-                        m.next = nxt
+            apchk.states(m, ins, self.busy, fail, "FORM")
             with m.State("FORM"):
                 m.d.comb += self.busy.eq(1)
                 multi_d = Cat(*[ins.dst.dims[k].num != 0 for k in range(1, cfg.ap_dims)],

@@ -27,10 +27,10 @@ from amaranth.lib.wiring import In, Out
 
 from rtl import isa
 from rtl.collective.engine import done_layout, instr_layout
+from rtl.collective.checks import APCheck
 from rtl.collective.link import payload_layout
 from rtl.config import LANE_BITS, LINK_VCS, CoreConfig, check_config
 from rtl.isa import E_AP_FORM, E_FORMAT, E_LINK, E_OPCODE, E_SHAPE, ERROR_BITS, MEM_SBUF
-from rtl.mem.ap import APGenerator
 from rtl.mem.port import RowPort
 
 __all__ = ["PermuteEngine", "PERMUTE_OPS"]
@@ -128,9 +128,7 @@ class PermuteEngine(wiring.Component):
         d = ins.d
 
         # ---- the AP check (as CollectiveEngine) ---------------------------------------------
-        chk_kill = Signal()
-        m.submodules.chk = chk = ResetInserter(chk_kill)(APGenerator(cfg))
-        m.d.comb += chk.o.ready.eq(1)
+        apchk = APCheck(m, cfg)
 
         # ---- sizes --------------------------------------------------------------------------
         ns, nd = Signal(_W), Signal(_W)
@@ -299,20 +297,7 @@ class PermuteEngine(wiring.Component):
                     fail(E_FORMAT, 0)
                 with m.Else():
                     m.next = "CHK_DST"
-            for slot, nxt in (("dst", "CHK_SRC"), ("src", "FORM")):
-                desc = getattr(ins, slot)
-                with m.State(f"CHK_{slot.upper()}"):
-                    m.d.comb += [self.busy.eq(1), chk.i.valid.eq(1), chk.i.payload.eq(desc)]
-                    with m.If(chk.i.ready):
-                        m.next = f"ANS_{slot.upper()}"
-                with m.State(f"ANS_{slot.upper()}"):
-                    m.d.comb += self.busy.eq(1)
-                    with m.If(chk.err):
-                        m.d.comb += chk_kill.eq(1)
-                        fail(chk.err_code, 0 if slot == "dst" else 1)
-                    with m.Elif(chk.ok):
-                        m.d.comb += chk_kill.eq(1)
-                        m.next = nxt
+            apchk.states(m, ins, self.busy, fail, "FORM")
             with m.State("FORM"):
                 m.d.comb += self.busy.eq(1)
 
