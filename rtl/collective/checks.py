@@ -5,11 +5,21 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import ResetInserter, Signal
+from amaranth.hdl import Cat, ResetInserter, Signal
+
+from rtl import isa
 
 from rtl.mem.ap import APGenerator
 
-__all__ = ["APCheck"]
+__all__ = ["APCheck", "MOVE_DTYPES", "dtype_in"]
+
+#: Dtypes a collective moves unchanged (gathers, all-to-all, send/recv).
+MOVE_DTYPES = ("fp32", "bf16", "fp16") + tuple(d for d in isa.DTYPES if d.startswith("fp8"))
+
+
+def dtype_in(code, names):
+    """High when the dtype code ``code`` (a signal) is one of ``names``."""
+    return Cat(*[code == isa.DTYPE_CODES[n] for n in names]).any()
 
 
 class APCheck:

@@ -20,7 +20,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl import isa
-from rtl.collective.checks import APCheck
+from rtl.collective.checks import MOVE_DTYPES, APCheck, dtype_in
 from rtl.collective.link import payload_layout
 from rtl.collective.phases import (KIND_AG, KIND_AR, KIND_RS, MODE_OWN_RAW, MODE_RED,
                                    MODE_RX_RAW, PhaseWalker)
@@ -62,10 +62,6 @@ def _select(curs, idx):
     if len(curs) == 1:
         return curs[0]
     return {f: Array([c[f] for c in curs])[idx] for f in curs[0]}
-
-
-def _in(code, names):
-    return Cat(*[code == isa.DTYPE_CODES[n] for n in names]).any()
 
 
 class CollectiveEngine(wiring.Component):
@@ -464,7 +460,7 @@ class CollectiveEngine(wiring.Component):
         is_ag = opc == isa.OP_ALL_GATHER
         reducing = is_ar | is_rs
         red_ok = (ins.op == ALU_ADD) | (ins.op == ALU_MAX) | (ins.op == ALU_MIN)
-        move_dt = ("fp32", "bf16", "fp16") + tuple(d for d in isa.DTYPES if d.startswith("fp8"))
+        move_dt = MOVE_DTYPES
         red_dt = ("fp32", "bf16", "fp16")
         drain = Signal(range(LT + 4))
         m.d.comb += self.done.payload.status.eq(status)
@@ -488,11 +484,11 @@ class CollectiveEngine(wiring.Component):
                     fail(E_OPCODE, INFO_NOT_BUILT)
                 with m.Elif(reducing & ~red_ok):
                     fail(E_OPCODE, 0)
-                with m.Elif(Mux(reducing, ~_in(ins.src_dtype, red_dt),
-                                ~_in(ins.src_dtype, move_dt))):
+                with m.Elif(Mux(reducing, ~dtype_in(ins.src_dtype, red_dt),
+                                ~dtype_in(ins.src_dtype, move_dt))):
                     fail(E_FORMAT, 1)
-                with m.Elif(Mux(reducing, ~_in(ins.dst_dtype, red_dt),
-                                ~_in(ins.dst_dtype, move_dt))):
+                with m.Elif(Mux(reducing, ~dtype_in(ins.dst_dtype, red_dt),
+                                ~dtype_in(ins.dst_dtype, move_dt))):
                     fail(E_FORMAT, 0)
                 with m.Elif(is_ag & (ins.dst_dtype != ins.src_dtype)):
                     fail(E_FORMAT, 0)

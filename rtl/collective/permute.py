@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl import isa
 from rtl.collective.engine import done_layout, instr_layout
-from rtl.collective.checks import APCheck
+from rtl.collective.checks import MOVE_DTYPES, APCheck, dtype_in
 from rtl.collective.link import payload_layout
 from rtl.config import LANE_BITS, LINK_VCS, CoreConfig, check_config
 from rtl.isa import E_AP_FORM, E_FORMAT, E_LINK, E_OPCODE, E_SHAPE, ERROR_BITS, MEM_SBUF
@@ -39,11 +39,6 @@ __all__ = ["PermuteEngine", "PERMUTE_OPS"]
 #: :class:`rtl.collective.engine.CollectiveEngine`).
 PERMUTE_OPS = ("all_to_all", "send_recv")
 _W = 28                                  # element counts and indices
-_MOVE_DT = ("fp32", "bf16", "fp16") + tuple(d for d in isa.DTYPES if d.startswith("fp8"))
-
-
-def _in(code, names):
-    return Cat(*[code == isa.DTYPE_CODES[n] for n in names]).any()
 
 
 class PermuteEngine(wiring.Component):
@@ -291,9 +286,9 @@ class PermuteEngine(wiring.Component):
                     fail(E_OPCODE, 0)
                 with m.Elif(~is_a2a & (d >= n)):
                     fail(E_SHAPE, 0)
-                with m.Elif(~_in(ins.src_dtype, _MOVE_DT)):
+                with m.Elif(~dtype_in(ins.src_dtype, MOVE_DTYPES)):
                     fail(E_FORMAT, 1)
-                with m.Elif(~_in(ins.dst_dtype, _MOVE_DT) | (ins.dst_dtype != ins.src_dtype)):
+                with m.Elif(~dtype_in(ins.dst_dtype, MOVE_DTYPES) | (ins.dst_dtype != ins.src_dtype)):
                     fail(E_FORMAT, 0)
                 with m.Else():
                     m.next = "CHK_DST"
