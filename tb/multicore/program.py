@@ -225,6 +225,8 @@ def overlap_kernel(cfg, n, *, gemm=True, allreduce=True, seed=0, K=16, N=128, ar
                 return k.sbuf_tile(parts, elems, dtype, name)
             if bank is not None:
                 return k.sbuf_tile(parts, elems, dtype, name, bank=bank)
+            # each kind (AT, B, output) takes the GEMM's banks in turn, from its own start, so
+            # a K step's AT and B tiles sit in different banks
             j = turn[name[0]] = turn.get(name[0], "abo".index(name[0])) + 1
             j %= len(gemm_banks)
             return k.sbuf_tile(parts, elems, dtype, name,
