@@ -316,31 +316,44 @@ def run(cfg):
 
 def rtl_overlap(cfg, n=2, seed=0):
     """``{"gemm_slowdown_with_allreduce", "allreduce_slowdown_with_gemm", "overlap_cycles"}``
-    on the RTL MultiCore of ``n`` cores of ``cfg`` narrowed by
-    :func:`tb.multicore.build.multicore_cfg`: :func:`tb.multicore.program.overlap_kernel` run
-    three times (GEMM and all-reduce together, each alone) by
-    :func:`tb.multicore.run_kernel.run_overlap`, every output bit for bit equal to golden. A
-    slowdown is the half's cycles in the run with both over its cycles alone, minus 1 (the
-    GEMM: doorbell to its last store done; the all-reduce: issue to retire; the slowest
-    core)."""
+    and the same two slowdowns suffixed ``_shared_banks`` and ``_dram``, on the RTL MultiCore
+    of ``n`` cores of ``cfg`` narrowed by :func:`tb.multicore.build.multicore_cfg`:
+    :func:`tb.multicore.program.overlap_kernel` run three times (GEMM and all-reduce together,
+    each alone) by :func:`tb.multicore.run_kernel.run_overlap` per variant of
+    :data:`tb.multicore.run_kernel.OVERLAP_VARIANTS` (no suffix: ``sbuf``), every output bit
+    for bit equal to golden. A slowdown is the half's cycles in the run with both over its
+    cycles alone, minus 1 (the GEMM: its first instruction's start, the doorbell or ``x``'s
+    preload done, to its last store done; the all-reduce: issue to retire; the slowest core).
+    ``overlap_cycles``: ``{variant: {run: cycles}}``."""
     from tb.multicore.build import multicore_cfg, multicore_sim
-    from tb.multicore.run_kernel import run_overlap
+    from tb.multicore.run_kernel import OVERLAP_VARIANTS, run_overlap
     from tb.runner import ROOT
     mc = multicore_cfg(cfg, n)
-    runs = run_overlap(mc, ROOT / "build" / "bench" / "cc_rtl" / "overlap", seed=seed,
-                       sim=multicore_sim(mc))
-    return {"gemm_slowdown_with_allreduce":
-            round(runs["both"]["gemm"] / runs["gemm"]["gemm"] - 1, 4),
-            "allreduce_slowdown_with_gemm":
-            round(runs["both"]["allreduce"] / runs["allreduce"]["allreduce"] - 1, 4),
-            "overlap_cycles": runs}
+    sim = multicore_sim(mc)
+    out, cycles = {}, {}
+    for v, opts in OVERLAP_VARIANTS.items():
+        runs = cycles[v] = run_overlap(mc, ROOT / "build" / "bench" / "cc_rtl" / "overlap" / v,
+                                       seed=seed, sim=sim, **opts)
+        sfx = "" if v == "sbuf" else f"_{v}"
+        out[f"gemm_slowdown_with_allreduce{sfx}"] = round(
+            runs["both"]["gemm"] / runs["gemm"]["gemm"] - 1, 4)
+        out[f"allreduce_slowdown_with_gemm{sfx}"] = round(
+            runs["both"]["allreduce"] / runs["allreduce"]["allreduce"] - 1, 4)
+    return {**out, "overlap_cycles": cycles}
 
 
 #: ``sources`` entries of :func:`rtl_overlap`'s metrics.
 OVERLAP_SOURCES = {
-    "gemm_slowdown_with_allreduce, allreduce_slowdown_with_gemm, overlap_cycles":
-        "RTL MultiCore, small, 2 cores (Verilator), tb.multicore.program.overlap_kernel: a "
-        "GEMM from DRAM (AT 16x4, B 16x128 BF16, FP32 out) and an independent 2 KiB FP32 "
-        "all-reduce on every core, run together and each alone, every output bit for bit "
-        "equal to golden; GEMM cycles: doorbell to its last store done, all-reduce cycles: "
-        "issue to retire, slowest core; slowdown = together / alone - 1"}
+    "gemm_slowdown_with_allreduce*, allreduce_slowdown_with_gemm*, overlap_cycles":
+        "RTL MultiCore, small, 2 cores (Verilator), seed 0, "
+        "tb.multicore.program.overlap_kernel: a GEMM from DRAM (AT 16x4, B 16x128 BF16, FP32 "
+        "out) and an independent 2 KiB FP32 all-reduce on every core, run together and each "
+        "alone, every output bit for bit equal to golden; GEMM cycles: its start (the "
+        "doorbell, or the all-reduce source's preload done) to its last store done, "
+        "all-reduce cycles: issue to retire, slowest core; slowdown = together / alone - 1. "
+        "No suffix: the data-parallel case (the all-reduce's source preloaded into SBUF "
+        "before both halves start, in the GEMM-alone run too; its result stored after the "
+        "GEMM; its two buffers in SBUF banks 0 and 1, the GEMM's tiles in banks 2 and 3); "
+        "_shared_banks: the same with every tile in the next SBUF bank with room (GEMM "
+        "operands in the all-reduce's banks); _dram: the all-reduce's source loaded from "
+        "DRAM and its result stored on the DMA beside the GEMM, tiles as _shared_banks"}

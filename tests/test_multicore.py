@@ -108,39 +108,92 @@ def test_tx_bursts_of_the_ring_row():
 # ---- the compute/collective overlap kernel (bench: gemm/allreduce slowdowns, §19) ------------
 
 def test_overlap_kernel_on_golden():
-    """The overlap kernel's three variants run clean on the golden multi-core simulator; C is
-    A @ B (FP32 sum of BF16 products, within 2^-20 relative) and y the sum of the ranks' x."""
+    """The overlap kernel's three runs, in every variant the bench measures, run clean on the
+    golden multi-core simulator; C is A @ B (FP32 sum of BF16 products, within 2^-20
+    relative) and y the sum of the ranks' x."""
     import numpy as np
     from golden.collective import algos
     from golden.kernel.multi import run_multi
     from tb.multicore.program import overlap_inputs, overlap_kernel
-    from tb.multicore.run_kernel import OVERLAP_RUNS
+    from tb.multicore.run_kernel import OVERLAP_RUNS, OVERLAP_VARIANTS
     mc = multicore_cfg(SMALL, 2)
-    for name, (g, a) in OVERLAP_RUNS.items():
-        mk = overlap_kernel(mc, 2, gemm=g, allreduce=a, seed=3)
-        run = run_multi(mk, codes=False)
-        assert not any(run.errors), (name, run.errors)
-        for r in range(2):
-            assert set(run.outputs[r]) == {o for o, on in (("C", g), ("y", a)) if on}, name
-        xs, ats, bs = overlap_inputs(mc, 2, seed=3)
-        for r in range(2 * g):
-            at = algos.decode_codes(ats[r], "bf16").astype(np.float64)
-            b = algos.decode_codes(bs[r], "bf16").astype(np.float64)
-            want = at.T @ b
-            got = np.asarray(run.outputs[r]["C"], np.float64)
-            assert np.allclose(got, want, rtol=2 ** -20, atol=2 ** -20 * np.abs(want).max())
-        for r in range(2 * a):
-            assert np.array_equal(np.asarray(run.outputs[r]["y"], np.float32),
-                                  (xs[0].astype(np.float64) + xs[1]).astype(np.float32))
+    for v, opts in OVERLAP_VARIANTS.items():
+        for name, (g, a) in OVERLAP_RUNS.items():
+            mk = overlap_kernel(mc, 2, gemm=g, allreduce=a, seed=3, **opts)
+            run = run_multi(mk, codes=False)
+            assert not any(run.errors), (v, name, run.errors)
+            for r in range(2):
+                assert set(run.outputs[r]) == {o for o, on in (("C", g), ("y", a)) if on}, name
+            xs, ats, bs = overlap_inputs(mc, 2, seed=3)
+            for r in range(2 * g):
+                at = algos.decode_codes(ats[r], "bf16").astype(np.float64)
+                b = algos.decode_codes(bs[r], "bf16").astype(np.float64)
+                want = at.T @ b
+                got = np.asarray(run.outputs[r]["C"], np.float64)
+                assert np.allclose(got, want, rtol=2 ** -20,
+                                   atol=2 ** -20 * np.abs(want).max()), (v, name)
+            for r in range(2 * a):
+                assert np.array_equal(np.asarray(run.outputs[r]["y"], np.float32),
+                                      (xs[0].astype(np.float64) + xs[1]).astype(np.float32))
     with pytest.raises(ValueError, match="K must be a multiple"):
         overlap_kernel(mc, 2, K=6)
+    with pytest.raises(ValueError, match="own_banks needs sbuf_banks >= 4"):
+        overlap_kernel(mc.replace(sbuf_banks=2), 2, own_banks=True)
+
+
+def test_overlap_kernel_orders_and_places_the_allreduce():
+    """``preload``: x's load is the first descriptor, on the last queue, and the sync engine
+    waits for it before anything else; the GEMM's span starts at its completion.
+    ``late_store``: y's store waits for C's last store. ``own_banks``: x's and y's tiles in
+    banks 0 and 1, no GEMM tile there."""
+    from golden.kernel import alloc
+    from golden.kernel.multi import run_multi
+    from rtl.isa import ENGINES
+    from tb.core import timeline
+    from tb.multicore.program import overlap_kernel
+    from tb.multicore.run_kernel import overlap_spans
+    mc = multicore_cfg(SMALL, 2)
+    placed = []
+    orig = alloc.Allocator.sbuf_tile
+
+    def record(self, *a, **kw):
+        t = orig(self, *a, **kw)
+        placed.append((t.name, t.offset // mc.sbuf_bank_bytes))
+        return t
+    alloc.Allocator.sbuf_tile = record
+    try:
+        kps = overlap_kernel(mc, 2, preload=True, late_store=True, own_banks=True).build()
+    finally:
+        alloc.Allocator.sbuf_tile = orig
+    banks = dict(placed)
+    assert banks["t"] == 0 and banks["s"] == 1, banks
+    assert all(b >= 2 for n, b in banks.items() if n not in "ts"), banks
+    assert len({b for n, b in banks.items() if n[0] == "b"}) == mc.sbuf_banks - 2, banks
+    sp = kps[0].listing["sp"].splitlines()
+    last_q = mc.dma_engines * mc.dma_queues - 1
+    assert f"queue={last_q % mc.dma_queues}" in sp[0] and "wait=" not in sp[0], sp[0]
+    sem = len(ENGINES) + last_q                 # the last queue's semaphore
+    stores = 128 // mc.psum_bank_fp32           # C's stores (N = 128), after x's preload
+    assert sp[1] == f"nop wait=s{sem}>=1", sp[1]
+    assert sp[-2] == f"nop wait=s{sem}>={1 + stores}" and "wait=" in sp[-1], sp[-2:]
+    g = run_multi((mc, kps))
+    assert not any(g.errors), g.errors
+    tl = timeline.golden_timeline(g.sim.cores[0].timeline)
+    q = tl["dma"][f"dma{last_q // mc.dma_queues}.q{last_q % mc.dma_queues}"]
+    ends = sorted(b for _, b, _ in q)
+    gemm, ar = overlap_spans(mc, None, preload=True, tl=tl)
+    assert gemm == ends[-1] - ends[0] and ar > 0, (gemm, ar, ends)
+    assert overlap_spans(mc, None, tl=tl)[0] == ends[-1]
 
 
 @pytest.mark.full
 def test_overlap_kernel_on_the_multicore_rtl(seed, tmp_path):
-    """The overlap kernel on 2 RTL cores, together and each half alone: every output bit for
-    bit equal to golden, and every half's span measured (the bench's slowdowns)."""
-    from tb.multicore.run_kernel import run_overlap
-    runs = run_overlap(multicore_cfg(SMALL, 2), tmp_path, seed=seed, sim=_sim(2))
-    assert runs["both"]["gemm"] and runs["both"]["allreduce"], runs
-    assert runs["gemm"]["allreduce"] is None and runs["allreduce"]["gemm"] is None, runs
+    """The overlap kernel on 2 RTL cores, in every variant the bench measures, together and
+    each half alone: every output bit for bit equal to golden, and every half's span
+    measured (the bench's slowdowns)."""
+    from tb.multicore.run_kernel import OVERLAP_VARIANTS, run_overlap
+    for v, opts in OVERLAP_VARIANTS.items():
+        runs = run_overlap(multicore_cfg(SMALL, 2), tmp_path / v, seed=seed, sim=_sim(2),
+                           **opts)
+        assert runs["both"]["gemm"] and runs["both"]["allreduce"], (v, runs)
+        assert runs["gemm"]["allreduce"] is None and runs["allreduce"]["gemm"] is None, (v, runs)

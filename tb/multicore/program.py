@@ -167,7 +167,8 @@ def sbuf_dump_program(cfg, parts, nbytes):
     return _copy_program(cfg, parts, nbytes, False)
 
 
-def overlap_kernel(cfg, n, *, gemm=True, allreduce=True, seed=0, K=16, N=128, ar_bytes=2048):
+def overlap_kernel(cfg, n, *, gemm=True, allreduce=True, seed=0, K=16, N=128, ar_bytes=2048,
+                   preload=False, late_store=False, own_banks=False):
     """The compute/collective overlap kernel (docs/collectives.md §19): on every rank, an FP32
     all-reduce (add) of ``ar_bytes`` per core, ``x`` [partitions, ...] loaded from DRAM into
     SBUF and the result stored to ``y``, and independently a GEMM from DRAM, ``C = A @ B``
@@ -178,8 +179,28 @@ def overlap_kernel(cfg, n, *, gemm=True, allreduce=True, seed=0, K=16, N=128, ar
     engine's last instruction (its in-order queue would otherwise hold the GEMM's loads behind
     the all-reduce). ``C``'s stores go on the last DMA queue, alone (its completions time the
     GEMM). ``gemm`` / ``allreduce`` False: that half left out. Returns the
-    :class:`golden.kernel.multi.MultiKernel`."""
+    :class:`golden.kernel.multi.MultiKernel`.
+
+    Parameters
+    ----------
+    preload : bool
+        ``x`` is loaded first, on the last DMA queue (before ``C``'s stores), in every run (the
+        GEMM alone too), and the sync engine waits for it (a ``nop``) before it issues anything
+        else: both halves start with the all-reduce's source already in SBUF (the data-parallel
+        case, a gradient produced by compute), and the GEMM's time runs from that load's
+        completion (:func:`tb.multicore.run_kernel.overlap_spans`).
+    late_store : bool
+        ``y``'s store waits (a ``nop`` of the sync engine) for the GEMM's last store of ``C``
+        to complete: the all-reduce's result leaves SBUF after the GEMM, outside its time.
+    own_banks : bool
+        ``x``'s tile in SBUF bank 0 and the all-reduce's result in bank 1, the GEMM's tiles in
+        the other banks (``AT``'s, ``B``'s and the output's each taking them in turn), so the
+        DMA's writes of the GEMM's operands never wait for the collective engine's SBUF ports
+        or make them wait (needs ``sbuf_banks >= 4``). Otherwise every tile takes the next
+        bank with room (:meth:`golden.kernel.Kernel.sbuf_tile`).
+    """
     from golden.kernel.multi import MultiKernel
+    from rtl.isa import Instr
     if not (gemm or allreduce):
         raise ValueError("overlap_kernel needs gemm or allreduce")
     P, TK, M, TN = cfg.partitions, cfg.pe_rows, cfg.pe_cols, cfg.psum_bank_fp32
@@ -188,16 +209,36 @@ def overlap_kernel(cfg, n, *, gemm=True, allreduce=True, seed=0, K=16, N=128, ar
                          f"psum_bank_fp32 {TN}, not {K} and {N}")
     cols = ar_bytes // 4 // P
     xs, ats, bs = overlap_inputs(cfg, n, seed=seed, K=K, N=N, ar_bytes=ar_bytes)
+    if own_banks and cfg.sbuf_banks < 4:
+        raise ValueError(f"overlap_kernel own_banks needs sbuf_banks >= 4, not "
+                         f"{cfg.sbuf_banks}")
     c_queue = cfg.dma_engines * cfg.dma_queues - 1
     others = list(range(c_queue)) or [0]
+    gemm_banks = tuple(range(2, cfg.sbuf_banks))
 
     def body(k):
         r, q = k.rank, iter(others * 64)
-        if allreduce:
+        turn = {}
+
+        def tile(parts, elems, dtype, name, bank=None):
+            if not own_banks:
+                return k.sbuf_tile(parts, elems, dtype, name)
+            if bank is not None:
+                return k.sbuf_tile(parts, elems, dtype, name, bank=bank)
+            # each kind (AT, B, output) takes the GEMM's banks in turn, from its own start, so
+            # a K step's AT and B tiles sit in different banks
+            j = turn[name[0]] = turn.get(name[0], "abo".index(name[0])) + 1
+            j %= len(gemm_banks)
+            return k.sbuf_tile(parts, elems, dtype, name,
+                               prefer=gemm_banks[j:] + gemm_banks[:j])
+        if allreduce or preload:
             x = k.dram_tensor("x", dtype="fp32", data=xs[r])
-            t = k.sbuf_tile(P, cols, "fp32", "t")
-            k.load(t, x, queue=next(q))
-            s = k.sbuf_tile(P, cols, "fp32", "s")
+            t = tile(P, cols, "fp32", "t", 0)
+            k.load(t, x, queue=c_queue if preload else next(q))
+            if preload:
+                k.instr(Instr(op="nop"), reads=[t], engine="sp")
+        if allreduce:
+            s = tile(P, cols, "fp32", "s", 1)
             k.all_reduce(s, t, "add")
         if gemm:
             at = k.dram_tensor("AT", dtype="bf16", codes=ats[r])
@@ -206,17 +247,19 @@ def overlap_kernel(cfg, n, *, gemm=True, allreduce=True, seed=0, K=16, N=128, ar
             for n0 in range(0, N, TN):
                 ps = k.psum_tile(M, TN)
                 for k0 in range(0, K, TK):
-                    ta = k.sbuf_tile(TK, M, "bf16", f"a{n0}_{k0}")
-                    tb = k.sbuf_tile(TK, TN, "bf16", f"b{n0}_{k0}")
+                    ta = tile(TK, M, "bf16", f"a{n0}_{k0}")
+                    tb = tile(TK, TN, "bf16", f"b{n0}_{k0}")
                     k.load(ta, at, k0, 0, queue=next(q))
                     k.load(tb, b, k0, n0, queue=next(q))
                     k.matmul(ps, ta, tb, accumulate=k0 > 0)
-                o = k.sbuf_tile(M, TN, "fp32", f"o{n0}")
+                o = tile(M, TN, "fp32", f"o{n0}")
                 k.copy(o, ps)
                 k.store(c, o, 0, n0, queue=c_queue)
             k.output("C", c)
         if allreduce:
             y = k.dram_tensor("y", (P, cols), "fp32")
+            if late_store and gemm:
+                k.instr(Instr(op="nop"), reads=[c], engine="sp")
             k.store(y, s, queue=next(q))
             k.output("y", y)
     return MultiKernel.from_body(cfg, n, body, dram_bytes=1 << 16)

@@ -38,7 +38,7 @@ from tb.runner import ROOT
 
 __all__ = ["MultiKernelReport", "run_rtl", "run_case", "sim_config", "rtl_timeline", "sim_main", "sim_ranks", "SIM_RANKS", "tx_valid_names", "overlap",
            "sem_to_first_flit", "tx_bursts", "format_report", "main", "OVERLAP_RUNS",
-           "overlap_spans", "run_overlap"]
+           "OVERLAP_VARIANTS", "overlap_spans", "run_overlap"]
 
 
 @dataclass
@@ -176,36 +176,58 @@ def tx_bursts(tx, end):
 OVERLAP_RUNS = {"both": (True, True), "gemm": (True, False), "allreduce": (False, True)}
 
 
-def overlap_spans(cfg, core):
+def overlap_spans(cfg, core, *, preload=False, tl=None):
     """``(gemm cycles, all-reduce cycles)`` of one core's record (:func:`run_rtl`) of
-    :func:`tb.multicore.program.overlap_kernel`: the doorbell to the last completion on the
-    last DMA queue (``C``'s stores, alone there), and the all-reduce's issue to its retire
-    (the ``cc`` engine's first instruction); ``None`` for a half the run does not have."""
-    tl = rtl_timeline(cfg, core)
+    :func:`tb.multicore.program.overlap_kernel`: the doorbell (with ``preload``: the first
+    completion on the last DMA queue, ``x``'s preload) to the last completion on the last DMA
+    queue (``C``'s stores, alone there), and the all-reduce's issue to its retire (the ``cc``
+    engine's first instruction); ``None`` for a half the run does not have. ``tl``: the
+    core's timeline instead (:func:`tb.core.timeline.golden_timeline` of a golden run)."""
+    tl = rtl_timeline(cfg, core) if tl is None else tl
     g = cfg.dma_engines * cfg.dma_queues - 1
-    bars = tl["dma"].get(f"dma{g // cfg.dma_queues}.q{g % cfg.dma_queues}", [])
+    ends = sorted(b for _, b, _ in tl["dma"].get(f"dma{g // cfg.dma_queues}.q{g % cfg.dma_queues}",
+                                                 []))
+    start = ends.pop(0) if preload and ends else 0
     cc = tl["engines"].get("cc", {}).get("exec", [])
-    return (max(b for _, b, _ in bars) if bars else None,
+    return (ends[-1] - start if ends else None,
             cc[0][1] - cc[0][0] if cc else None)
 
 
-def run_overlap(cfg, out_dir, *, seed=0, sim=None, runs=OVERLAP_RUNS):
+#: The variants of :func:`tb.multicore.program.overlap_kernel` the bench measures, ``{name:
+#: kernel options}`` (docs/collectives.md §19). ``sbuf``: the data-parallel case, the
+#: all-reduce's source already in SBUF when both halves start, its result stored after the
+#: GEMM, its two buffers in SBUF banks the GEMM's tiles do not use; ``shared_banks``: the same
+#: with every tile in the next bank with room (the GEMM's operands land in the all-reduce's
+#: banks); ``dram``: the all-reduce's load and store on the DMA beside the GEMM's, every tile
+#: in the next bank with room.
+OVERLAP_VARIANTS = {"sbuf": {"preload": True, "late_store": True, "own_banks": True},
+                    "shared_banks": {"preload": True, "late_store": True},
+                    "dram": {}}
+
+
+def run_overlap(cfg, out_dir, *, seed=0, sim=None, runs=OVERLAP_RUNS, **options):
     """Run :func:`tb.multicore.program.overlap_kernel` of ``cfg.ring_size`` cores on the golden
     multi-core simulator and the RTL top, once per entry of ``runs``; every core's outputs
     must equal golden's bit for bit (``AssertionError`` naming the run, core and output
-    otherwise). Returns ``{run: {"gemm": cycles, "allreduce": cycles, "golden": cycles}}``:
-    the slowest core's :func:`overlap_spans` and the golden run's last completion."""
+    otherwise); ``options``: the kernel's (``preload``, ``late_store``, ``own_banks``; a
+    value of :data:`OVERLAP_VARIANTS`). Returns ``{run:
+    {"gemm": cycles, "allreduce": cycles, "golden": cycles, "golden_gemm": cycles,
+    "golden_allreduce": cycles}}``: the slowest core's :func:`overlap_spans` on the RTL and
+    on the golden estimate, and the golden run's last completion."""
     import numpy as np
 
     from golden.kernel.multi import run_multi
     from tb.multicore.build import multicore_sim
+    from tb.core import timeline
     from tb.multicore.program import overlap_kernel
     n = cfg.ring_size
     sim = sim or multicore_sim(cfg)
     out = {}
     for name, (gemm, ar) in runs.items():
-        kps = overlap_kernel(cfg, n, gemm=gemm, allreduce=ar, seed=seed).build()
+        kps = overlap_kernel(cfg, n, gemm=gemm, allreduce=ar, seed=seed, **options).build()
         g = run_multi((cfg, kps))
+        gspans = [overlap_spans(cfg, None, preload=options.get("preload", False),
+                                tl=timeline.golden_timeline(c.timeline)) for c in g.sim.cores]
         assert not any(g.errors), f"overlap {name}: golden errors {g.errors}"
         rec, _ = run_rtl(cfg, kps, f"overlap_{name}", Path(out_dir) / name,
                          estimate=max(g.cycles), sim=sim)
@@ -215,11 +237,16 @@ def run_overlap(cfg, out_dir, *, seed=0, sim=None, runs=OVERLAP_RUNS):
             for o, want in g.outputs[r].items():
                 assert np.array_equal(c["outputs"][o], want), (
                     f"overlap {name} core {r}: {o} differs from golden (seed {seed})")
-            spans.append(overlap_spans(cfg, c))
-        gs, cs = [a for a, _ in spans if a is not None], [b for _, b in spans if b is not None]
-        out[name] = {"gemm": max(gs) if gs else None, "allreduce": max(cs) if cs else None,
-                     "golden": max(g.cycles)}
+            spans.append(overlap_spans(cfg, c, preload=options.get("preload", False)))
+        out[name] = {"gemm": _slowest(spans, 0), "allreduce": _slowest(spans, 1),
+                     "golden": max(g.cycles), "golden_gemm": _slowest(gspans, 0),
+                     "golden_allreduce": _slowest(gspans, 1)}
     return out
+
+
+def _slowest(spans, i):
+    vals = [s[i] for s in spans if s[i] is not None]
+    return max(vals) if vals else None
 
 
 def run_case(case, *, out_dir=None, quiet=False):
