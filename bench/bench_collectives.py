@@ -20,8 +20,9 @@ Sources, named in the record itself (``sources``):
   build of :class:`tb.multicore.harness.EngineRingHarness` (the rig of
   :class:`tb.multicore.rig.EngineRing`: four collective engines with their SBUFs and link
   ports, :func:`rtl_engine_table`), every rank's SBUF checked bit for bit against the
-  multi-core golden simulator; 256 KiB on a 32 KiB-a-partition SBUF (the default's 16 KiB
-  holds no 256 KiB source and destination). ``NC_BENCH_RTL_ENGINE=0`` skips them (``None``);
+  multi-core golden simulator; the destination in other SBUF banks than the source
+  (:data:`RTL_LAYOUT`); 256 KiB on a 32 KiB-a-partition SBUF (the default's 16 KiB holds no
+  256 KiB source and destination). ``NC_BENCH_RTL_ENGINE=0`` skips them (``None``);
   ``NC_BENCH_RTL_ENGINE_RANKS=2,8`` adds ``rtl_busbw_table_r2``/``_r8``;
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
@@ -162,6 +163,11 @@ def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
 #: The RTL engine ring's busbw table: operations and NCCL sizes S (bytes per core), FP32.
 RTL_TABLE_OPS = ("all_reduce", "reduce_scatter", "all_gather")
 RTL_TABLE_SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10)
+#: Where the table's cases put the destination (:data:`tb.multicore.program.RING_LAYOUTS`):
+#: in other SBUF banks than the source, so that no size pays bank conflicts between the
+#: engine's reads and writes that another does not (with the destination right after the
+#: source, the 4 and 16 KiB cases share a bank and the 64 KiB one does not).
+RTL_LAYOUT = "split"
 
 
 def busbw_fraction(op, n, size, cycles, link_bits):
@@ -172,14 +178,14 @@ def busbw_fraction(op, n, size, cycles, link_bits):
     return round(size / cycles * factor / (link_bits / 8), 4)
 
 
-def engine_ring_cfg(cfg, n, op, size):
+def engine_ring_cfg(cfg, n, op, size, layout=RTL_LAYOUT):
     """``cfg`` on a ring of ``n``, its SBUF doubled until the case's source and destination
     fit (:func:`tb.multicore.program.engine_ring_case`; the link settings unchanged)."""
     from tb.multicore.program import engine_ring_case
     c = cfg.replace(ring_size=n)
     while True:
         try:
-            engine_ring_case(c, op, size)
+            engine_ring_case(c, op, size, layout=layout)
             return c
         except ValueError:
             if c.sbuf_bytes_per_partition >= 1 << 20:
@@ -187,25 +193,30 @@ def engine_ring_cfg(cfg, n, op, size):
             c = c.replace(sbuf_bytes_per_partition=2 * c.sbuf_bytes_per_partition)
 
 
-def rtl_engine_table(cfg, n=4, ops=RTL_TABLE_OPS, sizes=RTL_TABLE_SIZES, seed=0):
+def rtl_engine_table(cfg, n=4, ops=RTL_TABLE_OPS, sizes=RTL_TABLE_SIZES, seed=0,
+                     layout=RTL_LAYOUT):
     """``({op: {size: {"cycles", "busbw_fraction", "sbuf_bytes_per_partition",
-    "sim_seconds"}}}, {config label: build seconds})`` of FP32 ``ops`` x ``sizes`` on the
-    Verilator engine ring (:func:`tb.multicore.build.run_engine_ring`) of ``n`` ranks of
-    ``cfg``, every rank's whole SBUF bit for bit equal to the multi-core golden simulator's
-    (``AssertionError`` otherwise). A case whose source and destination do not fit the SBUF
-    runs on a larger SBUF (:func:`engine_ring_cfg`); one build and one simulation per SBUF
-    size."""
-    from tb.multicore.build import run_engine_ring
+    "sim_seconds"}}}, {config label: {"build_seconds", "cached"}})`` of FP32 ``ops`` x
+    ``sizes`` on the Verilator engine ring (:func:`tb.multicore.build.run_engine_ring`) of
+    ``n`` ranks of ``cfg``, the destination placed by ``layout``, every rank's whole SBUF bit
+    for bit equal to the multi-core golden simulator's (``AssertionError`` otherwise). A case
+    whose source and destination do not fit the SBUF runs on a larger SBUF
+    (:func:`engine_ring_cfg`); one build and one simulation per SBUF size."""
+    from tb.multicore.build import engine_ring_sim, run_engine_ring
     groups = {}
     for op in ops:
         for size in sizes:
-            c = engine_ring_cfg(cfg, n, op, size)
-            groups.setdefault(c.sbuf_bytes_per_partition, (c, []))[1].append((op, size))
+            c = engine_ring_cfg(cfg, n, op, size, layout)
+            groups.setdefault(c.sbuf_bytes_per_partition, (c, []))[1].append(
+                {"op": op, "size": size, "layout": layout})
     table, builds = {op: {} for op in ops}, {}
     for sb, (c, cases) in sorted(groups.items()):
-        rows, secs = run_engine_ring(c, cases, seed=seed)
-        builds[f"sbuf_bytes_per_partition={sb}"] = round(secs, 1)
-        for (op, size), row in zip(cases, rows):
+        sim = engine_ring_sim(c)
+        rows, secs = run_engine_ring(c, cases, seed=seed, sim=sim)
+        builds[f"sbuf_bytes_per_partition={sb}"] = {"build_seconds": round(secs, 1),
+                                                    "cached": sim.cached}
+        for row in rows:
+            op, size = row["op"], row["size"]
             table[op][str(size)] = {
                 "cycles": row["cycles"],
                 "busbw_fraction": busbw_fraction(op, n, size, row["cycles"], c.link_bits),
@@ -213,16 +224,16 @@ def rtl_engine_table(cfg, n=4, ops=RTL_TABLE_OPS, sizes=RTL_TABLE_SIZES, seed=0)
     return table, builds
 
 
-def rtl_engine_case(cfg, op, size, seed=0):
+def rtl_engine_case(cfg, op, size, seed=0, layout=RTL_LAYOUT):
     """``(cycles, busbw fraction)`` of one FP32 ``op`` of NCCL size ``size`` bytes per core on
     the Verilator engine ring of ``cfg`` (``cfg.ring_size`` ranks; ``cfg`` as it is: a case that
     does not fit its SBUF raises ``ValueError``), every rank's whole SBUF checked bit for bit
     against :class:`golden.collective.multicore.MultiCoreSim` (``AssertionError``
-    otherwise); the case: :func:`tb.multicore.program.engine_ring_case`."""
+    otherwise); the case: :func:`tb.multicore.program.engine_ring_case` (``layout``)."""
     from tb.multicore.build import run_engine_ring
     from tb.multicore.program import engine_ring_case
-    engine_ring_case(cfg, op, size)                  # the ValueError before a build
-    rows, _ = run_engine_ring(cfg, [(op, size)], seed=seed)
+    engine_ring_case(cfg, op, size, layout=layout)   # the ValueError before a build
+    rows, _ = run_engine_ring(cfg, [{"op": op, "size": size, "layout": layout}], seed=seed)
     cyc = rows[0]["cycles"]
     return cyc, busbw_fraction(op, cfg.ring_size, size, cyc, cfg.link_bits)
 
@@ -231,7 +242,7 @@ def rtl_engine_case(cfg, op, size, seed=0):
 RTL_ENGINE_KEYS = ("rtl_allreduce_4kib_cycles", "rtl_allreduce_busbw_fraction_64k",
                    "rtl_allreduce_busbw_fraction_256k", "rtl_allgather_busbw_fraction",
                    "rtl_reducescatter_busbw_fraction", "rtl_busbw_table",
-                   "rtl_engine_build_seconds")
+                   "rtl_engine_builds")
 
 
 def rtl_engine_figures(cfg, n=4):
@@ -244,7 +255,7 @@ def rtl_engine_figures(cfg, n=4):
             "rtl_allreduce_busbw_fraction_256k": table["all_reduce"][k256]["busbw_fraction"],
             "rtl_allgather_busbw_fraction": table["all_gather"][k64]["busbw_fraction"],
             "rtl_reducescatter_busbw_fraction": table["reduce_scatter"][k64]["busbw_fraction"],
-            "rtl_busbw_table": table, "rtl_engine_build_seconds": builds}
+            "rtl_busbw_table": table, "rtl_engine_builds": builds}
 
 
 #: Where the ``rtl_*`` engine-ring metrics come from.
@@ -252,12 +263,16 @@ RTL_ENGINE_SOURCE = (
     "RTL engine ring, default, 4 ranks, Verilator (tb.multicore.harness.EngineRingHarness: "
     "tb.multicore.rig.EngineRing's four collective engines with their SBUFs, link ports and "
     "delay lines; cocotb tb.multicore.tb_multicore_engine_ring); FP32, add, NCCL S per core, "
-    "seed 0, one run per case; cycles: the issue cycle to the last rank's done (as "
+    "seed 0, one run per case; source at byte 0 of every partition, destination at the "
+    "middle (other SBUF banks), of the source's free size (a flit one row write: all-reduce "
+    "P rows to P, reduce-scatter P to P/n, all-gather P/n to P); cycles: the issue cycle to "
+    "the last rank's done (as "
     "run_engines); busbw as NCCL over link_bits / 8 bytes a cycle; every rank's whole SBUF bit "
-    "for bit equal to MultiCoreSim's. 256 KiB (source and destination 32 KiB a partition) runs "
-    "on default with sbuf_bytes_per_partition = 32768 (the table's sbuf_bytes_per_partition; "
-    "the SBUF size is not a link setting), the rest on default; rtl_allgather_busbw_fraction "
-    "and rtl_reducescatter_busbw_fraction at 64 KiB")
+    "for bit equal to MultiCoreSim's. 256 KiB (source and destination 16 KiB a partition each) "
+    "runs on default with sbuf_bytes_per_partition = 32768 (the table's "
+    "sbuf_bytes_per_partition; the SBUF size is not a link setting, and 64 KiB takes the same "
+    "cycles on both sizes), the rest on default; rtl_allgather_busbw_fraction and "
+    "rtl_reducescatter_busbw_fraction at 64 KiB")
 
 
 def rtl_engine_metrics(rtl):
@@ -269,7 +284,7 @@ def rtl_engine_metrics(rtl):
     out = rtl_engine_figures(DEFAULT)
     for n in os.environ.get("NC_BENCH_RTL_ENGINE_RANKS", "").replace(",", " ").split():
         out[f"rtl_busbw_table_r{int(n)}"], b = rtl_engine_table(DEFAULT, int(n))
-        out["rtl_engine_build_seconds"].update({f"r{int(n)} {k}": v for k, v in b.items()})
+        out["rtl_engine_builds"].update({f"r{int(n)} {k}": v for k, v in b.items()})
     return out
 
 
@@ -334,7 +349,7 @@ def run(cfg):
                              "links, latency 4, 12 credits); golden_cycles "
                              "and golden_fraction: the golden model on the same config)",
             "rtl_allreduce_busbw_fraction_*/rtl_allgather_*/rtl_reducescatter_*/"
-            "rtl_allreduce_4kib_cycles/rtl_busbw_table*/rtl_engine_build_seconds":
+            "rtl_allreduce_4kib_cycles/rtl_busbw_table*/rtl_engine_builds":
                 RTL_ENGINE_SOURCE,
             "sem_to_first_flit_cycles": "RTL MultiCore, small, 2 cores: the all-reduce's issue "
                                         "(its semaphore wait satisfied, the activity trace) to "

@@ -31,6 +31,10 @@ def test_engine_ring_case_rejects_bad_sizes():
         engine_ring_case(SMALL, "all_reduce", 1000)
     with pytest.raises(ValueError, match="more than sbuf_bytes_per_partition = 16384"):
         engine_ring_case(DEFAULT, "all_reduce", 256 << 10)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        engine_ring_case(SMALL, "all_reduce", 1024, layout="apart")
+    text, _ = engine_ring_case(DEFAULT, "all_reduce", 64 << 10, layout="split")
+    assert "@0x2000{1x1024}" in text     # 64 KiB: 1,024 FP32 a partition, at the middle
 
 
 def test_engine_ring_small_vs_golden(seed):

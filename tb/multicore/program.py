@@ -243,40 +243,46 @@ def overlap_inputs(cfg, n, *, seed=0, K=16, N=128, ar_bytes=2048):
 
 #: The operations of :func:`engine_ring_case`.
 RING_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+#: Where :func:`engine_ring_case` puts the destination: ``"packed"`` right after the source,
+#: ``"split"`` at the middle of the partition (the source in the lower half of the SBUF's
+#: banks, the destination in the upper half: no bank shared by the two).
+RING_LAYOUTS = ("packed", "split")
 
 
-def engine_ring_case(cfg, op, size, seed=0):
+def engine_ring_case(cfg, op, size, seed=0, *, layout="packed"):
     """``(instruction text, SBUF images)`` of one FP32 ``op`` of NCCL size ``size`` bytes per
-    core on ``cfg.ring_size`` ranks of ``cfg``: the source ``partitions`` rows at byte 0 of
-    random data (``seed``), the destination right after it, the rows a flit's slots reach in
-    one write (all-reduce: the source's shape; reduce-scatter: ``partitions / n`` rows of the
-    chunk; all-gather: ``n`` times the row length); the same instruction on every rank."""
+    core on ``cfg.ring_size`` ranks of ``cfg``: the source at byte 0 of random data
+    (``seed``), the destination placed by ``layout`` (:data:`RING_LAYOUTS`), both of the same
+    free size, so that a flit's K slots land in one row write (docs/collectives.md, "K elements
+    per flit"): all-reduce ``partitions`` rows to as many, reduce-scatter ``partitions`` rows
+    to ``partitions / n`` (the rank's chunk), all-gather ``partitions / n`` rows to
+    ``partitions``; the same instruction on every rank."""
     if op not in RING_OPS:
         raise ValueError(f"op must be one of {RING_OPS}, not {op!r}")
+    if layout not in RING_LAYOUTS:
+        raise ValueError(f"layout must be one of {RING_LAYOUTS}, not {layout!r}")
     n, P, SB = cfg.ring_size, cfg.partitions, cfg.sbuf_bytes_per_partition
     if isinstance(size, bool) or not isinstance(size, int) or size <= 0 or size % (4 * P * n):
         raise ValueError(f"size must be a positive multiple of 4 * partitions * ring_size = "
                          f"{4 * P * n} bytes, not {size!r}")
-    src_elems = size // 4 // (n if op == "all_gather" else 1)
-    per = src_elems // P
-    dparts = {"all_gather": P * n, "reduce_scatter": P // n}.get(op, P)
-    if dparts > P:                       # all-gather: n times the row length instead
-        dparts, dper = P, per * n
+    if op == "all_gather":               # n times the rows: the source has P / n of them
+        sparts, dparts = P // n, P
     else:
-        dper = per
-    dst = per * 4
-    if dst + dper * 4 > SB:
-        raise ValueError(f"size {size} B of {op}: source and destination need "
-                         f"{dst + dper * 4} bytes per partition, more than "
-                         f"sbuf_bytes_per_partition = {SB}")
-    text = (f"{op} ap0=sbuf.fp32[0:{dparts}]@{dst:#x}{{1x{dper}}} "
-            f"ap1=sbuf.fp32[0:{P}]@0x0{{1x{per}}}" + ("" if op == "all_gather" else " op=1"))
+        sparts, dparts = P, (P // n if op == "reduce_scatter" else P)
+    per = size // 4 // P                 # source and destination free size (elements)
+    need = 2 * per * 4                   # bytes a partition, either layout
+    if need > SB:
+        raise ValueError(f"size {size} B of {op}: source and destination need {need} bytes "
+                         f"per partition, more than sbuf_bytes_per_partition = {SB}")
+    dst = per * 4 if layout == "packed" else SB // 2
+    text = (f"{op} ap0=sbuf.fp32[0:{dparts}]@{dst:#x}{{1x{per}}} "
+            f"ap1=sbuf.fp32[0:{sparts}]@0x0{{1x{per}}}" + ("" if op == "all_gather" else " op=1"))
     rng = np.random.default_rng(seed)
     images = []
     for _ in range(n):
         img = np.zeros((P, SB), np.uint8)
-        x = (rng.standard_normal((P, per)) * 3).astype(np.float32)
-        img[:, :per * 4] = x.view(np.uint8).reshape(P, per * 4)
+        x = (rng.standard_normal((sparts, per)) * 3).astype(np.float32)
+        img[:sparts, :per * 4] = x.view(np.uint8).reshape(sparts, per * 4)
         images.append(img)
     return text, images
 

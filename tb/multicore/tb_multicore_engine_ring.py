@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb test of the collective-engine ring on Verilator (:class:`tb.multicore.harness.
-EngineRingHarness`): per case (``params["cases"]``: ``{"op", "size", "seed"}``,
+EngineRingHarness`): per case (``params["cases"]``: ``{"op", "size", "seed", "layout"}``,
 :func:`tb.multicore.program.engine_ring_case`) every rank's SBUF is preloaded, the same FP32
 collective issued to every rank in one cycle and every rank's ``done`` awaited within a cycle
 budget (:func:`cycle_budget`, or the case's ``max_cycles``); then every rank's status and whole
@@ -33,16 +33,17 @@ def cycle_budget(cfg, size):
 async def engine_ring_cases(dut):
     tb = EngineRingTB(dut)
     cfg, n = tb.cfg, tb.n
-    layout = instr_layout(cfg)
+    fields = instr_layout(cfg)
     cases = tb.params.get("cases") or [{"op": "all_reduce", "size": 4 * cfg.partitions * n}]
     for k, case in enumerate(cases):
         op, size = case["op"], int(case["size"])
         seed = int(case.get("seed", tb.seed))
-        what = f"case {k} {op} {size} B seed {seed}"
-        text, images = engine_ring_case(cfg, op, size, seed)
+        layout = case.get("layout", "packed")
+        what = f"case {k} {op} {size} B seed {seed} {layout}"
+        text, images = engine_ring_case(cfg, op, size, seed, layout=layout)
         gerrs, want = engine_ring_golden(cfg, text, images)
         assert not any(gerrs), tb.fail_text(what, f"golden errors {gerrs}")
-        word = layout.const(instr_fields(assemble(text), cfg)).as_bits()
+        word = fields.const(instr_fields(assemble(text), cfg)).as_bits()
         await tb.reset()
         t0 = time.monotonic()
         for r in range(n):
@@ -59,6 +60,6 @@ async def engine_ring_cases(dut):
             assert not len(bad), tb.fail_text(
                 what, f"rank {r}: {len(bad)} SBUF bytes differ from golden, first "
                       f"(partition, byte) {[tuple(map(int, b)) for b in bad[:4]]}")
-        tb.record(op=op, size=size, n=n, seed=seed, cycles=cycles,
+        tb.record(op=op, size=size, n=n, seed=seed, layout=layout, cycles=cycles,
                   load_seconds=round(t1 - t0, 3), sim_seconds=round(t2 - t1, 3),
                   check_seconds=round(time.monotonic() - t2, 3))
