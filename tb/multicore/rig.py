@@ -89,13 +89,13 @@ class EngineRing(Elaboratable):
         return m
 
 
+#: The row ports of a rank's SBUF (:func:`ring_sbuf`): the engine's reads and its writes.
+RING_SBUF_PORTS = ("cc_r", "cc_w")
+
+
 def ring_sbuf(cfg):
     """One rank's SBUF: row ports ``cc_r`` (the engine's reads) and ``cc_w`` (its writes)."""
     return SBUF(cfg, row_ports=RING_SBUF_PORTS)
-
-
-#: The row ports of a rank's SBUF (:func:`ring_sbuf`).
-RING_SBUF_PORTS = ("cc_r", "cc_w")
 
 
 def instr_fields(raw, cfg):
