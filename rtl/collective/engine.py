@@ -229,7 +229,7 @@ class CollectiveEngine(wiring.Component):
         def is_tail(a):
             return (kind == KIND_AR) & (a["k"] == TP) if n > 1 else Const(0, 1)
         iw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len,
-                 filt=lambda a: ~is_tail(a))
+                 count=(lambda a: Mux(kind == KIND_AR, TP, a["count"])) if n > 1 else None)
         tw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len, filt=is_tail)
         ia, ta_ = iw.attrs, tw.attrs
         # RX order is the upstream's send order: the tail of segment s takes flits once the
@@ -295,11 +295,12 @@ class CollectiveEngine(wiring.Component):
         go = Signal()
         m.d.comb += go.eq(running & iw.valid & (pend < OUTD) & (~need_own | own_valid) &
                           (~need_rx | (rxv & main_rx_ok)) & ~mismatch)
-        # the tail: a received flit straight to the destination (one flit held in ``tv``)
-        tv = Signal()
-        tfin = Signal()
+        # the tail: received flits to the destination through ``tailq`` (``TQ`` flits;
+        # ``tv``: one at its head)
+        TQ = OUTD
+        tv, tfin, tq_room = Signal(), Signal(), Signal()
         go2 = Signal()
-        m.d.comb += go2.eq(running & tail_ok & rxv & ~mismatch & (~tv | tfin))
+        m.d.comb += go2.eq(running & tail_ok & rxv & ~mismatch & tq_room)
         take_rx = (go & need_rx) | go2
         m.d.comb += [iw.step.eq(go), tw.step.eq(go2),
                      rmeta.r_en.eq(go & need_own), rdata.r_en.eq(go & need_own),
@@ -405,46 +406,56 @@ class CollectiveEngine(wiring.Component):
             return ({"addr": a_sel, "mask": Mux(fast, fmask, 1 << p_sel[:pb]),
                      "be": (ones << sh)[:4], "wdata": wd}, last_sl)
 
-        # the tail's flit: raw codes (K slots), slot count, destination positions
-        t_v = [Signal(32, name=f"t_v{k}") for k in range(K)]
-        t_p = [Signal(range(P + 256), name=f"t_p{k}") for k in range(K)]
-        t_a = [Signal(cfg.ap_addr_bits, name=f"t_a{k}") for k in range(K)]
-        t_cnt = Signal(range(K + 1))
+        # the write port: the elements' head flit first (it holds the port only while it
+        # writes: once written, ``wdone``, it waits for TX with the port free), then the tail
+        wdone = Signal()
+        ew = Signal()
+        m.d.comb += ew.eq(ov & o.wr & ~wdone)
+        t_port = tv & ~ew
+        # the tail's flits (raw codes, slot count, destination positions) wait in ``tailq``,
+        # so the tail takes its flits from RX while the elements' last writes hold the port
+        tl = data.StructLayout({"v": data.ArrayLayout(32, K), "cnt": range(K + 1),
+                                "p": data.ArrayLayout(range(P + 256), K),
+                                "a": data.ArrayLayout(cfg.ap_addr_bits, K)})
+        tq = m.submodules.tailq = ResetInserter(clr)(fifo.SyncFIFO(width=tl.size, depth=TQ))
+        tq_in = Signal(tl)
+        m.d.comb += [tq_in.v.eq(rxf.data), tq_in.cnt.eq(s0.cnt), tq_in.p.eq(s0.p),
+                     tq_in.a.eq(s0.a), tq.w_en.eq(go2), tq.w_data.eq(tq_in),
+                     tq_room.eq(tq.w_rdy), tv.eq(tq.r_rdy)]
+        th = data.View(tl, tq.r_data)
         tsl = Signal(range(K + 1))
-        with m.If(go2):
-            m.d.sync += [tv.eq(1), t_cnt.eq(s0.cnt), tsl.eq(0)]
-            for k in range(K):
-                m.d.sync += [t_v[k].eq(rxf.data[32 * k:32 * k + 32]), t_p[k].eq(s0.p[k]),
-                             t_a[k].eq(s0.a[k])]
-        with m.Elif(tfin | clr):
-            m.d.sync += tv.eq(0)
-        tw_pl, t_last = write_of(t_v, t_cnt, t_p, t_a, tsl)
-        with m.If(tv & wr.ready & ~t_last):
+        tw_pl, t_last = write_of([th.v[k] for k in range(K)], th.cnt,
+                                 [th.p[k] for k in range(K)], [th.a[k] for k in range(K)], tsl)
+        with m.If(tfin | clr):
+            m.d.sync += tsl.eq(0)
+        with m.Elif(t_port & wr.ready):
             m.d.sync += tsl.eq(tsl + 1)
-        m.d.comb += tfin.eq(tv & running & wr.ready & t_last)
+        m.d.comb += [tfin.eq(t_port & running & wr.ready & t_last), tq.r_en.eq(tfin)]
 
-        # the elements' flits: the write port when the tail does not hold it
+        # the elements' flits: the write port first
         sl = Signal(range(K + 1))
         o_v = [o.v[k] for k in range(K)]
         ow_pl, last_sl = write_of(o_v, o.cnt, [o.p[k] for k in range(K)],
                                   [o.a[k] for k in range(K)], sl)
-        wpl = {f: Mux(tv, tw_pl[f], ow_pl[f]) for f in ("addr", "mask", "be")}
-        wrdy = wr.ready & ~tv
-        done_w = wrdy & last_sl
-        m.d.comb += [wr.valid.eq(running & (tv | (ov & o.wr))),
+        wpl = {f: Mux(ew, ow_pl[f], tw_pl[f]) for f in ("addr", "mask", "be")}
+        wrdy = wr.ready & ew
+        written = ~o.wr | wdone | (wrdy & last_sl)
+        m.d.comb += [wr.valid.eq(running & (tv | ew)),
                      wr.payload.addr.eq(wpl["addr"]), wr.payload.we.eq(1),
                      wr.payload.mask.eq(wpl["mask"]), wr.payload.be.eq(wpl["be"]),
-                     tx.valid.eq(ov & o.tx & (~o.wr | done_w)),
+                     tx.valid.eq(ov & o.tx & written),
                      tx.payload.data.eq(o.v), tx.payload.src.eq(rank),
                      tx.payload.last.eq(o.last), tx.payload.stream.eq(ins.stream),
                      tx.payload.chunk.eq(o.chunk)]
         for p in range(P):
-            m.d.comb += wr.payload.wdata[p].eq(Mux(tv, tw_pl["wdata"][p], ow_pl["wdata"][p]))
-        pop = ov & (~o.wr | done_w) & (~o.tx | tx.ready)
+            m.d.comb += wr.payload.wdata[p].eq(Mux(ew, ow_pl["wdata"][p], tw_pl["wdata"][p]))
+        pop = ov & written & (~o.tx | tx.ready)
         m.d.comb += of.r_en.eq(pop)
         with m.If(clr | pop):
-            m.d.sync += sl.eq(0)
-        with m.Elif(ov & o.wr & wrdy & ~last_sl):
+            m.d.sync += [sl.eq(0), wdone.eq(0)]
+        with m.Elif(wrdy & last_sl):
+            m.d.sync += wdone.eq(1)
+        with m.Elif(wrdy):
             m.d.sync += sl.eq(sl + 1)
         with m.If(clr):
             m.d.sync += pend.eq(0)
@@ -586,4 +597,11 @@ class CollectiveEngine(wiring.Component):
                 m.d.comb += [self.busy.eq(1), self.done.valid.eq(1)]
                 with m.If(self.done.ready):
                     m.next = "IDLE"
+        # internal signals a testbench samples to tell why TX is idle (amaranth.sim only)
+        self.probe = {"running": running, "go": go, "iw_valid": iw.valid, "k": ia["k"],
+                      "need_own": need_own, "own_valid": own_valid, "need_rx": need_rx,
+                      "rxv": rxv, "main_rx_ok": main_rx_ok, "pend_full": pend >= OUTD,
+                      "rd_valid": req.valid, "rd_ready": req.ready, "wr_valid": wr.valid,
+                      "wr_ready": wr.ready, "ov": ov, "o_tx": o.tx, "o_wr": o.wr,
+                      "wdone": wdone, "go2": go2, "tv": tv}
         return m

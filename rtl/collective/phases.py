@@ -106,11 +106,13 @@ class PhaseWalker:
         self.last = Signal(name=f"{name}_last")
         self.done = Signal(name=f"{name}_done")
 
-    def build(self, m, n, kind, rank, start, seg, chunk_len, max_len, filt=None):
+    def build(self, m, n, kind, rank, start, seg, chunk_len, max_len, filt=None, count=None):
         """Logic of the walk. ``start`` (a strobe) restarts it; ``seg`` the longest segment
-        (a constant; the last two segments share what is left evenly); ``chunk_len(c)`` the length of chunk ``c`` (a signal); ``max_len`` the
-        longest chunk; ``filt(attrs)``, when given, the phases the walk stands on (the others
-        are skipped)."""
+        (a constant; the last two segments share what is left evenly); ``chunk_len(c)`` the
+        length of chunk ``c`` (a signal); ``max_len`` the longest chunk; ``filt(attrs)``, when
+        given, the phases the walk stands on (the others are skipped, a cycle each);
+        ``count(attrs)``, when given, the phases of a segment the walk runs (the first ones;
+        default all: ``attrs["count"]``)."""
         nm = self.name
         base = Signal(_W, name=f"{nm}_base")            # segment start inside a chunk
         k = Signal(5, name=f"{nm}_k")
@@ -141,7 +143,7 @@ class PhaseWalker:
             m.d.sync += [base.eq(0), k.eq(0), e.eq(0), run.eq(max_len != 0)]
         with m.Elif(next_phase):
             m.d.sync += e.eq(0)
-            with m.If(k + 1 == a["count"]):
+            with m.If(k + 1 == (a["count"] if count is None else count(a))):
                 m.d.sync += k.eq(0)
                 m.d.sync += base.eq(base + sl)
                 with m.If(base + sl >= max_len):
