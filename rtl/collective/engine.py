@@ -85,7 +85,8 @@ class CollectiveEngine(wiring.Component):
     ----------
     cfg : CoreConfig
         ``ring_size`` (1: a local copy, as the golden's ring of one), ``link_bits`` (>= 32:
-        one element per flit), ``link_credits`` (segments of ``link_credits - 1`` elements).
+        ``link_bits / 32`` elements per flit), ``link_credits`` (segments of
+        ``link_credits - 1`` flits).
 
     Members
     -------
@@ -99,6 +100,9 @@ class CollectiveEngine(wiring.Component):
         Waiting for a flit with none received (the RX port's silence watchdog).
     link_err : In(1); link_info : In(8)
     busy : Out(1)
+
+    After elaboration ``probe`` maps names to internal signals (issue, read, RX, write and TX
+    handshakes) for a testbench's stall profile (:mod:`tb.collective.stall`).
     """
 
     class Signature(wiring.Signature):
