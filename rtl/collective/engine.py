@@ -160,6 +160,12 @@ class CollectiveEngine(wiring.Component):
         # flit) or one element per flit; ``flen`` a packed chunk's flits
         packed = Signal()
         mparts = Signal(range(P + 1))
+        # a gather into rows ``2**rsh`` times the source's: a flit's slots are source partitions
+        # ``2**rsh`` apart, ``K`` rows of the destination at one index (one row write); the
+        # packed walk runs over "rows" of ``vper`` elements (``2**rsh`` source partitions)
+        RSH = max(1, (P - 1).bit_length() + 1)
+        rsh = Signal(range(RSH))
+        vper = Signal(16)
         flen = Signal(_W)
         keff = Signal(range(K + 1))
         m.d.comb += keff.eq(Mux(packed, K, 1))
@@ -197,8 +203,11 @@ class CollectiveEngine(wiring.Component):
 
         def step_src(cur, d, esize):
             e = d.dims[0].num
+            q_last = (cur["p"] & ((Const(1, RSH + 1) << rsh) - 1)) == \
+                (Const(1, RSH + 1) << rsh) - 1
+            inc = Mux(packed & q_last, 1 + (Const(K - 1, K.bit_length()) << rsh), 1)
             with m.If(cur["j"] + 1 >= e):
-                m.d.sync += [cur["p"].eq(cur["p"] + keff), cur["j"].eq(0),
+                m.d.sync += [cur["p"].eq(cur["p"] + inc), cur["j"].eq(0),
                              cur["a"].eq(d.offset)]
             with m.Else():
                 m.d.sync += [cur["j"].eq(cur["j"] + 1),
@@ -206,7 +215,7 @@ class CollectiveEngine(wiring.Component):
 
         def step_dst(c):
             d = ins.dst
-            bend = wj[c] + 1 >= sper
+            bend = wj[c] + 1 >= vper
             with m.If(bend):
                 m.d.sync += [wj[c].eq(0), wrem[c].eq(Mux(wrem[c] > keff, wrem[c] - keff, 0))]
             with m.Else():
@@ -259,8 +268,11 @@ class CollectiveEngine(wiring.Component):
         rd_a = Signal(cfg.ap_addr_bits)
         m.d.comb += [rd_p.eq(ins.src.start + rc["p"]), rd_a.eq(rc["a"])]
         req = self.rd.req
+        spread = Array([Const(sum(1 << (k << x) for k in range(K)) & ((1 << P) - 1), P)
+                        for x in range(RSH)])[rsh]
         m.d.comb += [req.valid.eq(running & rw.valid & (rpend < RD)),
-                     req.payload.addr.eq(rd_a), req.payload.mask.eq(Mux(packed, (1 << K) - 1, 1) << rd_p[:pb]),
+                     req.payload.addr.eq(rd_a),
+                     req.payload.mask.eq(Mux(packed, spread, 1) << rd_p[:pb]),
                      req.payload.we.eq(0)]
         rd_fire = req.valid & req.ready
         m.d.comb += [rw.step.eq(rd_fire), rmeta.w_en.eq(rd_fire),
@@ -276,8 +288,8 @@ class CollectiveEngine(wiring.Component):
         keep = Mux(ins.src.esize == 0, 0xFF, Mux(ins.src.esize == 1, 0xFFFF, 0xFFFFFFFF))
         lane_arr = Array([lanes[p] for p in range(P)])
         for k in range(K):
-            m.d.comb += own[k].eq((lane_arr[(own_meta.p + k)[:pb] if P > 1 else 0] >>
-                                   Cat(Const(0, 3), own_meta.shift)) & keep)
+            lane = (own_meta.p + (Const(k, K.bit_length()) << rsh))[:pb] if P > 1 else 0
+            m.d.comb += own[k].eq((lane_arr[lane] >> Cat(Const(0, 3), own_meta.shift)) & keep)
         own_valid = rmeta.r_rdy & rdata.r_rdy
 
         # ---- received flits -----------------------------------------------------------------
@@ -524,13 +536,22 @@ class CollectiveEngine(wiring.Component):
                 with m.Elif(nd != want):
                     fail(E_SHAPE, 0)
                 with m.Else():
+                    # the gather's stride: the destination rows 2**x times the source's and
+                    # the source partitions a multiple of 2**x
+                    rs_c = Const(0, range(RSH))
+                    if K > 1:
+                        for x in range(1, RSH):
+                            rs_c = Mux((kind == KIND_AG) & (dper == (sper << x)) &
+                                       ((ins.src.count & ((1 << x) - 1)) == 0), x, rs_c)
+                    vp_c = Mux(rs_c != 0, dper, sper)
+                    m.d.sync += [rsh.eq(rs_c), vper.eq(vp_c)]
                     for c in range(n):
                         lo = chunk_lo(c)
                         m.d.sync += [src_c[c]["rem"].eq(Mux(kind == KIND_AG, 0, lo)),
                                      src_c[c]["p"].eq(0), wj[c].eq(0)]
                         base = Mux(kind == KIND_AG, c * ns, Mux(kind == KIND_RS, 0, lo))
                         for k, cur in enumerate(dst_c[c]):
-                            m.d.sync += [cur["rem"].eq(base + k * sper), cur["p"].eq(0)]
+                            m.d.sync += [cur["rem"].eq(base + k * vp_c), cur["p"].eq(0)]
                     m.next = "DIVIDE"
             with m.State("DIVIDE"):
                 m.d.comb += self.busy.eq(1)
@@ -557,13 +578,14 @@ class CollectiveEngine(wiring.Component):
                 mp = ins.src.count if n == 1 else Mux(kind == KIND_AG, ins.src.count,
                                                       src_c[1]["p"])
                 lk = (K - 1).bit_length()
+                rows = mp >> rsh                 # packed "rows" of vper elements
                 m.d.sync += [packed.eq(pk), mparts.eq(mp),
-                             flen.eq(((mp + K - 1) >> lk) * sper),
-                             fast.eq(pk & (dper == sper)),
-                             dl["rem"].eq(Mux(pk, (K - 1) * sper, 0)), dl["p"].eq(0),
+                             flen.eq(((rows + K - 1) >> lk) * vper),
+                             fast.eq(pk & (dper == vper)),
+                             dl["rem"].eq(Mux(pk, (K - 1) * vper, 0)), dl["p"].eq(0),
                              wrap_a.eq((dper * ins.dst.dims[0].step) << ins.dst.esize)]
                 for c in range(n):
-                    m.d.sync += wrem[c].eq(mp)
+                    m.d.sync += wrem[c].eq(rows)
                 m.next = "JUMP"
             with m.State("JUMP"):
                 m.d.comb += self.busy.eq(1)

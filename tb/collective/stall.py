@@ -8,11 +8,11 @@
 counts. Each rank's SBUF is checked bit for bit against the multi-core golden simulator.
 
 TX, each cycle the rank runs (:data:`TX_CAUSES`): ``sent``; ``no_credit`` (a flit offered,
-the TX port out of credits); ``write_bank`` (the flit at the head must be written first and
-the SBUF bank is busy: the engine's read and write ports on one single-ported bank);
-``write_slots`` (the head is written one slot a cycle: its slots are not in one destination
-row); ``no_send`` (the head is written, not sent: a phase that only writes); ``empty`` (no
-flit at the head: see why the pipeline did not issue ``latency`` cycles before).
+the TX port out of credits); ``no_send`` (the flit at the head is written, not sent: a phase
+that only writes); ``write_bank`` (the head must be written before it is sent and the SBUF
+bank is busy: the engine's read and write ports on one single-ported bank); ``write_slots``
+(the head is written one slot a cycle: its slots are not in one destination row); ``empty``
+(no flit at the head: see why the pipeline did not issue ``latency`` cycles before).
 
 Issue (:data:`ISSUE_CAUSES`): ``issued``; ``walk`` (no element: a phase or segment change,
 or the walk is done); ``read_bank`` (the own element's row read waits for the bank);
@@ -29,7 +29,7 @@ import numpy as np
 
 __all__ = ["TX_CAUSES", "ISSUE_CAUSES", "stall_profile"]
 
-TX_CAUSES = ("sent", "no_credit", "write_bank", "write_slots", "no_send", "empty")
+TX_CAUSES = ("sent", "no_credit", "no_send", "write_bank", "write_slots", "empty")
 ISSUE_CAUSES = ("issued", "walk", "read_bank", "read_wait", "rx_order", "rx_empty",
                 "pipe_full")
 
@@ -37,10 +37,10 @@ ISSUE_CAUSES = ("issued", "walk", "read_bank", "read_wait", "rx_order", "rx_empt
 def _tx_cause(p, valid, ready):
     if valid:
         return "sent" if ready else "no_credit"
-    if p["ov"] and p["o_wr"] and not p["wdone"]:
-        return "write_bank" if p["wr_valid"] and not p["wr_ready"] else "write_slots"
     if p["ov"] and not p["o_tx"]:
         return "no_send"
+    if p["ov"] and p["o_wr"] and not p["wdone"]:
+        return "write_bank" if p["wr_valid"] and not p["wr_ready"] else "write_slots"
     return "empty"
 
 
