@@ -247,7 +247,7 @@ class CollectiveEngine(wiring.Component):
         ia, ta_ = iw.attrs, tw.attrs
         # RX order is the upstream's send order: the tail of segment s takes flits once the
         # elements walk has left segment s; the elements walk takes flits of segment s + 1
-        # once the tail of segment s is done (its phase 0, own data only, runs beside it)
+        # once the tail has taken all of segment s's (its phase 0, own data only, runs beside)
         tail_ok = Signal()
         main_rx_ok = Signal()
         m.d.comb += [tail_ok.eq(tw.valid & (iw.done | (iw.base > tw.base))),

@@ -20,8 +20,9 @@ element this is the schedule of :mod:`golden.collective.schedule` (the same sum 
 interleaved in time.
 
 Positions count **flits**: a flit carries ``K = link_bits / 32`` elements of K partitions at one
-free index when every chunk is whole source partitions (always for a gather), else one element
-(the engine's ``packed``); a segment is ``seg = link_credits - 1`` flits of every chunk.
+free index when every chunk is whole source partitions (always for a gather; partitions
+``2**x`` apart for a gather into rows ``2**x`` times the source's), else one element (the
+engine's ``packed``); a segment is ``seg = link_credits - 1`` flits of every chunk.
 
 **The tail.** All-reduce's last phase (``2n - 2``: chunk ``i + 1`` received and written, not
 sent) sends nothing, so the engine walks it with a second walker (``filt``) beside the next
