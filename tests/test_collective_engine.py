@@ -223,7 +223,9 @@ def fast_shape(op, rank, n, parts, per):
 
 #: K > 1 (several elements per flit): (link_bits, ring size, op, src, dst, op, parts, per,
 #: destination shape rule); whole-partition chunks take the packed wire order, the others one
-#: element per flit; ``fast_shape`` destinations take one row write per flit.
+#: element per flit; ``fast_shape`` destinations take one row write per flit, and so do a
+#: gather's ``dst_shape`` rows ``2**x`` times the source's when the source partitions are a
+#: multiple of ``2**x`` (the slots source partitions ``2**x`` apart).
 WIDE = [
     (128, 2, "all_reduce", "fp32", "fp32", 1, 4, 6, fast_shape),
     (128, 2, "all_reduce", "bf16", "fp16", 4, 4, 5, dst_shape),
@@ -235,6 +237,7 @@ WIDE = [
     (64, 4, "all_reduce", "fp16", "fp32", 5, 4, 4, dst_shape),
     (64, 4, "reduce_scatter", "fp32", "fp32", 1, 4, 5, fast_shape),
     (64, 4, "all_gather", "bf16", "bf16", None, 3, 4, dst_shape),
+    (64, 2, "all_gather", "fp32", "fp32", None, 4, 5, dst_shape),
 ]
 
 
@@ -251,8 +254,9 @@ def wide_benches():
 
 
 #: The fast tier runs one case per path (packed/fast write, packed gather, slot-by-slot
-#: write, a ring of 4); ``make test-full`` every case.
-_WIDE_FAST = (0, 3, 5, 8)
+#: write, a ring of 4, a gather into longer rows: slots partitions apart); ``make test-full``
+#: every case.
+_WIDE_FAST = (0, 3, 5, 8, 10)
 
 
 @pytest.mark.parametrize("case", [c if i in _WIDE_FAST else pytest.param(c, marks=pytest.mark.full)

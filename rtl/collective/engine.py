@@ -85,7 +85,8 @@ class CollectiveEngine(wiring.Component):
     ----------
     cfg : CoreConfig
         ``ring_size`` (1: a local copy, as the golden's ring of one), ``link_bits`` (>= 32:
-        one element per flit), ``link_credits`` (segments of ``link_credits - 1`` elements).
+        ``link_bits / 32`` elements per flit), ``link_credits`` (segments of
+        ``link_credits - 1`` flits).
 
     Members
     -------
@@ -99,6 +100,9 @@ class CollectiveEngine(wiring.Component):
         Waiting for a flit with none received (the RX port's silence watchdog).
     link_err : In(1); link_info : In(8)
     busy : Out(1)
+
+    After elaboration ``probe`` maps names to internal signals (issue, read, RX, write and TX
+    handshakes) for a testbench's stall profile (:mod:`tb.collective.stall`).
     """
 
     class Signature(wiring.Signature):
@@ -156,6 +160,12 @@ class CollectiveEngine(wiring.Component):
         # flit) or one element per flit; ``flen`` a packed chunk's flits
         packed = Signal()
         mparts = Signal(range(P + 1))
+        # a gather into rows ``2**rsh`` times the source's: a flit's slots are source partitions
+        # ``2**rsh`` apart, ``K`` rows of the destination at one index (one row write); the
+        # packed walk runs over "rows" of ``vper`` elements (``2**rsh`` source partitions)
+        RSH = max(1, (P - 1).bit_length() + 1)
+        rsh = Signal(range(RSH))
+        vper = Signal(16)
         flen = Signal(_W)
         keff = Signal(range(K + 1))
         m.d.comb += keff.eq(Mux(packed, K, 1))
@@ -193,8 +203,11 @@ class CollectiveEngine(wiring.Component):
 
         def step_src(cur, d, esize):
             e = d.dims[0].num
+            q_last = (cur["p"] & ((Const(1, RSH + 1) << rsh) - 1)) == \
+                (Const(1, RSH + 1) << rsh) - 1
+            inc = Mux(packed & q_last, 1 + (Const(K - 1, K.bit_length()) << rsh), 1)
             with m.If(cur["j"] + 1 >= e):
-                m.d.sync += [cur["p"].eq(cur["p"] + keff), cur["j"].eq(0),
+                m.d.sync += [cur["p"].eq(cur["p"] + inc), cur["j"].eq(0),
                              cur["a"].eq(d.offset)]
             with m.Else():
                 m.d.sync += [cur["j"].eq(cur["j"] + 1),
@@ -202,7 +215,7 @@ class CollectiveEngine(wiring.Component):
 
         def step_dst(c):
             d = ins.dst
-            bend = wj[c] + 1 >= sper
+            bend = wj[c] + 1 >= vper
             with m.If(bend):
                 m.d.sync += [wj[c].eq(0), wrem[c].eq(Mux(wrem[c] > keff, wrem[c] - keff, 0))]
             with m.Else():
@@ -229,12 +242,12 @@ class CollectiveEngine(wiring.Component):
         def is_tail(a):
             return (kind == KIND_AR) & (a["k"] == TP) if n > 1 else Const(0, 1)
         iw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len,
-                 filt=lambda a: ~is_tail(a))
+                 count=(lambda a: Mux(kind == KIND_AR, TP, a["count"])) if n > 1 else None)
         tw.build(m, n, kind, rank, start, sig.seg, chunk_len, max_len, filt=is_tail)
         ia, ta_ = iw.attrs, tw.attrs
         # RX order is the upstream's send order: the tail of segment s takes flits once the
         # elements walk has left segment s; the elements walk takes flits of segment s + 1
-        # once the tail of segment s is done (its phase 0, own data only, runs beside it)
+        # once the tail has taken all of segment s's (its phase 0, own data only, runs beside)
         tail_ok = Signal()
         main_rx_ok = Signal()
         m.d.comb += [tail_ok.eq(tw.valid & (iw.done | (iw.base > tw.base))),
@@ -255,8 +268,11 @@ class CollectiveEngine(wiring.Component):
         rd_a = Signal(cfg.ap_addr_bits)
         m.d.comb += [rd_p.eq(ins.src.start + rc["p"]), rd_a.eq(rc["a"])]
         req = self.rd.req
+        spread = Array([Const(sum(1 << (k << x) for k in range(K)) & ((1 << P) - 1), P)
+                        for x in range(RSH)])[rsh]
         m.d.comb += [req.valid.eq(running & rw.valid & (rpend < RD)),
-                     req.payload.addr.eq(rd_a), req.payload.mask.eq(Mux(packed, (1 << K) - 1, 1) << rd_p[:pb]),
+                     req.payload.addr.eq(rd_a),
+                     req.payload.mask.eq(Mux(packed, spread, 1) << rd_p[:pb]),
                      req.payload.we.eq(0)]
         rd_fire = req.valid & req.ready
         m.d.comb += [rw.step.eq(rd_fire), rmeta.w_en.eq(rd_fire),
@@ -272,8 +288,8 @@ class CollectiveEngine(wiring.Component):
         keep = Mux(ins.src.esize == 0, 0xFF, Mux(ins.src.esize == 1, 0xFFFF, 0xFFFFFFFF))
         lane_arr = Array([lanes[p] for p in range(P)])
         for k in range(K):
-            m.d.comb += own[k].eq((lane_arr[(own_meta.p + k)[:pb] if P > 1 else 0] >>
-                                   Cat(Const(0, 3), own_meta.shift)) & keep)
+            lane = (own_meta.p + (Const(k, K.bit_length()) << rsh))[:pb] if P > 1 else 0
+            m.d.comb += own[k].eq((lane_arr[lane] >> Cat(Const(0, 3), own_meta.shift)) & keep)
         own_valid = rmeta.r_rdy & rdata.r_rdy
 
         # ---- received flits -----------------------------------------------------------------
@@ -295,11 +311,12 @@ class CollectiveEngine(wiring.Component):
         go = Signal()
         m.d.comb += go.eq(running & iw.valid & (pend < OUTD) & (~need_own | own_valid) &
                           (~need_rx | (rxv & main_rx_ok)) & ~mismatch)
-        # the tail: a received flit straight to the destination (one flit held in ``tv``)
-        tv = Signal()
-        tfin = Signal()
+        # the tail: received flits to the destination through ``tailq`` (``TQ`` flits;
+        # ``tv``: one at its head)
+        TQ = OUTD
+        tv, tfin, tq_room = Signal(), Signal(), Signal()
         go2 = Signal()
-        m.d.comb += go2.eq(running & tail_ok & rxv & ~mismatch & (~tv | tfin))
+        m.d.comb += go2.eq(running & tail_ok & rxv & ~mismatch & tq_room)
         take_rx = (go & need_rx) | go2
         m.d.comb += [iw.step.eq(go), tw.step.eq(go2),
                      rmeta.r_en.eq(go & need_own), rdata.r_en.eq(go & need_own),
@@ -405,46 +422,56 @@ class CollectiveEngine(wiring.Component):
             return ({"addr": a_sel, "mask": Mux(fast, fmask, 1 << p_sel[:pb]),
                      "be": (ones << sh)[:4], "wdata": wd}, last_sl)
 
-        # the tail's flit: raw codes (K slots), slot count, destination positions
-        t_v = [Signal(32, name=f"t_v{k}") for k in range(K)]
-        t_p = [Signal(range(P + 256), name=f"t_p{k}") for k in range(K)]
-        t_a = [Signal(cfg.ap_addr_bits, name=f"t_a{k}") for k in range(K)]
-        t_cnt = Signal(range(K + 1))
+        # the write port: the elements' head flit first (it holds the port only while it
+        # writes: once written, ``wdone``, it waits for TX with the port free), then the tail
+        wdone = Signal()
+        ew = Signal()
+        m.d.comb += ew.eq(ov & o.wr & ~wdone)
+        t_port = tv & ~ew
+        # the tail's flits (raw codes, slot count, destination positions) wait in ``tailq``,
+        # so the tail takes its flits from RX while the elements' last writes hold the port
+        tl = data.StructLayout({"v": data.ArrayLayout(32, K), "cnt": range(K + 1),
+                                "p": data.ArrayLayout(range(P + 256), K),
+                                "a": data.ArrayLayout(cfg.ap_addr_bits, K)})
+        tq = m.submodules.tailq = ResetInserter(clr)(fifo.SyncFIFO(width=tl.size, depth=TQ))
+        tq_in = Signal(tl)
+        m.d.comb += [tq_in.v.eq(rxf.data), tq_in.cnt.eq(s0.cnt), tq_in.p.eq(s0.p),
+                     tq_in.a.eq(s0.a), tq.w_en.eq(go2), tq.w_data.eq(tq_in),
+                     tq_room.eq(tq.w_rdy), tv.eq(tq.r_rdy)]
+        th = data.View(tl, tq.r_data)
         tsl = Signal(range(K + 1))
-        with m.If(go2):
-            m.d.sync += [tv.eq(1), t_cnt.eq(s0.cnt), tsl.eq(0)]
-            for k in range(K):
-                m.d.sync += [t_v[k].eq(rxf.data[32 * k:32 * k + 32]), t_p[k].eq(s0.p[k]),
-                             t_a[k].eq(s0.a[k])]
-        with m.Elif(tfin | clr):
-            m.d.sync += tv.eq(0)
-        tw_pl, t_last = write_of(t_v, t_cnt, t_p, t_a, tsl)
-        with m.If(tv & wr.ready & ~t_last):
+        tw_pl, t_last = write_of([th.v[k] for k in range(K)], th.cnt,
+                                 [th.p[k] for k in range(K)], [th.a[k] for k in range(K)], tsl)
+        with m.If(tfin | clr):
+            m.d.sync += tsl.eq(0)
+        with m.Elif(t_port & wr.ready):
             m.d.sync += tsl.eq(tsl + 1)
-        m.d.comb += tfin.eq(tv & running & wr.ready & t_last)
+        m.d.comb += [tfin.eq(t_port & running & wr.ready & t_last), tq.r_en.eq(tfin)]
 
-        # the elements' flits: the write port when the tail does not hold it
+        # the elements' flits: the write port first
         sl = Signal(range(K + 1))
         o_v = [o.v[k] for k in range(K)]
         ow_pl, last_sl = write_of(o_v, o.cnt, [o.p[k] for k in range(K)],
                                   [o.a[k] for k in range(K)], sl)
-        wpl = {f: Mux(tv, tw_pl[f], ow_pl[f]) for f in ("addr", "mask", "be")}
-        wrdy = wr.ready & ~tv
-        done_w = wrdy & last_sl
-        m.d.comb += [wr.valid.eq(running & (tv | (ov & o.wr))),
+        wpl = {f: Mux(ew, ow_pl[f], tw_pl[f]) for f in ("addr", "mask", "be")}
+        wrdy = wr.ready & ew
+        written = ~o.wr | wdone | (wrdy & last_sl)
+        m.d.comb += [wr.valid.eq(running & (tv | ew)),
                      wr.payload.addr.eq(wpl["addr"]), wr.payload.we.eq(1),
                      wr.payload.mask.eq(wpl["mask"]), wr.payload.be.eq(wpl["be"]),
-                     tx.valid.eq(ov & o.tx & (~o.wr | done_w)),
+                     tx.valid.eq(ov & o.tx & written),
                      tx.payload.data.eq(o.v), tx.payload.src.eq(rank),
                      tx.payload.last.eq(o.last), tx.payload.stream.eq(ins.stream),
                      tx.payload.chunk.eq(o.chunk)]
         for p in range(P):
-            m.d.comb += wr.payload.wdata[p].eq(Mux(tv, tw_pl["wdata"][p], ow_pl["wdata"][p]))
-        pop = ov & (~o.wr | done_w) & (~o.tx | tx.ready)
+            m.d.comb += wr.payload.wdata[p].eq(Mux(ew, ow_pl["wdata"][p], tw_pl["wdata"][p]))
+        pop = ov & written & (~o.tx | tx.ready)
         m.d.comb += of.r_en.eq(pop)
         with m.If(clr | pop):
-            m.d.sync += sl.eq(0)
-        with m.Elif(ov & o.wr & wrdy & ~last_sl):
+            m.d.sync += [sl.eq(0), wdone.eq(0)]
+        with m.Elif(wrdy & last_sl):
+            m.d.sync += wdone.eq(1)
+        with m.Elif(wrdy):
             m.d.sync += sl.eq(sl + 1)
         with m.If(clr):
             m.d.sync += pend.eq(0)
@@ -509,13 +536,22 @@ class CollectiveEngine(wiring.Component):
                 with m.Elif(nd != want):
                     fail(E_SHAPE, 0)
                 with m.Else():
+                    # the gather's stride: the destination rows 2**x times the source's and
+                    # the source partitions a multiple of 2**x
+                    rs_c = Const(0, range(RSH))
+                    if K > 1:
+                        for x in range(1, RSH):
+                            rs_c = Mux((kind == KIND_AG) & (dper == (sper << x)) &
+                                       ((ins.src.count & ((1 << x) - 1)) == 0), x, rs_c)
+                    vp_c = Mux(rs_c != 0, dper, sper)
+                    m.d.sync += [rsh.eq(rs_c), vper.eq(vp_c)]
                     for c in range(n):
                         lo = chunk_lo(c)
                         m.d.sync += [src_c[c]["rem"].eq(Mux(kind == KIND_AG, 0, lo)),
                                      src_c[c]["p"].eq(0), wj[c].eq(0)]
                         base = Mux(kind == KIND_AG, c * ns, Mux(kind == KIND_RS, 0, lo))
                         for k, cur in enumerate(dst_c[c]):
-                            m.d.sync += [cur["rem"].eq(base + k * sper), cur["p"].eq(0)]
+                            m.d.sync += [cur["rem"].eq(base + k * vp_c), cur["p"].eq(0)]
                     m.next = "DIVIDE"
             with m.State("DIVIDE"):
                 m.d.comb += self.busy.eq(1)
@@ -542,13 +578,14 @@ class CollectiveEngine(wiring.Component):
                 mp = ins.src.count if n == 1 else Mux(kind == KIND_AG, ins.src.count,
                                                       src_c[1]["p"])
                 lk = (K - 1).bit_length()
+                rows = mp >> rsh                 # packed "rows" of vper elements
                 m.d.sync += [packed.eq(pk), mparts.eq(mp),
-                             flen.eq(((mp + K - 1) >> lk) * sper),
-                             fast.eq(pk & (dper == sper)),
-                             dl["rem"].eq(Mux(pk, (K - 1) * sper, 0)), dl["p"].eq(0),
+                             flen.eq(((rows + K - 1) >> lk) * vper),
+                             fast.eq(pk & (dper == vper)),
+                             dl["rem"].eq(Mux(pk, (K - 1) * vper, 0)), dl["p"].eq(0),
                              wrap_a.eq((dper * ins.dst.dims[0].step) << ins.dst.esize)]
                 for c in range(n):
-                    m.d.sync += wrem[c].eq(mp)
+                    m.d.sync += wrem[c].eq(rows)
                 m.next = "JUMP"
             with m.State("JUMP"):
                 m.d.comb += self.busy.eq(1)
@@ -586,4 +623,11 @@ class CollectiveEngine(wiring.Component):
                 m.d.comb += [self.busy.eq(1), self.done.valid.eq(1)]
                 with m.If(self.done.ready):
                     m.next = "IDLE"
+        # internal signals a testbench samples to tell why TX is idle (amaranth.sim only)
+        self.probe = {"running": running, "go": go, "iw_valid": iw.valid, "k": ia["k"],
+                      "need_own": need_own, "own_valid": own_valid, "need_rx": need_rx,
+                      "rxv": rxv, "main_rx_ok": main_rx_ok, "pend_full": pend >= OUTD,
+                      "rd_valid": req.valid, "rd_ready": req.ready, "wr_valid": wr.valid,
+                      "wr_ready": wr.ready, "ov": ov, "o_tx": o.tx, "o_wr": o.wr,
+                      "wdone": wdone, "go2": go2, "tv": tv}
         return m

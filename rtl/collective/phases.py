@@ -20,24 +20,36 @@ element this is the schedule of :mod:`golden.collective.schedule` (the same sum 
 interleaved in time.
 
 Positions count **flits**: a flit carries ``K = link_bits / 32`` elements of K partitions at one
-free index when every chunk is whole source partitions (always for a gather), else one element
-(the engine's ``packed``); a segment is ``seg = link_credits - 1`` flits of every chunk.
+free index when every chunk is whole source partitions (always for a gather; partitions
+``2**x`` apart for a gather into rows ``2**x`` times the source's), else one element (the
+engine's ``packed``); a segment is ``seg = link_credits - 1`` flits of every chunk.
 
 **The tail.** All-reduce's last phase (``2n - 2``: chunk ``i + 1`` received and written, not
 sent) sends nothing, so the engine walks it with a second walker (``filt``) beside the next
-segment: the tail writes its flits straight to the destination while the elements walk runs
-phase 0 of segment ``s + 1`` (own data to the link: no RX, no write). RX is one queue in the
-upstream's send order, so the tail of segment ``s`` takes flits only once the elements walk has
-left segment ``s``, and the elements walk takes flits of segment ``s + 1`` only once the tail of
-segment ``s`` is done.
+segment: the tail writes its flits to the destination while the elements walk (which runs
+``2n - 2`` phases a segment, ``count``) runs phase 0 of segment ``s + 1`` (own data to the link:
+no RX, no write). RX is one queue in the upstream's send order, so the tail of segment ``s``
+takes flits only once the elements walk has left segment ``s``, and the elements walk takes
+flits of segment ``s + 1`` only once the tail of segment ``s`` has taken all of its flits. The
+tail takes a flit from RX into a queue of its own (the engine's ``tailq``) and writes it from
+there whenever the elements' flit at the head of the pipeline does not hold the write port
+(the head holds it only while it writes; a written flit waits for TX with the port free).
 
 **No deadlock** (credit accounting). A flit waiting in rank ``i + 1``'s RX is taken either by
-the tail, which needs only the write port and claims it first, so it is taken within ``K``
-cycles whatever any TX does, or by rank ``i + 1``'s elements walk in the phase after the one
-that sent it. Without the tail's flits (which drain on their own) a rank leads its upstream by at
-most one phase of one segment, ``seg <= link_credits - 1`` flits, so the flits a rank has sent
-and its downstream has not taken stay below ``link_credits``: the ring cannot run out of
-credits everywhere at once, whatever the message size (a chunk sent whole would deadlock any ring once it exceeds the credits).
+the tail or by rank ``i + 1``'s elements walk in the phase after the one that sent it. The
+tail's queue drains through the write port, which the elements hold only while they write, a
+bounded number of cycles for each flit that then goes on, so when nothing moves the port is
+the tail's: the tail's flits leave RX whatever any TX does. Without them a rank leads its
+upstream by at most one phase of one segment, ``seg <= link_credits - 1`` flits, so the flits a
+rank has sent and its downstream has not taken stay below ``link_credits``: the ring cannot run
+out of credits everywhere at once, whatever the message size (a chunk sent whole would
+deadlock any ring once it exceeds the credits).
+
+**Rate.** A phase of ``seg`` flits outlasts the wait for the upstream's result of the previous
+phase (pipeline latency plus a hop, about 20 cycles on ``default``), so it streams a flit a
+cycle once started; a rank's downstream takes a flit about one phase after it was sent, so
+``seg = link_credits - 1`` keeps the flits in flight within the credits (docs/collectives.md
+§14.4 has the measured stall profile).
 """
 
 from __future__ import annotations
@@ -106,11 +118,13 @@ class PhaseWalker:
         self.last = Signal(name=f"{name}_last")
         self.done = Signal(name=f"{name}_done")
 
-    def build(self, m, n, kind, rank, start, seg, chunk_len, max_len, filt=None):
+    def build(self, m, n, kind, rank, start, seg, chunk_len, max_len, filt=None, count=None):
         """Logic of the walk. ``start`` (a strobe) restarts it; ``seg`` the longest segment
-        (a constant; the last two segments share what is left evenly); ``chunk_len(c)`` the length of chunk ``c`` (a signal); ``max_len`` the
-        longest chunk; ``filt(attrs)``, when given, the phases the walk stands on (the others
-        are skipped)."""
+        (a constant; the last two segments share what is left evenly); ``chunk_len(c)`` the
+        length of chunk ``c`` (a signal); ``max_len`` the longest chunk; ``filt(attrs)``, when
+        given, the phases the walk stands on (the others are skipped, a cycle each);
+        ``count(attrs)``, when given, the phases of a segment the walk runs (the first ones;
+        default all: ``attrs["count"]``)."""
         nm = self.name
         base = Signal(_W, name=f"{nm}_base")            # segment start inside a chunk
         k = Signal(5, name=f"{nm}_k")
@@ -141,7 +155,7 @@ class PhaseWalker:
             m.d.sync += [base.eq(0), k.eq(0), e.eq(0), run.eq(max_len != 0)]
         with m.Elif(next_phase):
             m.d.sync += e.eq(0)
-            with m.If(k + 1 == a["count"]):
+            with m.If(k + 1 == (a["count"] if count is None else count(a))):
                 m.d.sync += k.eq(0)
                 m.d.sync += base.eq(base + sl)
                 with m.If(base + sl >= max_len):
