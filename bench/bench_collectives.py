@@ -13,12 +13,17 @@ Sources, named in the record itself (``sources``):
   ``rtl_link_flits_per_cycle``: amaranth.sim of :class:`tb.collective.rig.RingRig` (the RTL
   ``LinkTX``/``LinkRX``/``DelayLine`` of a ring of 4, checked cycle by cycle against the golden
   link model while it runs);
-* **RTL engine ring, default, 4 ranks**: ``rtl_allreduce_busbw_fraction_64k``/``_256k``,
-  ``rtl_allgather_busbw_fraction``, ``rtl_reducescatter_busbw_fraction`` (64 KiB),
-  ``rtl_allreduce_4kib_cycles``: amaranth.sim of :class:`tb.multicore.rig.EngineRing` (four
-  collective engines with their SBUFs and link ports, :func:`rtl_engine_case`), every rank's
-  SBUF checked bit for bit against the multi-core golden simulator; run only with
-  ``NC_BENCH_RTL_ENGINE=1`` (hours in amaranth.sim), ``None`` otherwise;
+* **RTL engine ring, default, 4 ranks**: ``rtl_busbw_table`` (FP32 all-reduce,
+  reduce-scatter, all-gather of 4, 16, 64 and 256 KiB per core: cycles and busbw fraction),
+  ``rtl_allreduce_busbw_fraction_64k``/``_256k``, ``rtl_allgather_busbw_fraction``,
+  ``rtl_reducescatter_busbw_fraction`` (64 KiB), ``rtl_allreduce_4kib_cycles``: the Verilator
+  build of :class:`tb.multicore.harness.EngineRingHarness` (the rig of
+  :class:`tb.multicore.rig.EngineRing`: four collective engines with their SBUFs and link
+  ports, :func:`rtl_engine_table`), every rank's SBUF checked bit for bit against the
+  multi-core golden simulator; the destination in other SBUF banks than the source
+  (:data:`RTL_LAYOUT`); 256 KiB on a 32 KiB-a-partition SBUF (the default's 16 KiB holds no
+  256 KiB source and destination). ``NC_BENCH_RTL_ENGINE=0`` skips them (``None``);
+  ``NC_BENCH_RTL_ENGINE_RANKS=2,8`` adds ``rtl_busbw_table_r2``/``_r8``;
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
   all-reduces of a few sizes that fit the small SBUF) and ``sem_to_first_flit_cycles``: the
@@ -155,92 +160,132 @@ def rtl_allreduce(cfg, n=2, sizes=RTL_SIZES, seed=0):
     return out, (max(s2f) if s2f and None not in s2f else None)
 
 
-#: RTL engine ring runs: (metric, op, NCCL size S in bytes per core); FP32, 4 ranks.
-RTL_ENGINE_RUNS = (("rtl_allreduce_4kib", "all_reduce", 4 << 10),
-                   ("rtl_allreduce_64k", "all_reduce", 64 << 10),
-                   ("rtl_allreduce_256k", "all_reduce", 256 << 10),
-                   ("rtl_allgather_64k", "all_gather", 64 << 10),
-                   ("rtl_reducescatter_64k", "reduce_scatter", 64 << 10))
+#: The RTL engine ring's busbw table: operations and NCCL sizes S (bytes per core), FP32.
+RTL_TABLE_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+RTL_TABLE_SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10)
+#: Where the table's cases put the destination (:data:`tb.multicore.program.RING_LAYOUTS`):
+#: in other SBUF banks than the source, so that no size pays bank conflicts between the
+#: engine's reads and writes that another does not (with the destination right after the
+#: source, the 4 and 16 KiB cases share a bank and the 64 KiB one does not).
+RTL_LAYOUT = "split"
 
 
-def rtl_engine_case(cfg, op, size, seed=0):
+def busbw_fraction(op, n, size, cycles, link_bits):
+    """NCCL's busbw of ``op`` (``size`` bytes per core on ``n`` ranks in ``cycles``) over the
+    link peak ``link_bits / 8`` bytes a cycle: algbw times ``2(n-1)/n`` for an all-reduce,
+    ``(n-1)/n`` otherwise."""
+    factor = 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
+    return round(size / cycles * factor / (link_bits / 8), 4)
+
+
+def engine_ring_cfg(cfg, n, op, size, layout=RTL_LAYOUT):
+    """``cfg`` on a ring of ``n``, its SBUF doubled until the case's source and destination
+    fit (:func:`tb.multicore.program.engine_ring_case`; the link settings unchanged)."""
+    from tb.multicore.program import engine_ring_case
+    c = cfg.replace(ring_size=n)
+    while True:
+        try:
+            engine_ring_case(c, op, size, layout=layout)
+            return c
+        except ValueError:
+            if c.sbuf_bytes_per_partition >= 1 << 20:
+                raise
+            c = c.replace(sbuf_bytes_per_partition=2 * c.sbuf_bytes_per_partition)
+
+
+def rtl_engine_table(cfg, n=4, ops=RTL_TABLE_OPS, sizes=RTL_TABLE_SIZES, seed=0,
+                     layout=RTL_LAYOUT):
+    """``({op: {size: {"cycles", "busbw_fraction", "sbuf_bytes_per_partition",
+    "sim_seconds"}}}, {config label: {"build_seconds", "cached"}})`` of FP32 ``ops`` x
+    ``sizes`` on the Verilator engine ring (:func:`tb.multicore.build.run_engine_ring`) of
+    ``n`` ranks of ``cfg``, the destination placed by ``layout``, every rank's whole SBUF bit
+    for bit equal to the multi-core golden simulator's (``AssertionError`` otherwise). A case
+    whose source and destination do not fit the SBUF runs on a larger SBUF
+    (:func:`engine_ring_cfg`); one build and one simulation per SBUF size."""
+    from tb.multicore.build import engine_ring_sim, run_engine_ring
+    groups = {}
+    for op in ops:
+        for size in sizes:
+            c = engine_ring_cfg(cfg, n, op, size, layout)
+            groups.setdefault(c.sbuf_bytes_per_partition, (c, []))[1].append(
+                {"op": op, "size": size, "layout": layout})
+    table, builds = {op: {} for op in ops}, {}
+    for sb, (c, cases) in sorted(groups.items()):
+        sim = engine_ring_sim(c)
+        rows, secs = run_engine_ring(c, cases, seed=seed, sim=sim)
+        builds[f"sbuf_bytes_per_partition={sb}"] = {"build_seconds": round(secs, 1),
+                                                    "cached": sim.cached}
+        for row in rows:
+            op, size = row["op"], row["size"]
+            table[op][str(size)] = {
+                "cycles": row["cycles"],
+                "busbw_fraction": busbw_fraction(op, n, size, row["cycles"], c.link_bits),
+                "sbuf_bytes_per_partition": sb, "sim_seconds": row["sim_seconds"]}
+    return table, builds
+
+
+def rtl_engine_case(cfg, op, size, seed=0, layout=RTL_LAYOUT):
     """``(cycles, busbw fraction)`` of one FP32 ``op`` of NCCL size ``size`` bytes per core on
-    :class:`tb.multicore.rig.EngineRing` of ``cfg`` (amaranth.sim), every rank's whole SBUF
-    checked bit for bit against :class:`golden.collective.multicore.MultiCoreSim`
-    (``RuntimeError`` otherwise). The source is ``partitions`` rows; the destination the rows
-    a flit's slots reach in one write (all-reduce: the source's shape; reduce-scatter: the
-    chunk's rows; all-gather: ``n`` times the rows)."""
-    from golden.asm import assemble
-    from golden.collective.multicore import MultiCoreSim
-    from tb.amsim import SimBench
-    from tb.multicore.rig import EngineRing, run_engines
-    n, P, SB = cfg.ring_size, cfg.partitions, cfg.sbuf_bytes_per_partition
-    src_elems = size // 4 // (n if op == "all_gather" else 1)
-    per = src_elems // P
-    dparts = {"all_gather": P * n, "reduce_scatter": P // n}.get(op, P)
-    if dparts > P:                       # all-gather: n times the row length instead
-        dparts, dper = P, per * n
-    else:
-        dper = per
-    dst = per * 4
-    text = (f"{op} ap0=sbuf.fp32[0:{dparts}]@{dst:#x}{{1x{dper}}} "
-            f"ap1=sbuf.fp32[0:{P}]@0x0{{1x{per}}}" + ("" if op == "all_gather" else " op=1"))
-    rng = np.random.default_rng(seed)
-    images = []
-    for _ in range(n):
-        img = np.zeros((P, SB), np.uint8)
-        x = (rng.standard_normal((P, per)) * 3).astype(np.float32)
-        img[:, :per * 4] = x.view(np.uint8).reshape(P, per * 4)
-        images.append(img)
-    g = MultiCoreSim(cfg, n, dram_bytes=4096)
-    for r in range(n):
-        g.cores[r].sbuf[...] = images[r]
-    errs = g.run([{"cc": assemble(text)} for _ in range(n)])
-    rig = EngineRing(cfg)
-    st, _, imgs, cyc = run_engines(SimBench(rig), rig, [assemble(text)] * n, images,
-                                   max_cycles=40 * size // cfg.link_bits + 20_000)
-    if any(errs) or any(st):
-        raise RuntimeError(f"{op} {size} B: errors golden {errs}, RTL {st}")
-    for r in range(n):
-        if not np.array_equal(imgs[r], g.cores[r].sbuf):
-            raise RuntimeError(f"{op} {size} B: RTL rank {r} differs from golden")
-    factor = {"all_reduce": 2 * (n - 1) / n}.get(op, (n - 1) / n)
-    return cyc, round(size / cyc * factor / (cfg.link_bits / 8), 4)
+    the Verilator engine ring of ``cfg`` (``cfg.ring_size`` ranks; ``cfg`` as it is: a case that
+    does not fit its SBUF raises ``ValueError``), every rank's whole SBUF checked bit for bit
+    against :class:`golden.collective.multicore.MultiCoreSim` (``AssertionError``
+    otherwise); the case: :func:`tb.multicore.program.engine_ring_case` (``layout``)."""
+    from tb.multicore.build import run_engine_ring
+    from tb.multicore.program import engine_ring_case
+    engine_ring_case(cfg, op, size, layout=layout)   # the ValueError before a build
+    rows, _ = run_engine_ring(cfg, [{"op": op, "size": size, "layout": layout}], seed=seed)
+    cyc = rows[0]["cycles"]
+    return cyc, busbw_fraction(op, cfg.ring_size, size, cyc, cfg.link_bits)
 
 
-def rtl_engine_figures(cfg, runs=RTL_ENGINE_RUNS):
-    """The ``rtl_*`` metrics of :data:`RTL_ENGINE_RUNS` on a ring of 4 engines of ``cfg``."""
-    c4 = cfg.replace(ring_size=4)
-    out = {}
-    for name, op, size in runs:
-        out[name] = rtl_engine_case(c4, op, size)
-    return {"rtl_allreduce_4kib_cycles": out["rtl_allreduce_4kib"][0],
-            "rtl_allreduce_busbw_fraction_64k": out["rtl_allreduce_64k"][1],
-            "rtl_allreduce_busbw_fraction_256k": out["rtl_allreduce_256k"][1],
-            "rtl_allgather_busbw_fraction": out["rtl_allgather_64k"][1],
-            "rtl_reducescatter_busbw_fraction": out["rtl_reducescatter_64k"][1],
-            "rtl_engine_cycles": {k: v[0] for k, v in out.items()}}
+#: The ``rtl_*`` engine-ring metrics without a measurement.
+RTL_ENGINE_KEYS = ("rtl_allreduce_4kib_cycles", "rtl_allreduce_busbw_fraction_64k",
+                   "rtl_allreduce_busbw_fraction_256k", "rtl_allgather_busbw_fraction",
+                   "rtl_reducescatter_busbw_fraction", "rtl_busbw_table",
+                   "rtl_engine_builds")
+
+
+def rtl_engine_figures(cfg, n=4):
+    """The ``rtl_*`` engine-ring metrics: :func:`rtl_engine_table` on ``n`` ranks of ``cfg``
+    and the named figures taken from it (64 KiB for all-gather and reduce-scatter)."""
+    table, builds = rtl_engine_table(cfg, n)
+    k64, k256 = str(64 << 10), str(256 << 10)
+    return {"rtl_allreduce_4kib_cycles": table["all_reduce"][str(4 << 10)]["cycles"],
+            "rtl_allreduce_busbw_fraction_64k": table["all_reduce"][k64]["busbw_fraction"],
+            "rtl_allreduce_busbw_fraction_256k": table["all_reduce"][k256]["busbw_fraction"],
+            "rtl_allgather_busbw_fraction": table["all_gather"][k64]["busbw_fraction"],
+            "rtl_reducescatter_busbw_fraction": table["reduce_scatter"][k64]["busbw_fraction"],
+            "rtl_busbw_table": table, "rtl_engine_builds": builds}
 
 
 #: Where the ``rtl_*`` engine-ring metrics come from.
-RTL_ENGINE_SOURCE = ("RTL engine ring, default, 4 ranks, amaranth.sim "
-                     "(tb.multicore.rig.EngineRing; FP32, NCCL S per core: all-reduce 4 KiB, "
-                     "64 KiB, 256 KiB, all-gather and reduce-scatter 64 KiB; cycles issue to the "
-                     "last status; every rank's SBUF bit for bit equal to MultiCoreSim's)")
+RTL_ENGINE_SOURCE = (
+    "RTL engine ring, default, 4 ranks, Verilator (tb.multicore.harness.EngineRingHarness: "
+    "tb.multicore.rig.EngineRing's four collective engines with their SBUFs, link ports and "
+    "delay lines; cocotb tb.multicore.tb_multicore_engine_ring); FP32, add, NCCL S per core, "
+    "seed 0, one run per case; source at byte 0 of every partition, destination at the "
+    "middle (other SBUF banks), of the source's free size (a flit one row write: all-reduce "
+    "P rows to P, reduce-scatter P to P/n, all-gather P/n to P); cycles: the issue cycle to "
+    "the last rank's done (as "
+    "run_engines); busbw as NCCL over link_bits / 8 bytes a cycle; every rank's whole SBUF bit "
+    "for bit equal to MultiCoreSim's. 256 KiB (source and destination 16 KiB a partition each) "
+    "runs on default with sbuf_bytes_per_partition = 32768 (the table's "
+    "sbuf_bytes_per_partition; the SBUF size is not a link setting, and 64 KiB takes the same "
+    "cycles on both sizes), the rest on default; rtl_allgather_busbw_fraction and "
+    "rtl_reducescatter_busbw_fraction at 64 KiB")
 
 
 def rtl_engine_metrics(rtl):
-    """The ``rtl_*`` engine-ring metrics on the default preset; ``None`` each without ``rtl``
-    or unless ``NC_BENCH_RTL_ENGINE=1``: amaranth.sim of four default engines runs about one
-    to two cycles a second, so the 64 KiB and 256 KiB all-reduces (about 6,300 and 25,000
-    cycles) take hours."""
-    if not rtl or os.environ.get("NC_BENCH_RTL_ENGINE", "0") in ("", "0"):
-        return {k: None for k in ("rtl_allreduce_4kib_cycles",
-                                  "rtl_allreduce_busbw_fraction_64k",
-                                  "rtl_allreduce_busbw_fraction_256k",
-                                  "rtl_allgather_busbw_fraction",
-                                  "rtl_reducescatter_busbw_fraction", "rtl_engine_cycles")}
-    return rtl_engine_figures(DEFAULT)
+    """The ``rtl_*`` engine-ring metrics on the default preset, 4 ranks (a default ring of
+    other sizes too, ``rtl_busbw_table_r<n>``, for each ``n`` in ``NC_BENCH_RTL_ENGINE_RANKS``,
+    e.g. ``2,8``); ``None`` each without ``rtl`` or with ``NC_BENCH_RTL_ENGINE=0``."""
+    if not rtl or os.environ.get("NC_BENCH_RTL_ENGINE", "1") in ("", "0"):
+        return {k: None for k in RTL_ENGINE_KEYS}
+    out = rtl_engine_figures(DEFAULT)
+    for n in os.environ.get("NC_BENCH_RTL_ENGINE_RANKS", "").replace(",", " ").split():
+        out[f"rtl_busbw_table_r{int(n)}"], b = rtl_engine_table(DEFAULT, int(n))
+        out["rtl_engine_builds"].update({f"r{int(n)} {k}": v for k, v in b.items()})
+    return out
 
 
 def run(cfg):
@@ -304,7 +349,8 @@ def run(cfg):
                              "links, latency 4, 12 credits); golden_cycles "
                              "and golden_fraction: the golden model on the same config)",
             "rtl_allreduce_busbw_fraction_*/rtl_allgather_*/rtl_reducescatter_*/"
-            "rtl_allreduce_4kib_cycles/rtl_engine_cycles": RTL_ENGINE_SOURCE,
+            "rtl_allreduce_4kib_cycles/rtl_busbw_table*/rtl_engine_builds":
+                RTL_ENGINE_SOURCE,
             "sem_to_first_flit_cycles": "RTL MultiCore, small, 2 cores: the all-reduce's issue "
                                         "(its semaphore wait satisfied, the activity trace) to "
                                         "the first cycle its core's ring TX valid is high; the "

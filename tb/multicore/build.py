@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Verilator build of the multi-core top (:class:`rtl.core.multicore.MultiCore`): the core
-converted once (with its own leaves, :func:`tb.core.build.core_design`) and instantiated
-``ring_size`` times."""
+"""The Verilator builds of the multi-core top (:class:`rtl.core.multicore.MultiCore`: the core
+converted once, with its own leaves, :func:`tb.core.build.core_design`, and instantiated
+``ring_size`` times) and of the collective-engine ring (:class:`tb.multicore.harness.
+EngineRingHarness`: the engine and the SBUF converted once each, :func:`engine_ring_sim`), and
+the run of the engine ring's cases (:func:`run_engine_ring`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from rtl.emit import Design
 from tb.core.build import CORE_BUILD_ARGS, core_design, integration_cfg
 from tb.runner import SimBuild
 
-__all__ = ["multicore_cfg", "multicore_design", "multicore_sim"]
+__all__ = ["engine_ring_design", "engine_ring_sim", "multicore_cfg", "multicore_design",
+           "run_engine_ring",
+           "multicore_sim"]
 
 
 def multicore_cfg(cfg, n=None):
@@ -32,3 +36,63 @@ def multicore_sim(cfg, *, waves=False) -> SimBuild:
     """A (cached) Verilator build of the multi-core top (C++ at -O0, like the core's)."""
     return SimBuild(multicore_design(cfg), unit="multicore" + ("_waves" if waves else ""),
                     cfg=cfg, waves=waves, public_depth=1, build_args=CORE_BUILD_ARGS)
+
+
+# ---- the collective-engine ring (tb/multicore/harness.py) ------------------------------------
+
+#: Files the engine ring's Verilog depends on besides ``rtl/`` (in its build key).
+ENGINE_RING_SOURCES = ("tb/multicore/harness.py", "tb/multicore/rig.py", "tb/multicore/build.py")
+
+
+def engine_ring_design(cfg):
+    """:class:`tb.multicore.harness.EngineRingHarness` with the engine and the SBUF each
+    converted once and instantiated ``ring_size`` times."""
+    from tb.multicore.harness import EngineRingHarness, leaf_modules
+    return Design(top=EngineRingHarness(cfg), modules=leaf_modules(cfg))
+
+
+def engine_ring_sim(cfg, *, optimize=True) -> SimBuild:
+    """A (cached) Verilator build of the engine ring of ``cfg`` (``cfg.ring_size`` ranks);
+    ``optimize=False`` compiles the C++ at ``-O0`` like the core's regression build (a shorter
+    build for short tests, a separate directory). cocotb sees the top's ports and the SBUF
+    bank memories only (``public_depth=1``); a finished build of the same key (config,
+    ``rtl/``, :data:`ENGINE_RING_SOURCES`, options) is reused without elaborating the design
+    (``.cached``)."""
+    import hashlib
+
+    from tb.core.build import build_key, sources_digest
+    from tb.multicore.harness import SBUF_MODULE
+    from tb.runner import FAST_BUILD_ARGS, MAKE_OVERRIDES, ROOT
+    public = [(SBUF_MODULE, "bank*")]
+    unit, args = ("engine_ring", ()) if optimize else ("engine_ring_o0", CORE_BUILD_ARGS)
+    options = {"unit": unit, "public_depth": 1, "public_vars": public, "build_args": args,
+               "fast_build_args": FAST_BUILD_ARGS, "make_overrides": MAKE_OVERRIDES}
+    h = hashlib.sha1(sources_digest().encode())
+    for f in ENGINE_RING_SOURCES:
+        h.update(f.encode() + b"\0" + (ROOT / f).read_bytes() + b"\0")
+    return SimBuild(lambda: engine_ring_design(cfg), unit=unit, cfg=cfg, build_args=args,
+                    public_depth=1, public_vars=public,
+                    key=build_key(cfg, options, h.hexdigest()))
+
+
+def run_engine_ring(cfg, cases, *, seed=0, sim=None):
+    """Run ``cases`` (``[(op, size bytes per core)]``, or dicts of the case keys of
+    :mod:`tb.multicore.tb_multicore_engine_ring`) in one simulation of the Verilator engine
+    ring of ``cfg`` (``sim``: a build of it, default :func:`engine_ring_sim`), every rank's
+    SBUF checked bit for bit against the golden multi-core simulator (``AssertionError``
+    otherwise), ``seed`` the data's unless a case names its own. Returns one dict per case
+    (``op``, ``size``, ``n``, ``cycles``, ``sim_seconds``...) and the build's seconds (0 when
+    cached)."""
+    import json
+    import os
+    sim = sim or engine_ring_sim(cfg)
+    out = sim.build_dir / f"engine_ring_metrics_{os.getpid()}.jsonl"
+    out.unlink(missing_ok=True)
+    sim.run("tb.multicore.tb_multicore_engine_ring", tag="engine_ring",
+            params={"seed": seed, "metrics": str(out),
+                    "cases": [c if isinstance(c, dict) else {"op": c[0], "size": c[1]}
+                              for c in cases]})
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    if len(rows) != len(cases):
+        raise RuntimeError(f"engine ring: {len(rows)} results for {len(cases)} cases")
+    return rows, sim.build_seconds

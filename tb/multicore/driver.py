@@ -1,21 +1,24 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The cocotb driver of the multi-core top (:class:`rtl.core.multicore.MultiCore`): one
+"""The cocotb drivers of the multi-core top (:class:`rtl.core.multicore.MultiCore`): one
 :class:`tb.core.driver.CoreTB` view per core on its ``c<i>_axi`` (an ``AxiRam``) and
-``c<i>_host`` (an ``AxiLiteMaster``) ports. The programs are ``tb/multicore/program.py``'s."""
+``c<i>_host`` (an ``AxiLiteMaster``) ports; and of the collective-engine ring
+(:class:`tb.multicore.harness.EngineRingHarness`): :class:`EngineRingTB`. The programs are
+``tb/multicore/program.py``'s."""
 
 from __future__ import annotations
 
 import logging
 
 import cocotb
-from cocotb.triggers import ClockCycles
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from tb.base import TB
 from tb.core.driver import CoreTB
 from tb.core.program import DRAM_BYTES
 
-__all__ = ["MultiCoreTB"]
+__all__ = ["EngineRingTB", "MultiCoreTB"]
 
 
 class _Ports:
@@ -71,3 +74,64 @@ class MultiCoreTB(TB):
         """The soft reset of every core, one after the other."""
         for c in self.cores:
             await c.soft_reset()
+
+
+class EngineRingTB(TB):
+    """The engine ring's testbench: backdoor SBUF access per rank (``ring.sbuf<r>.bank<b>``)
+    and one instruction per rank run to completion (:meth:`run`)."""
+
+    def __init__(self, dut):
+        super().__init__(dut)
+        self.n = self.cfg.ring_size
+
+    async def reset(self):
+        await TB.reset(self, start=0, watchdog=0, cut=self.n)
+
+    def _banks(self, r):
+        sb = getattr(self.dut.ring, f"sbuf{r}")
+        return [getattr(sb, f"bank{b}") for b in range(self.cfg.sbuf_banks)]
+
+    def load_sbuf(self, r, image):
+        """Write ``image`` (partitions x bytes, uint8) into rank ``r``'s SBUF banks."""
+        cfg = self.cfg
+        P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
+        for b, mem in enumerate(self._banks(r)):
+            words = np.ascontiguousarray(image[:, b * BB:(b + 1) * BB]).reshape(P, BB // WB, WB)
+            for i in range(BB // WB):
+                mem[i].value = int.from_bytes(words[:, i, :].tobytes(), "little")
+
+    def read_sbuf(self, r):
+        """Rank ``r``'s SBUF as partitions x bytes (uint8)."""
+        cfg = self.cfg
+        P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
+        out = np.zeros((P, cfg.sbuf_bytes_per_partition), np.uint8)
+        for b, mem in enumerate(self._banks(r)):
+            for i in range(BB // WB):
+                w = int(mem[i].value).to_bytes(P * WB, "little")
+                out[:, b * BB + i * WB:b * BB + (i + 1) * WB] = \
+                    np.frombuffer(w, np.uint8).reshape(P, WB)
+        return out
+
+    async def run(self, instrs, what, *, max_cycles, watchdog=0, cut=None):
+        """Issue ``instrs[r]`` (the packed ``instr`` payload, an int) to every rank in one
+        cycle and await every rank's ``done``, at most ``max_cycles`` cycles (a hang fails
+        naming ``what``). Returns ``(statuses, infos, cycles)``: ``cycles`` from the issue
+        cycle (1) to the last rank's done, as :func:`tb.multicore.rig.run_engines` counts."""
+        dut, n = self.dut, self.n
+        dut.watchdog.value = watchdog
+        dut.cut.value = n if cut is None else cut
+        for r, word in enumerate(instrs):
+            getattr(dut, f"instr{r}").value = word
+        dut.start.value = 1
+        await RisingEdge(dut.clk)
+        dut.start.value = 0
+        await self.wait_high(dut.all_done, cycles=max_cycles, what=what)
+        taken = int(dut.taken.value)
+        if taken != (1 << n) - 1:
+            raise AssertionError(self.fail_text(what, f"ranks took the instruction: "
+                                                      f"{taken:0{n}b} (an engine was busy)"))
+        st = [int(getattr(dut, f"status{r}").value) for r in range(n)]
+        info = [int(getattr(dut, f"info{r}").value) for r in range(n)]
+        cycles = max(int(getattr(dut, f"done_at{r}").value) for r in range(n))
+        await ClockCycles(dut.clk, 4)        # as run_engines, before the SBUFs are read
+        return st, info, cycles

@@ -1,18 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """Stimulus and expected results of the multi-core top's tests: the collective programs every
-core runs and their golden reference (:class:`golden.collective.multicore.MultiCoreSim`)."""
+core runs and their golden reference (:class:`golden.collective.multicore.MultiCoreSim`); and
+the engine ring's cases (:func:`engine_ring_case`, :func:`engine_ring_golden`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from golden.asm import assemble
 from golden.collective import algos
 from golden.collective.multicore import MultiCoreSim
 from golden.collective.schedule import chunk_bounds
 from golden.dma import DRAM as SP_DRAM, SBUF as SP_SBUF, DTYPE_CODES, Descriptor
 from tb.core.program import DATA_BASE, DRAM_BYTES, CoreProgram
 
-__all__ = ["cc_program", "dst_shape", "golden_run", "overlap_inputs", "overlap_kernel",
+__all__ = ["cc_program", "dst_shape", "engine_ring_case", "engine_ring_golden", "golden_run", "overlap_inputs", "overlap_kernel",
            "random_source",
            "sbuf_fill_program",
            "sbuf_dump_program", "OUT_BASE", "DUMP_BASE"]
@@ -278,3 +280,62 @@ def overlap_inputs(cfg, n, *, seed=0, K=16, N=128, ar_bytes=2048):
     bs = [algos.encode(rng.standard_normal((K, N)).astype(np.float32), "bf16")
           for _ in range(n)]
     return xs, ats, bs
+
+
+# ---- the collective-engine ring (tb/multicore/harness.py) ------------------------------------
+
+#: The operations of :func:`engine_ring_case`.
+RING_OPS = ("all_reduce", "reduce_scatter", "all_gather")
+#: Where :func:`engine_ring_case` puts the destination: ``"packed"`` right after the source,
+#: ``"split"`` at the middle of the partition (the source in the lower half of the SBUF's
+#: banks, the destination in the upper half: no bank shared by the two).
+RING_LAYOUTS = ("packed", "split")
+
+
+def engine_ring_case(cfg, op, size, seed=0, *, layout="packed"):
+    """``(instruction text, SBUF images)`` of one FP32 ``op`` of NCCL size ``size`` bytes per
+    core on ``cfg.ring_size`` ranks of ``cfg``: the source at byte 0 of random data
+    (``seed``), the destination placed by ``layout`` (:data:`RING_LAYOUTS`), both of the same
+    free size, so that a flit's K slots land in one row write (docs/collectives.md, "K elements
+    per flit"): all-reduce ``partitions`` rows to as many, reduce-scatter ``partitions`` rows
+    to ``partitions / n`` (the rank's chunk), all-gather ``partitions / n`` rows to
+    ``partitions``; the same instruction on every rank."""
+    if op not in RING_OPS:
+        raise ValueError(f"op must be one of {RING_OPS}, not {op!r}")
+    if layout not in RING_LAYOUTS:
+        raise ValueError(f"layout must be one of {RING_LAYOUTS}, not {layout!r}")
+    n, P, SB = cfg.ring_size, cfg.partitions, cfg.sbuf_bytes_per_partition
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0 or size % (4 * P * n):
+        raise ValueError(f"size must be a positive multiple of 4 * partitions * ring_size = "
+                         f"{4 * P * n} bytes, not {size!r}")
+    if op == "all_gather":               # n times the rows: the source has P / n of them
+        sparts, dparts = P // n, P
+    else:
+        sparts, dparts = P, (P // n if op == "reduce_scatter" else P)
+    per = size // 4 // P                 # source and destination free size (elements)
+    need = 2 * per * 4                   # bytes a partition, either layout
+    if need > SB:
+        raise ValueError(f"size {size} B of {op}: source and destination need {need} bytes "
+                         f"per partition, more than sbuf_bytes_per_partition = {SB}")
+    dst = per * 4 if layout == "packed" else SB // 2
+    text = (f"{op} ap0=sbuf.fp32[0:{dparts}]@{dst:#x}{{1x{per}}} "
+            f"ap1=sbuf.fp32[0:{sparts}]@0x0{{1x{per}}}" + ("" if op == "all_gather" else " op=1"))
+    rng = np.random.default_rng(seed)
+    images = []
+    for _ in range(n):
+        img = np.zeros((P, SB), np.uint8)
+        x = (rng.standard_normal((sparts, per)) * 3).astype(np.float32)
+        img[:sparts, :per * 4] = x.view(np.uint8).reshape(sparts, per * 4)
+        images.append(img)
+    return text, images
+
+
+def engine_ring_golden(cfg, text, images):
+    """``(errors, SBUF images after)`` of ``text`` run on every rank of
+    :class:`MultiCoreSim` from ``images``."""
+    n = len(images)
+    g = MultiCoreSim(cfg, n, dram_bytes=4096)
+    for r in range(n):
+        g.cores[r].sbuf[...] = images[r]
+    errs = g.run([{"cc": assemble(text)} for _ in range(n)])
+    return errs, [np.array(c.sbuf) for c in g.cores]

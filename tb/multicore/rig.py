@@ -22,19 +22,22 @@ from rtl.isa import DTYPE_CODES, OPS_BY_NAME, decode
 from rtl.mem.sbuf import SBUF
 from tb.mem.rig import dump_sbuf, preload_sbuf
 
-__all__ = ["EngineRing", "instr_fields", "run_engines"]
+__all__ = ["EngineRing", "RING_SBUF_PORTS", "instr_fields", "ring_sbuf", "run_engines"]
 
 
 class EngineRing(Elaboratable):
     """``n`` engines on a ring of ``cfg`` (``cfg.ring_size`` = ``n``); ``engine`` their class
     (:class:`CollectiveEngine`, or :class:`rtl.collective.permute.PermuteEngine`, whose
-    ``tx_credit`` gets its TX port's credits of the VC it injects on)."""
+    ``tx_credit`` gets its TX port's credits of the VC it injects on), or any function of
+    ``cfg`` returning a component of that signature; ``sbuf`` likewise the function making each
+    rank's SBUF (row ports ``cc_r``, ``cc_w``; default :func:`ring_sbuf`). The Verilator build
+    (:class:`tb.multicore.harness.EngineRingHarness`) passes ``Leaf`` instances for both."""
 
-    def __init__(self, cfg, engine=CollectiveEngine):
+    def __init__(self, cfg, engine=CollectiveEngine, *, sbuf=None):
         self.cfg, self.n = cfg, cfg.ring_size
         n = self.n
         self.eng = [engine(cfg) for _ in range(n)]
-        self.sbuf = [SBUF(cfg, row_ports=("cc_r", "cc_w")) for _ in range(n)]
+        self.sbuf = [(sbuf or ring_sbuf)(cfg) for _ in range(n)]
         self.tx = [LinkTX(cfg, dateline=(r == n - 1)) for r in range(n)] if n > 1 else []
         self.rx = [LinkRX(cfg) for _ in range(n)] if n > 1 else []
         self.fwd = [DelayLine(cfg.link_flit_bits, cfg.link_latency)
@@ -84,6 +87,15 @@ class EngineRing(Elaboratable):
                          rev.i.eq(rx.credit), rev.i_valid.eq(live),
                          tx.credit.eq(rev.o & Mux(rev.o_valid, 3, 0))]
         return m
+
+
+#: The row ports of a rank's SBUF (:func:`ring_sbuf`): the engine's reads and its writes.
+RING_SBUF_PORTS = ("cc_r", "cc_w")
+
+
+def ring_sbuf(cfg):
+    """One rank's SBUF: row ports ``cc_r`` (the engine's reads) and ``cc_w`` (its writes)."""
+    return SBUF(cfg, row_ports=RING_SBUF_PORTS)
 
 
 def instr_fields(raw, cfg):
