@@ -32,11 +32,14 @@ def ap(off, dtype, parts, per, start=0):
 _RIGS = {}
 
 
-def rig_of(n):
-    if n not in _RIGS:
-        rig = EngineRing(SMALL.replace(ring_size=n), engine=PermuteEngine)
-        _RIGS[n] = (rig, SimBench(rig))
-    return _RIGS[n]
+def rig_of(n, link_bits=None):
+    """The ring of ``n`` small permute engines (``link_bits``: 128 for K = 4 slots a flit)."""
+    if (n, link_bits) not in _RIGS:
+        c = SMALL.replace(ring_size=n)
+        rig = EngineRing(c if link_bits is None else c.replace(link_bits=link_bits),
+                         engine=PermuteEngine)
+        _RIGS[n, link_bits] = (rig, SimBench(rig))
+    return _RIGS[n, link_bits]
 
 
 def rand_images(rng, cfg, n):
@@ -75,10 +78,12 @@ def check(bench, texts, images, seed, watchdog=2000):
     return cyc
 
 
-def _texts(op, n, dtype, parts, per, d=0, stream=2):
+def _texts(op, n, dtype, parts, per, d=0, stream=2, *, sstart=0, dstart=0, dper=None):
     dp, dq = dst_shape(op, 0, n, parts, per)
+    if dper is not None:                     # the same size in free size dper
+        dp, dq = dp * dq // dper, dper
     extra = f" d={d}" if op == "send_recv" else ""
-    return [f"{op} ap0={ap(DST, dtype, dp, dq)} ap1={ap(SRC, dtype, parts, per)}"
+    return [f"{op} ap0={ap(DST, dtype, dp, dq, dstart)} ap1={ap(SRC, dtype, parts, per, sstart)}"
             f" stream={stream}{extra}"] * n
 
 
@@ -101,6 +106,36 @@ def test_permute_vs_golden(case):
     for r in range(n):
         fill(rng, images[r], dtype, parts, per)
     check(bench, _texts(op, n, dtype, parts, per, d), images, seed)
+
+
+# K slots a flit (link_bits 128: 4, 64: 2): (link_bits, n, op, dtype, partitions, per, d,
+# source start, destination start, destination free size (None: the source's)); packed when
+# every block is whole source rows and the destination has the source's free size (groups of 1
+# to K rows; a block of 3 rows on K = 2 two groups), one element a flit otherwise (another
+# destination free size; an all-to-all of 3 rows on 2 ranks)
+PACKED_CASES = [(128, 4, "all_to_all", "fp32", 4, 6, 0, 0, 0, None),
+                (128, 2, "all_to_all", "bf16", 4, 5, 0, 0, 0, None),
+                (128, 2, "send_recv", "fp32", 3, 4, 1, 1, 0, None),
+                (128, 4, "send_recv", "fp8_e4m3", 4, 9, 2, 0, 0, None),
+                (128, 4, "send_recv", "fp32", 2, 5, 3, 0, 2, None),
+                (128, 2, "all_to_all", "fp32", 2, 6, 0, 0, 1, 4),
+                (128, 2, "all_to_all", "fp32", 3, 4, 0, 0, 0, None),
+                (64, 2, "send_recv", "fp32", 3, 5, 1, 1, 0, None),
+                (64, 2, "all_to_all", "fp16", 4, 3, 0, 0, 0, None)]
+
+
+@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_permute_packed_vs_golden(case):
+    """K elements of K source rows a flit: every rank's SBUF bit for bit as the golden's."""
+    lb, n, op, dtype, parts, per, d, s0, d0, dper = case
+    bench = rig_of(n, lb)
+    seed = sum(map(ord, "-".join(map(str, case))))
+    rng = np.random.default_rng(seed)
+    images = rand_images(rng, bench[0].cfg, n)
+    for r in range(n):
+        fill(rng, images[r], dtype, s0 + parts, per)
+    check(bench, _texts(op, n, dtype, parts, per, d, sstart=s0, dstart=d0, dper=dper or per),
+          images, seed)
 
 
 @pytest.mark.parametrize("text,code,info", [
