@@ -188,7 +188,7 @@ class PermuteEngine(wiring.Component):
         rpend = Signal(range(RD + 1))
         k_rd = Signal(_W)                                 # reads (flits) requested
         e_rd = Signal(_W)                                 # position in the current block
-        b_rd = Signal(rb)                                 # the current block (all_to_all)
+        b_rd = Signal(rb)                                 # blocks read (all_to_all)
         rd_p = Signal(range(P + 1))
         m.d.comb += rd_p.eq(ins.src.start + src_c["p"])
         req = self.rd.req
@@ -197,9 +197,13 @@ class PermuteEngine(wiring.Component):
                      req.payload.mask.eq(((1 << nv_rd) - 1) << rd_p[:pb]),
                      req.payload.we.eq(0)]
         rd_fire = req.valid & req.ready
+        # all-to-all reads its blocks nearest destination first (rank + 1, rank + 2, ..., its
+        # own last; the source cursor wraps at the source's end): every rank sends blocks of
+        # the same distance at the same time, so every link carries the same load in every
+        # phase, and the own block's writes do not hold up the injection behind them
         dest_rd = Signal(rb)
         if n > 1:
-            m.d.comb += dest_rd.eq(Mux(is_a2a, b_rd, (rank + d)[:rb]))
+            m.d.comb += dest_rd.eq(Mux(is_a2a, rank + 1 + b_rd, rank + d)[:rb])
         m.d.comb += [rmeta.w_en.eq(rd_fire),
                      rmeta.w_data.eq(Cat(rd_p[:pb], src_c["a"][:2], dest_rd, e_rd + 1 == blkf)),
                      rdata.w_en.eq(self.rd.rsp.valid), rdata.w_data.eq(self.rd.rsp.payload)]
@@ -208,6 +212,10 @@ class PermuteEngine(wiring.Component):
             step_cursor(src_c, ins.src)
             with m.If(e_rd + 1 == blkf):
                 m.d.sync += [e_rd.eq(0), b_rd.eq(b_rd + 1)]
+                if n > 1:
+                    with m.If(is_a2a & (dest_rd == n - 1)):     # the source's end: wrap
+                        m.d.sync += [src_c["p"].eq(0), src_c["j"].eq(0), src_c["g"].eq(0),
+                                     src_c["a"].eq(ins.src.offset)]
             with m.Else():
                 m.d.sync += e_rd.eq(e_rd + 1)
         om = data.View(meta, rmeta.r_data)
@@ -348,7 +356,8 @@ class PermuteEngine(wiring.Component):
                 with m.Elif(nd != ns):
                     fail(E_SHAPE, 0)
                 with m.Else():
-                    m.d.sync += [src_c["rem"].eq(0), src_c["p"].eq(0), src_c["g"].eq(0)]
+                    m.d.sync += [src_c["rem"].eq(Mux(is_a2a, blk * ((rank + 1) & mask), 0)),
+                                 src_c["p"].eq(0), src_c["g"].eq(0)]
                     for o in range(n):
                         m.d.sync += [dst_c[o]["rem"].eq(Mux(is_a2a, blk * o, 0)),
                                      dst_c[o]["p"].eq(0), dst_c[o]["g"].eq(0), cnt[o].eq(0)]
