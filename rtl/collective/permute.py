@@ -148,8 +148,12 @@ class PermuteEngine(wiring.Component):
         m.d.comb += bp.eq(Mux(is_a2a, ins.src.count >> lg, ins.src.count))
         blkf = Signal(_W)                                 # one origin's block, in flits
         m.d.comb += blkf.eq(Mux(packed, ((bp + K - 1) >> kb) * F, blk))
-        tot = Signal(_W)                                  # flits (and reads) of the source
-        m.d.comb += tot.eq(Mux(is_a2a, blkf << lg, blkf))
+        # the source's reads: all-to-all's other blocks on the main stream, its own block on a
+        # stream of its own (``loc``) that takes the read port when the main one does not
+        tot = Signal(_W)                                  # main-stream flits (reads)
+        m.d.comb += tot.eq(Mux(is_a2a, (blkf << lg) - blkf, blkf))
+        ltot = Signal(_W)                                 # own-block reads (all_to_all)
+        m.d.comb += ltot.eq(Mux(is_a2a, blkf, 0))
         rx_left, fwd_left = Signal(_W + 6), Signal(_W + 6)   # flits still to write / forward
 
         # ---- cursors: (partition, element, byte address); ``rem`` while placing -------------
@@ -159,6 +163,7 @@ class PermuteEngine(wiring.Component):
                     "rem": Signal(_W, name=f"{nm}_rem"),
                     "g": Signal(range(P + K), name=f"{nm}_g")}   # packed: rows into the block
         src_c = cursor("src")
+        loc_c = cursor("loc")                             # all_to_all's own block
         dst_c = [cursor(f"dst{o}") for o in range(n)]     # per origin rank
 
         def step_cursor(cur, desc):
@@ -185,18 +190,38 @@ class PermuteEngine(wiring.Component):
                                                                       depth=RD))
         rdata = m.submodules.rdata = ResetInserter(clr)(fifo.SyncFIFO(width=LANE_BITS * P,
                                                                       depth=RD))
-        rpend = Signal(range(RD + 1))
+        lmeta = m.submodules.lmeta = ResetInserter(clr)(fifo.SyncFIFO(width=pb + 2, depth=RD))
+        ldata = m.submodules.ldata = ResetInserter(clr)(fifo.SyncFIFO(width=LANE_BITS * P,
+                                                                      depth=RD))
+        rtag = m.submodules.rtag = ResetInserter(clr)(fifo.SyncFIFO(width=1, depth=2 * RD))
+        rpend, lpend = Signal(range(RD + 1)), Signal(range(RD + 1))
+        k_loc = Signal(_W)                                # own-block reads requested
         k_rd = Signal(_W)                                 # reads (flits) requested
         e_rd = Signal(_W)                                 # position in the current block
         b_rd = Signal(rb)                                 # blocks read (all_to_all)
-        rd_p = Signal(range(P + 1))
-        m.d.comb += rd_p.eq(ins.src.start + src_c["p"])
+        rd_p, lrd_p = Signal(range(P + 1)), Signal(range(P + 1))
+        m.d.comb += [rd_p.eq(ins.src.start + src_c["p"]), lrd_p.eq(ins.src.start + loc_c["p"])]
+        nv_l = Signal(range(K + 1))
+        m.d.comb += nv_l.eq(Mux(packed, Mux(bp - loc_c["g"] >= K, K, bp - loc_c["g"]), 1))
         req = self.rd.req
-        m.d.comb += [req.valid.eq(running & (k_rd < tot) & (rpend < RD)),
-                     req.payload.addr.eq(src_c["a"]),
-                     req.payload.mask.eq(((1 << nv_rd) - 1) << rd_p[:pb]),
+        main_v = running & (k_rd < tot) & (rpend < RD)
+        loc_v = running & ~main_v & (k_loc < ltot) & (lpend < RD)
+        m.d.comb += [req.valid.eq(main_v | loc_v),
+                     req.payload.addr.eq(Mux(main_v, src_c["a"], loc_c["a"])),
+                     req.payload.mask.eq(Mux(main_v, ((1 << nv_rd) - 1) << rd_p[:pb],
+                                             ((1 << nv_l) - 1) << lrd_p[:pb])),
                      req.payload.we.eq(0)]
-        rd_fire = req.valid & req.ready
+        rd_fire = main_v & req.ready
+        lrd_fire = loc_v & req.ready
+        # responses come back in request order: the tag says which stream's
+        m.d.comb += [rtag.w_en.eq(req.valid & req.ready), rtag.w_data.eq(loc_v),
+                     rtag.r_en.eq(self.rd.rsp.valid),
+                     lmeta.w_en.eq(lrd_fire), lmeta.w_data.eq(Cat(lrd_p[:pb], loc_c["a"][:2])),
+                     ldata.w_en.eq(self.rd.rsp.valid & rtag.r_data),
+                     ldata.w_data.eq(self.rd.rsp.payload)]
+        with m.If(lrd_fire):
+            m.d.sync += k_loc.eq(k_loc + 1)
+            step_cursor(loc_c, ins.src)
         # all-to-all reads its blocks nearest destination first (rank + 1, rank + 2, ..., its
         # own last; the source cursor wraps at the source's end): every rank sends blocks of
         # the same distance at the same time, so every link carries the same load in every
@@ -206,7 +231,8 @@ class PermuteEngine(wiring.Component):
             m.d.comb += dest_rd.eq(Mux(is_a2a, rank + 1 + b_rd, rank + d)[:rb])
         m.d.comb += [rmeta.w_en.eq(rd_fire),
                      rmeta.w_data.eq(Cat(rd_p[:pb], src_c["a"][:2], dest_rd, e_rd + 1 == blkf)),
-                     rdata.w_en.eq(self.rd.rsp.valid), rdata.w_data.eq(self.rd.rsp.payload)]
+                     rdata.w_en.eq(self.rd.rsp.valid & ~rtag.r_data),
+                     rdata.w_data.eq(self.rd.rsp.payload)]
         with m.If(rd_fire):
             m.d.sync += k_rd.eq(k_rd + 1)
             step_cursor(src_c, ins.src)
@@ -230,6 +256,14 @@ class PermuteEngine(wiring.Component):
                                   & keep)
         own_v = rmeta.r_rdy & rdata.r_rdy & running
         own_local = om.dest == rank
+        lm = data.View(data.StructLayout({"p": pb, "shift": 2}), lmeta.r_data)
+        llanes = data.View(data.ArrayLayout(LANE_BITS, P), ldata.r_data)
+        llane_a = Array([llanes[p] for p in range(P)])
+        lown = [Signal(LANE_BITS, name=f"lown{s}") for s in range(K)]
+        for s in range(K):
+            m.d.comb += lown[s].eq((llane_a[(lm.p + s)[:pb]] >> Cat(Const(0, 3), lm.shift))
+                                   & keep)
+        lown_v = lmeta.r_rdy & ldata.r_rdy & running
 
         # ---- received flits: route by header ------------------------------------------------
         rxv = Signal()
@@ -266,7 +300,9 @@ class PermuteEngine(wiring.Component):
         # ---- the SBUF writes: received flits first, then the own block ----------------------
         wr = self.wr.req
         wrx_v = rx_ok & for_me
-        wloc_v = own_v & own_local & ~wrx_v
+        wloc_m = own_v & own_local & ~wrx_v               # send_recv d = 0, a ring of one
+        wloc_l = lown_v & ~wrx_v & ~wloc_m                # all_to_all's own block
+        wloc_v = wloc_m | wloc_l
         wo = Signal(rb)
         m.d.comb += wo.eq(Mux(wrx_v, org, rank))
         wc = {f: Array([c[f] for c in dst_c])[wo] for f in ("p", "a", "g")}
@@ -276,7 +312,8 @@ class PermuteEngine(wiring.Component):
         m.d.comb += nv_w.eq(Mux(packed, Mux(bp - wc["g"] >= K, K, bp - wc["g"]), 1))
         wv = [Signal(LANE_BITS, name=f"wv{s}") for s in range(K)]
         for s in range(K):
-            m.d.comb += wv[s].eq(Mux(wrx_v, rxf.data[LANE_BITS * s:LANE_BITS * (s + 1)], own[s]))
+            m.d.comb += wv[s].eq(Mux(wrx_v, rxf.data[LANE_BITS * s:LANE_BITS * (s + 1)],
+                                     Mux(wloc_l, lown[s], own[s])))
         sh = wc["a"][:2]
         ones = Mux(ins.dst.esize == 0, 0b0001, Mux(ins.dst.esize == 1, 0b0011, 0b1111))
         m.d.comb += [wr.valid.eq(wrx_v | wloc_v), wr.payload.addr.eq(wc["a"]),
@@ -303,8 +340,14 @@ class PermuteEngine(wiring.Component):
         m.d.comb += [self.rx[1].ready.eq(take_rx & self.rx[1].valid),
                      self.rx[0].ready.eq(take_rx & ~self.rx[1].valid),
                      self.rx_expect.eq(want_rx & ~rxv)]
-        pop = inj_go | (wloc_v & w_go)
-        m.d.comb += [rmeta.r_en.eq(pop), rdata.r_en.eq(pop)]
+        pop = inj_go | (wloc_m & w_go)
+        lpop = wloc_l & w_go
+        m.d.comb += [rmeta.r_en.eq(pop), rdata.r_en.eq(pop),
+                     lmeta.r_en.eq(lpop), ldata.r_en.eq(lpop)]
+        with m.If(lpop & ~lrd_fire):
+            m.d.sync += lpend.eq(lpend - 1)
+        with m.Elif(~lpop & lrd_fire):
+            m.d.sync += lpend.eq(lpend + 1)
         with m.If(pop & ~rd_fire):
             m.d.sync += rpend.eq(rpend - 1)
         with m.Elif(~pop & rd_fire):
@@ -312,7 +355,7 @@ class PermuteEngine(wiring.Component):
 
         # ---- control ------------------------------------------------------------------------
         drain = Signal(3)
-        pk = Signal(range(n + 2))                         # cursor being placed
+        pk = Signal(range(n + 3))                         # cursor being placed
         m.d.comb += [self.done.payload.status.eq(status), self.done.payload.info.eq(info)]
         # flits this rank writes and forwards: all_to_all (n-1) blocks and sum_{h=2}^{n-1} (h-1);
         # send_recv one block if d > 0 and d - 1 forwarded
@@ -357,7 +400,9 @@ class PermuteEngine(wiring.Component):
                     fail(E_SHAPE, 0)
                 with m.Else():
                     m.d.sync += [src_c["rem"].eq(Mux(is_a2a, blk * ((rank + 1) & mask), 0)),
-                                 src_c["p"].eq(0), src_c["g"].eq(0)]
+                                 src_c["p"].eq(0), src_c["g"].eq(0),
+                                 loc_c["rem"].eq(Mux(is_a2a, blk * rank, 0)),
+                                 loc_c["p"].eq(0), loc_c["g"].eq(0), k_loc.eq(0), lpend.eq(0)]
                     for o in range(n):
                         m.d.sync += [dst_c[o]["rem"].eq(Mux(is_a2a, blk * o, 0)),
                                      dst_c[o]["p"].eq(0), dst_c[o]["g"].eq(0), cnt[o].eq(0)]
@@ -370,7 +415,8 @@ class PermuteEngine(wiring.Component):
                 # each cursor's element index -> (partition, element) by repeated subtraction
                 m.d.comb += self.busy.eq(1)
                 left = []
-                for cur, desc in [(src_c, ins.src)] + [(c, ins.dst) for c in dst_c]:
+                for cur, desc in [(src_c, ins.src), (loc_c, ins.src)] + [(c, ins.dst)
+                                                                         for c in dst_c]:
                     big = (cur["rem"] >= desc.dims[0].num) & (cur["rem"] != 0)
                     left.append(big)
                     with m.If(big):
@@ -381,10 +427,10 @@ class PermuteEngine(wiring.Component):
             with m.State("PLACE"):
                 # one shared multiplier: the byte address of one cursor a cycle
                 m.d.comb += self.busy.eq(1)
-                curs = [(src_c, ins.src)] + [(c, ins.dst) for c in dst_c]
+                curs = [(src_c, ins.src), (loc_c, ins.src)] + [(c, ins.dst) for c in dst_c]
                 rem = Array([c["rem"][:16] for c, _ in curs])[pk]
                 prod = Signal(32)
-                is_src = pk == 0
+                is_src = pk <= 1
                 m.d.comb += prod.eq(rem * Mux(is_src, ins.src.dims[0].step, ins.dst.dims[0].step))
                 for k, (cur, desc) in enumerate(curs):
                     with m.If(pk == k):
@@ -402,7 +448,8 @@ class PermuteEngine(wiring.Component):
                 with m.Elif(rx_bad):
                     m.d.sync += running.eq(0)
                     fail(E_SHAPE, rxf.src, "DRAIN")
-                with m.Elif((k_rd == tot) & (rpend == 0) & (rx_left == 0) & (fwd_left == 0)):
+                with m.Elif((k_rd == tot) & (rpend == 0) & (k_loc == ltot) & (lpend == 0)
+                            & (rx_left == 0) & (fwd_left == 0)):
                     m.d.sync += running.eq(0)
                     m.next = "REPORT"
             with m.State("DRAIN"):
