@@ -24,6 +24,12 @@ Sources, named in the record itself (``sources``):
   (:data:`RTL_LAYOUT`); 256 KiB on a 32 KiB-a-partition SBUF (the default's 16 KiB holds no
   256 KiB source and destination). ``NC_BENCH_RTL_ENGINE=0`` skips them (``None``);
   ``NC_BENCH_RTL_ENGINE_RANKS=2,8`` adds ``rtl_busbw_table_r2``/``_r8``;
+* **RTL permute-engine ring, default, 4 ranks**: ``rtl_busbw_table``'s ``all_to_all`` and
+  ``send_recv`` (``d = 1``) rows (4, 16, 64, 256 KiB per core), ``rtl_alltoall_busbw_fraction``
+  (64 KiB; ``_256k``), ``rtl_alltoall_of_ring_bound`` (that over the unidirectional ring's
+  bound 2/n, :func:`alltoall_ring_bound`), ``rtl_sendrecv_busbw_fraction`` (64 KiB, algbw): the
+  same harness of :class:`rtl.collective.permute.PermuteEngine` (:func:`rtl_permute_table`),
+  checked the same way;
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
   all-reduces of a few sizes that fit the small SBUF) and ``sem_to_first_flit_cycles``: the

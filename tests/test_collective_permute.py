@@ -225,3 +225,20 @@ def test_permute_1kib_cycles(op, d, record_property):
     # flits on each link: all-to-all 6 blocks of 64, send/recv d messages of 256
     load = 6 * 64 if op == "all_to_all" else 256 * d
     assert load < cyc < 3 * load + 200
+
+
+@pytest.mark.full
+def test_permute_ring_verilator_default(seed):
+    """The Verilator ring of 4 default permute engines (tb/multicore/harness.py, ``engine=
+    "permute"``): a 4 KiB FP32 all-to-all and send/recv (d = 1) per rank, packed (16 rows of 64,
+    4 elements a flit), every rank's SBUF bit for bit equal to MultiCoreSim's
+    (run_engine_ring); the cycles between the busiest link's flits at one a cycle (all-to-all
+    6 blocks of 64 flits, send/recv 256 flits) and twice that plus 200."""
+    from rtl.config import DEFAULT
+    from tb.multicore.build import engine_ring_sim, run_engine_ring
+    cases = [{"op": "all_to_all", "size": 4 << 10, "layout": "split"},
+             {"op": "send_recv", "size": 4 << 10, "layout": "split", "d": 1}]
+    rows, _ = run_engine_ring(DEFAULT, cases, seed=seed,
+                              sim=engine_ring_sim(DEFAULT, engine="permute"))
+    for row, load in zip(rows, (6 * 64, 256)):
+        assert load < row["cycles"] < 2 * load + 200, (seed, row)
