@@ -166,32 +166,36 @@ def test_permute_checks(text, code, info):
     assert all(not i.any() for i in imgs)
 
 
-def test_permute_disagreeing_sizes():
-    """Rank 1's all_to_all has blocks of 3 where rank 0's have 2: a flit that ends its block
-    early or late -> E_SHAPE (ERR_INFO the sender) or E_LINK; never a hang, and nothing is
-    written outside either destination."""
-    rig, sb = rig_of(2)
+@pytest.mark.parametrize("link_bits", [None, 128], ids=["k1", "packed"])
+def test_permute_disagreeing_sizes(link_bits):
+    """Rank 1's all_to_all has blocks of 3 where rank 0's have 2 (packed: 2 rows of 4 and of
+    6, blocks of 4 and 6 flits): a flit that ends its block early or late -> E_SHAPE (ERR_INFO
+    the sender) or E_LINK; never a hang, and nothing is written outside either destination."""
+    rig, sb = rig_of(2, link_bits)
     rng = np.random.default_rng(3)
     images = rand_images(rng, rig.cfg, 2)
-    texts = [f"all_to_all ap0={ap(DST, 'fp32', 1, 4)} ap1={ap(SRC, 'fp32', 1, 4)}",
-             f"all_to_all ap0={ap(DST, 'fp32', 1, 6)} ap1={ap(SRC, 'fp32', 1, 6)}"]
+    rows, per = (2, (4, 6)) if link_bits else (1, (4, 6))
+    texts = [f"all_to_all ap0={ap(DST, 'fp32', rows, q)} ap1={ap(SRC, 'fp32', rows, q)}"
+             for q in per]
     st, inf, imgs, _ = run_engines(sb, rig, [assemble(t) for t in texts], images, watchdog=300)
     assert E_SHAPE in st and all(s in (E_SHAPE, E_LINK) for s in st), (st, inf)
-    for r, size in ((0, 16), (1, 24)):
+    for r, size in ((0, 4 * per[0]), (1, 4 * per[1])):
         outside = imgs[r].copy()
-        outside[0, DST:DST + size] = images[r][0, DST:DST + size]
+        outside[:rows, DST:DST + size] = images[r][:rows, DST:DST + size]
         assert np.array_equal(outside, images[r])
 
 
 @pytest.mark.parametrize("op", ["all_to_all", "send_recv"])
-def test_permute_cut_link(op):
+@pytest.mark.parametrize("link_bits", [None, 128], ids=["k1", "packed"])
+def test_permute_cut_link(op, link_bits):
     """Link 0 -> 1 of a ring of 4 cut from the start: every rank that waits for a flit ends
     with E_LINK within the watchdog, the others complete, and nothing is written outside the
-    destination."""
-    rig, sb = rig_of(4)
+    destination (one element a flit, and packed: K = 4, the destination 4 rows of 16)."""
+    rig, sb = rig_of(4, link_bits)
     rng = np.random.default_rng(5)
     images = rand_images(rng, rig.cfg, 4)
-    texts = _texts(op, 4, "fp32", 4, 16, d=1)
+    texts = _texts(op, 4, "fp32", 4, 16, d=1, dper=16 if link_bits else None)
+    rows, nbytes = (4, 64) if link_bits else (1, 256)
     st, inf, imgs, _ = run_engines(sb, rig, [assemble(t) for t in texts], images, watchdog=100,
                                    cut=0)
     # all_to_all: every rank receives through link 0 -> 1 or from a rank behind it;
@@ -204,7 +208,7 @@ def test_permute_cut_link(op):
         else:
             assert st[r] == 0, (st, inf)
         outside = imgs[r].copy()
-        outside[0, DST:DST + 256] = images[r][0, DST:DST + 256]
+        outside[:rows, DST:DST + nbytes] = images[r][:rows, DST:DST + nbytes]
         assert np.array_equal(outside, images[r])
 
 
