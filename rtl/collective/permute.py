@@ -9,10 +9,11 @@ input); a flit for this rank (all-to-all's own block, ``send_recv`` with ``d = 0
 straight to the destination (``wr``). A flit carries K = ``link_bits / 32`` elements, of K
 source partitions at one free index, when every block is whole source partitions and the
 destination has the source's free size (**packed**: one row read, one masked row write);
-otherwise one element. Received flits (``rx``) are routed by their header: ``chunk`` is the
-destination rank, ``src`` the rank whose source the flit came from, ``last`` marks the last flit of that rank's block for that destination. A flit
-for this rank is written at the next position of its origin's block of the destination; any
-other flit is forwarded unchanged. Codes move unchanged, so the destination holds the bytes of
+otherwise one element. All-to-all reads its other blocks nearest destination first and its own
+block on a second read stream. Received flits (``rx``) are routed by their header: ``chunk`` is
+the destination rank, ``src`` the rank whose source the flit came from, ``last`` marks the last
+flit of that rank's block for that destination. A flit for this rank is written at the next
+position of its origin's block of the destination; any other flit is forwarded unchanged. Codes move unchanged, so the destination holds the bytes of
 :func:`golden.collective.algos.all_to_all` / :func:`golden.collective.algos.permute`.
 
 Deadlock freedom is **bubble flow control**: a forwarded flit needs one credit of the next link,
@@ -181,7 +182,7 @@ class PermuteEngine(wiring.Component):
                 m.d.sync += [cur["j"].eq(cur["j"] + 1),
                              cur["a"].eq(cur["a"] + (desc.dims[0].step << desc.esize))]
 
-        # ---- source reads: in order, block by block -----------------------------------------
+        # ---- source reads: block by block; all-to-all's own block on its own stream --------
         RD = 4
         meta = data.StructLayout({"p": pb, "shift": 2, "dest": rb, "last": 1})
         nv_rd = Signal(range(K + 1))                      # the flit's elements (rows)
@@ -225,7 +226,7 @@ class PermuteEngine(wiring.Component):
         # all-to-all reads its blocks nearest destination first (rank + 1, rank + 2, ..., its
         # own last; the source cursor wraps at the source's end): every rank sends blocks of
         # the same distance at the same time, so every link carries the same load in every
-        # phase, and the own block's writes do not hold up the injection behind them
+        # phase
         dest_rd = Signal(rb)
         if n > 1:
             m.d.comb += dest_rd.eq(Mux(is_a2a, rank + 1 + b_rd, rank + d)[:rb])
