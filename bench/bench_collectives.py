@@ -24,6 +24,12 @@ Sources, named in the record itself (``sources``):
   (:data:`RTL_LAYOUT`); 256 KiB on a 32 KiB-a-partition SBUF (the default's 16 KiB holds no
   256 KiB source and destination). ``NC_BENCH_RTL_ENGINE=0`` skips them (``None``);
   ``NC_BENCH_RTL_ENGINE_RANKS=2,8`` adds ``rtl_busbw_table_r2``/``_r8``;
+* **RTL permute-engine ring, default, 4 ranks**: ``rtl_busbw_table``'s ``all_to_all`` and
+  ``send_recv`` (``d = 1``) rows (4, 16, 64, 256 KiB per core), ``rtl_alltoall_busbw_fraction``
+  (64 KiB; ``_256k``), ``rtl_alltoall_of_ring_bound`` (that over the unidirectional ring's
+  bound 2/n, :func:`alltoall_ring_bound`), ``rtl_sendrecv_busbw_fraction`` (64 KiB, algbw): the
+  same harness of :class:`rtl.collective.permute.PermuteEngine` (:func:`rtl_permute_table`),
+  checked the same way;
 * ``dp_step_*``: the data-parallel step on the multi-core golden simulator;
 * **RTL MultiCore, small, 2 cores**: ``rtl_allreduce`` (cycles and busbw fraction of FP32
   all-reduces of a few sizes that fit the small SBUF) and ``sem_to_first_flit_cycles``: the
@@ -238,19 +244,94 @@ def rtl_engine_case(cfg, op, size, seed=0, layout=RTL_LAYOUT):
     return cyc, busbw_fraction(op, cfg.ring_size, size, cyc, cfg.link_bits)
 
 
+#: The permute engine's rows of the RTL busbw table (docs/collectives.md §14.6): FP32
+#: all-to-all and send/recv with ``d = 1`` of these sizes per core.
+RTL_PERMUTE_OPS = ("all_to_all", "send_recv")
+RTL_PERMUTE_SIZES = (4 << 10, 16 << 10, 64 << 10, 256 << 10)
+
+
+def alltoall_ring_bound(n):
+    """The busbw fraction (NCCL's, over one link's peak) an all-to-all can reach on a
+    unidirectional ring of ``n``: the busiest link carries ``n(n - 1)/2`` blocks of ``S/n``
+    bytes and busbw counts ``(n - 1)/n S``, so ``2/n`` (docs/collectives.md §18)."""
+    return 2 / n
+
+
+def permute_ring_cfg(cfg, n, op, size, layout=RTL_LAYOUT):
+    """As :func:`engine_ring_cfg` for the permute engine's cases
+    (:func:`tb.multicore.build.permute_ring_case`)."""
+    from tb.multicore.build import permute_ring_case
+    c = cfg.replace(ring_size=n)
+    while True:
+        try:
+            permute_ring_case(c, op, size, layout=layout)
+            return c
+        except ValueError:
+            if c.sbuf_bytes_per_partition >= 1 << 20:
+                raise
+            c = c.replace(sbuf_bytes_per_partition=2 * c.sbuf_bytes_per_partition)
+
+
+def rtl_permute_table(cfg, n=4, ops=RTL_PERMUTE_OPS, sizes=RTL_PERMUTE_SIZES, seed=0,
+                      layout=RTL_LAYOUT):
+    """``({op: {size: {"cycles", "busbw_fraction", "of_ring_bound",
+    "sbuf_bytes_per_partition", "sim_seconds"}}}, builds)`` as :func:`rtl_engine_table` for the
+    permute engine's ring (:func:`tb.multicore.build.engine_ring_sim` with ``engine="permute"``):
+    FP32 all-to-all and send/recv (``d = 1``), source and destination ``partitions`` rows of
+    the same free size (so packed, K elements a flit), every rank's whole SBUF bit for bit equal
+    to the multi-core golden simulator's. busbw: all-to-all's NCCL ``(n - 1)/n`` algbw, and
+    ``of_ring_bound`` that over :func:`alltoall_ring_bound`; send/recv's algbw (NCCL's busbw of
+    a send/recv), both over ``link_bits / 8`` bytes a cycle."""
+    from tb.multicore.build import engine_ring_sim, run_engine_ring
+    groups = {}
+    for op in ops:
+        for size in sizes:
+            c = permute_ring_cfg(cfg, n, op, size, layout)
+            groups.setdefault(c.sbuf_bytes_per_partition, (c, []))[1].append(
+                {"op": op, "size": size, "layout": layout, "d": 1})
+    table, builds = {op: {} for op in ops}, {}
+    for sb, (c, cases) in sorted(groups.items()):
+        sim = engine_ring_sim(c, engine="permute")
+        rows, secs = run_engine_ring(c, cases, seed=seed, sim=sim)
+        builds[f"permute sbuf_bytes_per_partition={sb}"] = {"build_seconds": round(secs, 1),
+                                                            "cached": sim.cached}
+        for row in rows:
+            op, size, cyc = row["op"], row["size"], row["cycles"]
+            if op == "all_to_all":
+                f = busbw_fraction(op, n, size, cyc, c.link_bits)
+                extra = {"of_ring_bound": round(f / alltoall_ring_bound(n), 4)}
+            else:
+                f, extra = round(size / cyc / (c.link_bits / 8), 4), {"d": 1}
+            table[op][str(size)] = {"cycles": cyc, "busbw_fraction": f, **extra,
+                                    "sbuf_bytes_per_partition": sb,
+                                    "sim_seconds": row["sim_seconds"]}
+    return table, builds
+
+
 #: The ``rtl_*`` engine-ring metrics without a measurement.
 RTL_ENGINE_KEYS = ("rtl_allreduce_4kib_cycles", "rtl_allreduce_busbw_fraction_64k",
                    "rtl_allreduce_busbw_fraction_256k", "rtl_allgather_busbw_fraction",
                    "rtl_reducescatter_busbw_fraction", "rtl_busbw_table",
-                   "rtl_engine_builds")
+                   "rtl_engine_builds", "rtl_alltoall_busbw_fraction",
+                   "rtl_alltoall_busbw_fraction_256k", "rtl_alltoall_of_ring_bound",
+                   "rtl_sendrecv_busbw_fraction")
 
 
 def rtl_engine_figures(cfg, n=4):
     """The ``rtl_*`` engine-ring metrics: :func:`rtl_engine_table` on ``n`` ranks of ``cfg``
-    and the named figures taken from it (64 KiB for all-gather and reduce-scatter)."""
+    and the named figures taken from it (64 KiB for all-gather and reduce-scatter), and the
+    permute engine's rows (:func:`rtl_permute_table`, 64 KiB for all-to-all and send/recv)."""
     table, builds = rtl_engine_table(cfg, n)
+    ptable, pbuilds = rtl_permute_table(cfg, n)
+    table.update(ptable)
+    builds.update(pbuilds)
     k64, k256 = str(64 << 10), str(256 << 10)
-    return {"rtl_allreduce_4kib_cycles": table["all_reduce"][str(4 << 10)]["cycles"],
+    a2a = table["all_to_all"]
+    return {
+            "rtl_alltoall_busbw_fraction": a2a[k64]["busbw_fraction"],
+            "rtl_alltoall_busbw_fraction_256k": a2a[k256]["busbw_fraction"],
+            "rtl_alltoall_of_ring_bound": a2a[k64]["of_ring_bound"],
+            "rtl_sendrecv_busbw_fraction": table["send_recv"][k64]["busbw_fraction"],"rtl_allreduce_4kib_cycles": table["all_reduce"][str(4 << 10)]["cycles"],
             "rtl_allreduce_busbw_fraction_64k": table["all_reduce"][k64]["busbw_fraction"],
             "rtl_allreduce_busbw_fraction_256k": table["all_reduce"][k256]["busbw_fraction"],
             "rtl_allgather_busbw_fraction": table["all_gather"][k64]["busbw_fraction"],
@@ -273,6 +354,21 @@ RTL_ENGINE_SOURCE = (
     "sbuf_bytes_per_partition; the SBUF size is not a link setting, and 64 KiB takes the same "
     "cycles on both sizes), the rest on default; rtl_allgather_busbw_fraction and "
     "rtl_reducescatter_busbw_fraction at 64 KiB")
+
+
+#: Where the permute engine's ``rtl_*`` metrics come from.
+RTL_PERMUTE_SOURCE = (
+    "RTL permute-engine ring, default, 4 ranks, Verilator (tb.multicore.harness."
+    "EngineRingHarness with engine='permute': four rtl.collective.permute.PermuteEngine with "
+    "their SBUFs, link ports and delay lines); FP32, NCCL S per core, seed 0, one run per "
+    "case; source P rows at byte 0, destination P rows of the same free size at the middle "
+    "of the partition (packed: 4 elements of 4 rows a flit); cycles: the issue cycle to the "
+    "last rank's done; every rank's whole SBUF bit for bit equal to MultiCoreSim's. "
+    "all-to-all: busbw = algbw (n-1)/n over link_bits / 8 bytes a cycle (one TX link a core), "
+    "of_ring_bound that over 2/n (the busiest link of a unidirectional ring carries "
+    "n(n-1)/2 blocks); send_recv d = 1: algbw over the same peak. 256 KiB on "
+    "sbuf_bytes_per_partition = 32768; rtl_alltoall_busbw_fraction, "
+    "rtl_alltoall_of_ring_bound and rtl_sendrecv_busbw_fraction at 64 KiB")
 
 
 def rtl_engine_metrics(rtl):
@@ -351,6 +447,8 @@ def run(cfg):
             "rtl_allreduce_busbw_fraction_*/rtl_allgather_*/rtl_reducescatter_*/"
             "rtl_allreduce_4kib_cycles/rtl_busbw_table*/rtl_engine_builds":
                 RTL_ENGINE_SOURCE,
+            "rtl_alltoall_*/rtl_sendrecv_*/rtl_busbw_table all_to_all, send_recv":
+                RTL_PERMUTE_SOURCE,
             "sem_to_first_flit_cycles": "RTL MultiCore, small, 2 cores: the all-reduce's issue "
                                         "(its semaphore wait satisfied, the activity trace) to "
                                         "the first cycle its core's ring TX valid is high; the "

@@ -32,11 +32,14 @@ def ap(off, dtype, parts, per, start=0):
 _RIGS = {}
 
 
-def rig_of(n):
-    if n not in _RIGS:
-        rig = EngineRing(SMALL.replace(ring_size=n), engine=PermuteEngine)
-        _RIGS[n] = (rig, SimBench(rig))
-    return _RIGS[n]
+def rig_of(n, link_bits=None):
+    """The ring of ``n`` small permute engines (``link_bits``: 128 for K = 4 slots a flit)."""
+    if (n, link_bits) not in _RIGS:
+        c = SMALL.replace(ring_size=n)
+        rig = EngineRing(c if link_bits is None else c.replace(link_bits=link_bits),
+                         engine=PermuteEngine)
+        _RIGS[n, link_bits] = (rig, SimBench(rig))
+    return _RIGS[n, link_bits]
 
 
 def rand_images(rng, cfg, n):
@@ -75,10 +78,12 @@ def check(bench, texts, images, seed, watchdog=2000):
     return cyc
 
 
-def _texts(op, n, dtype, parts, per, d=0, stream=2):
+def _texts(op, n, dtype, parts, per, d=0, stream=2, *, sstart=0, dstart=0, dper=None):
     dp, dq = dst_shape(op, 0, n, parts, per)
+    if dper is not None:                     # the same size in free size dper
+        dp, dq = dp * dq // dper, dper
     extra = f" d={d}" if op == "send_recv" else ""
-    return [f"{op} ap0={ap(DST, dtype, dp, dq)} ap1={ap(SRC, dtype, parts, per)}"
+    return [f"{op} ap0={ap(DST, dtype, dp, dq, dstart)} ap1={ap(SRC, dtype, parts, per, sstart)}"
             f" stream={stream}{extra}"] * n
 
 
@@ -101,6 +106,36 @@ def test_permute_vs_golden(case):
     for r in range(n):
         fill(rng, images[r], dtype, parts, per)
     check(bench, _texts(op, n, dtype, parts, per, d), images, seed)
+
+
+# K slots a flit (link_bits 128: 4, 64: 2): (link_bits, n, op, dtype, partitions, per, d,
+# source start, destination start, destination free size (None: the source's)); packed when
+# every block is whole source rows and the destination has the source's free size (groups of 1
+# to K rows; a block of 3 rows on K = 2 two groups), one element a flit otherwise (another
+# destination free size; an all-to-all of 3 rows on 2 ranks)
+PACKED_CASES = [(128, 4, "all_to_all", "fp32", 4, 6, 0, 0, 0, None),
+                (128, 2, "all_to_all", "bf16", 4, 5, 0, 0, 0, None),
+                (128, 2, "send_recv", "fp32", 3, 4, 1, 1, 0, None),
+                (128, 4, "send_recv", "fp8_e4m3", 4, 9, 2, 0, 0, None),
+                (128, 4, "send_recv", "fp32", 2, 5, 3, 0, 2, None),
+                (128, 2, "all_to_all", "fp32", 2, 6, 0, 0, 1, 4),
+                (128, 2, "all_to_all", "fp32", 3, 4, 0, 0, 0, None),
+                (64, 2, "send_recv", "fp32", 3, 5, 1, 1, 0, None),
+                (64, 2, "all_to_all", "fp16", 4, 3, 0, 0, 0, None)]
+
+
+@pytest.mark.parametrize("case", PACKED_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_permute_packed_vs_golden(case):
+    """K elements of K source rows a flit: every rank's SBUF bit for bit as the golden's."""
+    lb, n, op, dtype, parts, per, d, s0, d0, dper = case
+    bench = rig_of(n, lb)
+    seed = sum(map(ord, "-".join(map(str, case))))
+    rng = np.random.default_rng(seed)
+    images = rand_images(rng, bench[0].cfg, n)
+    for r in range(n):
+        fill(rng, images[r], dtype, s0 + parts, per)
+    check(bench, _texts(op, n, dtype, parts, per, d, sstart=s0, dstart=d0, dper=dper or per),
+          images, seed)
 
 
 @pytest.mark.parametrize("text,code,info", [
@@ -131,32 +166,36 @@ def test_permute_checks(text, code, info):
     assert all(not i.any() for i in imgs)
 
 
-def test_permute_disagreeing_sizes():
-    """Rank 1's all_to_all has blocks of 3 where rank 0's have 2: a flit that ends its block
-    early or late -> E_SHAPE (ERR_INFO the sender) or E_LINK; never a hang, and nothing is
-    written outside either destination."""
-    rig, sb = rig_of(2)
+@pytest.mark.parametrize("link_bits", [None, 128], ids=["k1", "packed"])
+def test_permute_disagreeing_sizes(link_bits):
+    """Rank 1's all_to_all has blocks of 3 where rank 0's have 2 (packed: 2 rows of 4 and of
+    6, blocks of 4 and 6 flits): a flit that ends its block early or late -> E_SHAPE (ERR_INFO
+    the sender) or E_LINK; never a hang, and nothing is written outside either destination."""
+    rig, sb = rig_of(2, link_bits)
     rng = np.random.default_rng(3)
     images = rand_images(rng, rig.cfg, 2)
-    texts = [f"all_to_all ap0={ap(DST, 'fp32', 1, 4)} ap1={ap(SRC, 'fp32', 1, 4)}",
-             f"all_to_all ap0={ap(DST, 'fp32', 1, 6)} ap1={ap(SRC, 'fp32', 1, 6)}"]
+    rows, per = (2, (4, 6)) if link_bits else (1, (4, 6))
+    texts = [f"all_to_all ap0={ap(DST, 'fp32', rows, q)} ap1={ap(SRC, 'fp32', rows, q)}"
+             for q in per]
     st, inf, imgs, _ = run_engines(sb, rig, [assemble(t) for t in texts], images, watchdog=300)
     assert E_SHAPE in st and all(s in (E_SHAPE, E_LINK) for s in st), (st, inf)
-    for r, size in ((0, 16), (1, 24)):
+    for r, size in ((0, 4 * per[0]), (1, 4 * per[1])):
         outside = imgs[r].copy()
-        outside[0, DST:DST + size] = images[r][0, DST:DST + size]
+        outside[:rows, DST:DST + size] = images[r][:rows, DST:DST + size]
         assert np.array_equal(outside, images[r])
 
 
 @pytest.mark.parametrize("op", ["all_to_all", "send_recv"])
-def test_permute_cut_link(op):
+@pytest.mark.parametrize("link_bits", [None, 128], ids=["k1", "packed"])
+def test_permute_cut_link(op, link_bits):
     """Link 0 -> 1 of a ring of 4 cut from the start: every rank that waits for a flit ends
     with E_LINK within the watchdog, the others complete, and nothing is written outside the
-    destination."""
-    rig, sb = rig_of(4)
+    destination (one element a flit, and packed: K = 4, the destination 4 rows of 16)."""
+    rig, sb = rig_of(4, link_bits)
     rng = np.random.default_rng(5)
     images = rand_images(rng, rig.cfg, 4)
-    texts = _texts(op, 4, "fp32", 4, 16, d=1)
+    texts = _texts(op, 4, "fp32", 4, 16, d=1, dper=16 if link_bits else None)
+    rows, nbytes = (4, 64) if link_bits else (1, 256)
     st, inf, imgs, _ = run_engines(sb, rig, [assemble(t) for t in texts], images, watchdog=100,
                                    cut=0)
     # all_to_all: every rank receives through link 0 -> 1 or from a rank behind it;
@@ -169,7 +208,7 @@ def test_permute_cut_link(op):
         else:
             assert st[r] == 0, (st, inf)
         outside = imgs[r].copy()
-        outside[0, DST:DST + 256] = images[r][0, DST:DST + 256]
+        outside[:rows, DST:DST + nbytes] = images[r][:rows, DST:DST + nbytes]
         assert np.array_equal(outside, images[r])
 
 
@@ -190,3 +229,20 @@ def test_permute_1kib_cycles(op, d, record_property):
     # flits on each link: all-to-all 6 blocks of 64, send/recv d messages of 256
     load = 6 * 64 if op == "all_to_all" else 256 * d
     assert load < cyc < 3 * load + 200
+
+
+@pytest.mark.full
+def test_permute_ring_verilator_default(seed):
+    """The Verilator ring of 4 default permute engines (tb/multicore/harness.py, ``engine=
+    "permute"``): a 4 KiB FP32 all-to-all and send/recv (d = 1) per rank, packed (16 rows of 64,
+    4 elements a flit), every rank's SBUF bit for bit equal to MultiCoreSim's
+    (run_engine_ring); the cycles between the busiest link's flits at one a cycle (all-to-all
+    6 blocks of 64 flits, send/recv 256 flits) and twice that plus 200."""
+    from rtl.config import DEFAULT
+    from tb.multicore.build import engine_ring_sim, run_engine_ring
+    cases = [{"op": "all_to_all", "size": 4 << 10, "layout": "split"},
+             {"op": "send_recv", "size": 4 << 10, "layout": "split", "d": 1}]
+    rows, _ = run_engine_ring(DEFAULT, cases, seed=seed,
+                              sim=engine_ring_sim(DEFAULT, engine="permute"))
+    for row, load in zip(rows, (6 * 64, 256)):
+        assert load < row["cycles"] < 2 * load + 200, (seed, row)

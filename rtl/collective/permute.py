@@ -3,14 +3,17 @@
 ``send_recv`` (0x64) of ``rtl/isa.py``, on a unidirectional ring of ``cfg.ring_size`` cores
 (docs/collectives.md §14.6).
 
-It reads its source through its own SBUF row port (``rd``), one element a cycle in order, and
-sends every element whose destination is another rank as one flit (``tx``, the TX port's
-injection input); an element for this rank (all-to-all's own block, ``send_recv`` with
-``d = 0``) is written straight to the destination (``wr``). Received flits (``rx``) are routed
-by their header: ``chunk`` is the destination rank, ``src`` the rank whose source the element
-came from, ``last`` marks the last element of that rank's block for that destination. A flit
-for this rank is written at the next position of its origin's block of the destination; any
-other flit is forwarded unchanged. Codes move unchanged, so the destination holds the bytes of
+It reads its source through its own SBUF row port (``rd``), one flit's elements a cycle in
+order, and sends every flit whose destination is another rank (``tx``, the TX port's injection
+input); a flit for this rank (all-to-all's own block, ``send_recv`` with ``d = 0``) is written
+straight to the destination (``wr``). A flit carries K = ``link_bits / 32`` elements, of K
+source partitions at one free index, when every block is whole source partitions and the
+destination has the source's free size (**packed**: one row read, one masked row write);
+otherwise one element. All-to-all reads its other blocks nearest destination first and its own
+block on a second read stream. Received flits (``rx``) are routed by their header: ``chunk`` is
+the destination rank, ``src`` the rank whose source the flit came from, ``last`` marks the last
+flit of that rank's block for that destination. A flit for this rank is written at the next
+position of its origin's block of the destination; any other flit is forwarded unchanged. Codes move unchanged, so the destination holds the bytes of
 :func:`golden.collective.algos.all_to_all` / :func:`golden.collective.algos.permute`.
 
 Deadlock freedom is **bubble flow control**: a forwarded flit needs one credit of the next link,
@@ -43,7 +46,9 @@ _W = 28                                  # element counts and indices
 
 class PermuteEngine(wiring.Component):
     """Runs ``all_to_all`` and ``send_recv`` (FP32, BF16, FP16 and the FP8 formats, codes
-    moved unchanged) on a ring of ``cfg.ring_size`` ranks, one element per flit.
+    moved unchanged) on a ring of ``cfg.ring_size`` ranks, K = ``link_bits / 32`` elements a
+    flit when packed (every block whole source partitions, the destination of the source's free
+    size), one otherwise.
 
     Per instruction, in order (the golden's checks, ``golden/isasim/collective_engine.py``):
     ``E_OPCODE`` (info 0) an opcode other than all_to_all / send_recv; ``E_SHAPE`` a send_recv
@@ -61,7 +66,7 @@ class PermuteEngine(wiring.Component):
     Parameters
     ----------
     cfg : CoreConfig
-        ``ring_size`` (1: a local copy), ``link_bits`` (>= 32: one element per flit),
+        ``ring_size`` (1: a local copy), ``link_bits`` (K = ``link_bits / 32`` slots a flit),
         ``link_credits``.
 
     Members
@@ -73,7 +78,7 @@ class PermuteEngine(wiring.Component):
     tx : Out(stream.Signature(payload_layout(cfg)))
         Flits into the TX port's injection input, forwarded ones included.
     tx_credit : In(range(link_credits + 1))
-        The TX port's credit counter of the virtual channel ``tx`` feeds: an element is injected
+        The TX port's credit counter of the virtual channel ``tx`` feeds: a flit is injected
         only with two credits (bubble flow control), a flit is forwarded with one.
     rx : In(stream.Signature(payload_layout(cfg))).array(LINK_VCS)
     rx_expect : Out(1)
@@ -110,6 +115,8 @@ class PermuteEngine(wiring.Component):
         m = Module()
         cfg = self.cfg
         n, P = cfg.ring_size, cfg.partitions
+        K = cfg.link_bits // LANE_BITS                    # slots a flit (a power of two)
+        kb = (K - 1).bit_length()
         lg = (n - 1).bit_length()
         mask = n - 1
         pb = max(1, (P - 1).bit_length())
@@ -131,63 +138,133 @@ class PermuteEngine(wiring.Component):
                      nd.eq(ins.dst.count * ins.dst.dims[0].num)]
         blk = Signal(_W)                                  # one origin's block
         m.d.comb += blk.eq(Mux(is_a2a, ns >> lg, ns))
+        # packing (K > 1): every block whole source partitions and the destination of the
+        # source's free size -> a flit carries K elements of K partitions at one free index
+        # and lands in one masked row write; otherwise one element a flit
+        F = ins.src.dims[0].num
+        packed = Signal()
+        m.d.comb += packed.eq((K > 1) & (ins.dst.dims[0].num == F)
+                              & (~is_a2a | ((ins.src.count & mask) == 0)))
+        bp = Signal(range(P + 1))                         # a packed block's partitions
+        m.d.comb += bp.eq(Mux(is_a2a, ins.src.count >> lg, ins.src.count))
+        blkf = Signal(_W)                                 # one origin's block, in flits
+        m.d.comb += blkf.eq(Mux(packed, ((bp + K - 1) >> kb) * F, blk))
+        # the source's reads: all-to-all's other blocks on the main stream, its own block on a
+        # stream of its own (``loc``) that takes the read port when the main one does not
+        tot = Signal(_W)                                  # main-stream flits (reads)
+        m.d.comb += tot.eq(Mux(is_a2a, (blkf << lg) - blkf, blkf))
+        ltot = Signal(_W)                                 # own-block reads (all_to_all)
+        m.d.comb += ltot.eq(Mux(is_a2a, blkf, 0))
         rx_left, fwd_left = Signal(_W + 6), Signal(_W + 6)   # flits still to write / forward
 
         # ---- cursors: (partition, element, byte address); ``rem`` while placing -------------
         def cursor(nm):
             return {"p": Signal(range(P + 1), name=f"{nm}_p"), "j": Signal(16, name=f"{nm}_j"),
                     "a": Signal(cfg.ap_addr_bits, name=f"{nm}_a"),
-                    "rem": Signal(_W, name=f"{nm}_rem")}
+                    "rem": Signal(_W, name=f"{nm}_rem"),
+                    "g": Signal(range(P + K), name=f"{nm}_g")}   # packed: rows into the block
         src_c = cursor("src")
+        loc_c = cursor("loc")                             # all_to_all's own block
         dst_c = [cursor(f"dst{o}") for o in range(n)]     # per origin rank
 
         def step_cursor(cur, desc):
+            # packed: the next K rows of the block after the last free index, the next block
+            # after its last row group (the source; a destination cursor has one block)
             with m.If(cur["j"] + 1 >= desc.dims[0].num):
-                m.d.sync += [cur["p"].eq(cur["p"] + 1), cur["j"].eq(0),
-                             cur["a"].eq(desc.offset)]
+                m.d.sync += [cur["j"].eq(0), cur["a"].eq(desc.offset)]
+                with m.If(~packed):
+                    m.d.sync += cur["p"].eq(cur["p"] + 1)
+                with m.Elif(cur["g"] + K >= bp):
+                    m.d.sync += [cur["p"].eq(cur["p"] + bp - cur["g"]), cur["g"].eq(0)]
+                with m.Else():
+                    m.d.sync += [cur["p"].eq(cur["p"] + K), cur["g"].eq(cur["g"] + K)]
             with m.Else():
                 m.d.sync += [cur["j"].eq(cur["j"] + 1),
                              cur["a"].eq(cur["a"] + (desc.dims[0].step << desc.esize))]
 
-        # ---- source reads: in order, block by block -----------------------------------------
+        # ---- source reads: block by block; all-to-all's own block on its own stream --------
         RD = 4
         meta = data.StructLayout({"p": pb, "shift": 2, "dest": rb, "last": 1})
+        nv_rd = Signal(range(K + 1))                      # the flit's elements (rows)
+        m.d.comb += nv_rd.eq(Mux(packed, Mux(bp - src_c["g"] >= K, K, bp - src_c["g"]), 1))
         rmeta = m.submodules.rmeta = ResetInserter(clr)(fifo.SyncFIFO(width=meta.size,
                                                                       depth=RD))
         rdata = m.submodules.rdata = ResetInserter(clr)(fifo.SyncFIFO(width=LANE_BITS * P,
                                                                       depth=RD))
-        rpend = Signal(range(RD + 1))
-        k_rd = Signal(_W)                                 # elements requested
+        lmeta = m.submodules.lmeta = ResetInserter(clr)(fifo.SyncFIFO(width=pb + 2, depth=RD))
+        ldata = m.submodules.ldata = ResetInserter(clr)(fifo.SyncFIFO(width=LANE_BITS * P,
+                                                                      depth=RD))
+        rtag = m.submodules.rtag = ResetInserter(clr)(fifo.SyncFIFO(width=1, depth=2 * RD))
+        rpend, lpend = Signal(range(RD + 1)), Signal(range(RD + 1))
+        k_loc = Signal(_W)                                # own-block reads requested
+        k_rd = Signal(_W)                                 # reads (flits) requested
         e_rd = Signal(_W)                                 # position in the current block
-        b_rd = Signal(rb)                                 # the current block (all_to_all)
-        rd_p = Signal(range(P + 1))
-        m.d.comb += rd_p.eq(ins.src.start + src_c["p"])
+        b_rd = Signal(rb)                                 # blocks read (all_to_all)
+        rd_p, lrd_p = Signal(range(P + 1)), Signal(range(P + 1))
+        m.d.comb += [rd_p.eq(ins.src.start + src_c["p"]), lrd_p.eq(ins.src.start + loc_c["p"])]
+        nv_l = Signal(range(K + 1))
+        m.d.comb += nv_l.eq(Mux(packed, Mux(bp - loc_c["g"] >= K, K, bp - loc_c["g"]), 1))
         req = self.rd.req
-        m.d.comb += [req.valid.eq(running & (k_rd < ns) & (rpend < RD)),
-                     req.payload.addr.eq(src_c["a"]), req.payload.mask.eq(1 << rd_p[:pb]),
+        main_v = running & (k_rd < tot) & (rpend < RD)
+        loc_v = running & ~main_v & (k_loc < ltot) & (lpend < RD)
+        m.d.comb += [req.valid.eq(main_v | loc_v),
+                     req.payload.addr.eq(Mux(main_v, src_c["a"], loc_c["a"])),
+                     req.payload.mask.eq(Mux(main_v, ((1 << nv_rd) - 1) << rd_p[:pb],
+                                             ((1 << nv_l) - 1) << lrd_p[:pb])),
                      req.payload.we.eq(0)]
-        rd_fire = req.valid & req.ready
+        rd_fire = main_v & req.ready
+        lrd_fire = loc_v & req.ready
+        # responses come back in request order: the tag says which stream's
+        m.d.comb += [rtag.w_en.eq(req.valid & req.ready), rtag.w_data.eq(loc_v),
+                     rtag.r_en.eq(self.rd.rsp.valid),
+                     lmeta.w_en.eq(lrd_fire), lmeta.w_data.eq(Cat(lrd_p[:pb], loc_c["a"][:2])),
+                     ldata.w_en.eq(self.rd.rsp.valid & rtag.r_data),
+                     ldata.w_data.eq(self.rd.rsp.payload)]
+        with m.If(lrd_fire):
+            m.d.sync += k_loc.eq(k_loc + 1)
+            step_cursor(loc_c, ins.src)
+        # all-to-all reads its blocks nearest destination first (rank + 1, rank + 2, ..., its
+        # own last; the source cursor wraps at the source's end): every rank sends blocks of
+        # the same distance at the same time, so every link carries the same load in every
+        # phase
         dest_rd = Signal(rb)
         if n > 1:
-            m.d.comb += dest_rd.eq(Mux(is_a2a, b_rd, (rank + d)[:rb]))
+            m.d.comb += dest_rd.eq(Mux(is_a2a, rank + 1 + b_rd, rank + d)[:rb])
         m.d.comb += [rmeta.w_en.eq(rd_fire),
-                     rmeta.w_data.eq(Cat(rd_p[:pb], src_c["a"][:2], dest_rd, e_rd + 1 == blk)),
-                     rdata.w_en.eq(self.rd.rsp.valid), rdata.w_data.eq(self.rd.rsp.payload)]
+                     rmeta.w_data.eq(Cat(rd_p[:pb], src_c["a"][:2], dest_rd, e_rd + 1 == blkf)),
+                     rdata.w_en.eq(self.rd.rsp.valid & ~rtag.r_data),
+                     rdata.w_data.eq(self.rd.rsp.payload)]
         with m.If(rd_fire):
             m.d.sync += k_rd.eq(k_rd + 1)
             step_cursor(src_c, ins.src)
-            with m.If(e_rd + 1 == blk):
+            with m.If(e_rd + 1 == blkf):
                 m.d.sync += [e_rd.eq(0), b_rd.eq(b_rd + 1)]
+                if n > 1:
+                    with m.If(is_a2a & (dest_rd == n - 1)):     # the source's end: wrap
+                        m.d.sync += [src_c["p"].eq(0), src_c["j"].eq(0), src_c["g"].eq(0),
+                                     src_c["a"].eq(ins.src.offset)]
             with m.Else():
                 m.d.sync += e_rd.eq(e_rd + 1)
         om = data.View(meta, rmeta.r_data)
         lanes = data.View(data.ArrayLayout(LANE_BITS, P), rdata.r_data)
-        own = Signal(32)
+        # the flit's slots: slot s the element of row p + s (rows past the group: don't care,
+        # never written)
+        own = [Signal(LANE_BITS, name=f"own{s}") for s in range(K)]
         keep = Mux(ins.src.esize == 0, 0xFF, Mux(ins.src.esize == 1, 0xFFFF, 0xFFFFFFFF))
-        m.d.comb += own.eq((Array([lanes[p] for p in range(P)])[om.p]
-                            >> Cat(Const(0, 3), om.shift)) & keep)
+        lane_a = Array([lanes[p] for p in range(P)])
+        for s in range(K):
+            m.d.comb += own[s].eq((lane_a[(om.p + s)[:pb]] >> Cat(Const(0, 3), om.shift))
+                                  & keep)
         own_v = rmeta.r_rdy & rdata.r_rdy & running
         own_local = om.dest == rank
+        lm = data.View(data.StructLayout({"p": pb, "shift": 2}), lmeta.r_data)
+        llanes = data.View(data.ArrayLayout(LANE_BITS, P), ldata.r_data)
+        llane_a = Array([llanes[p] for p in range(P)])
+        lown = [Signal(LANE_BITS, name=f"lown{s}") for s in range(K)]
+        for s in range(K):
+            m.d.comb += lown[s].eq((llane_a[(lm.p + s)[:pb]] >> Cat(Const(0, 3), lm.shift))
+                                   & keep)
+        lown_v = lmeta.r_rdy & ldata.r_rdy & running
 
         # ---- received flits: route by header ------------------------------------------------
         rxv = Signal()
@@ -204,7 +281,7 @@ class PermuteEngine(wiring.Component):
         for_me = hs == hf
         cnt = [Signal(_W, name=f"cnt{o}") for o in range(n)]      # written, per origin
         cnt_o = Array(cnt)[org]
-        blk_ok = Mux(for_me, (cnt_o < blk) & (rxf.last == (cnt_o + 1 == blk)), fwd_left != 0)
+        blk_ok = Mux(for_me, (cnt_o < blkf) & (rxf.last == (cnt_o + 1 == blkf)), fwd_left != 0)
         rx_bad = Signal()
         m.d.comb += rx_bad.eq(want_rx & rxv & ~(route_ok & blk_ok))
         rx_ok = want_rx & rxv & ~rx_bad
@@ -214,7 +291,7 @@ class PermuteEngine(wiring.Component):
         fwd_v = rx_ok & ~for_me
         inj_v = own_v & ~own_local & ~fwd_v & (self.tx_credit >= 2)
         inj = Signal(payload_layout(cfg))
-        m.d.comb += [inj.data.eq(own), inj.src.eq(rank), inj.last.eq(om.last),
+        m.d.comb += [inj.data.eq(Cat(*own)), inj.src.eq(rank), inj.last.eq(om.last),
                      inj.stream.eq(ins.stream), inj.chunk.eq(om.dest),
                      tx.valid.eq(fwd_v | inj_v),
                      tx.payload.eq(Mux(fwd_v, rxf.as_value(), inj.as_value()))]
@@ -224,20 +301,29 @@ class PermuteEngine(wiring.Component):
         # ---- the SBUF writes: received flits first, then the own block ----------------------
         wr = self.wr.req
         wrx_v = rx_ok & for_me
-        wloc_v = own_v & own_local & ~wrx_v
+        wloc_m = own_v & own_local & ~wrx_v               # send_recv d = 0, a ring of one
+        wloc_l = lown_v & ~wrx_v & ~wloc_m                # all_to_all's own block
+        wloc_v = wloc_m | wloc_l
         wo = Signal(rb)
         m.d.comb += wo.eq(Mux(wrx_v, org, rank))
-        wc = {f: Array([c[f] for c in dst_c])[wo] for f in ("p", "a")}
+        wc = {f: Array([c[f] for c in dst_c])[wo] for f in ("p", "a", "g")}
         wp = Signal(range(P + 256))
         m.d.comb += wp.eq(ins.dst.start + wc["p"])
-        wv = Mux(wrx_v, rxf.data[:32], own)
+        nv_w = Signal(range(K + 1))                       # rows the write covers
+        m.d.comb += nv_w.eq(Mux(packed, Mux(bp - wc["g"] >= K, K, bp - wc["g"]), 1))
+        wv = [Signal(LANE_BITS, name=f"wv{s}") for s in range(K)]
+        for s in range(K):
+            m.d.comb += wv[s].eq(Mux(wrx_v, rxf.data[LANE_BITS * s:LANE_BITS * (s + 1)],
+                                     Mux(wloc_l, lown[s], own[s])))
         sh = wc["a"][:2]
         ones = Mux(ins.dst.esize == 0, 0b0001, Mux(ins.dst.esize == 1, 0b0011, 0b1111))
         m.d.comb += [wr.valid.eq(wrx_v | wloc_v), wr.payload.addr.eq(wc["a"]),
-                     wr.payload.we.eq(1), wr.payload.mask.eq(1 << wp[:pb]),
+                     wr.payload.we.eq(1), wr.payload.mask.eq(((1 << nv_w) - 1) << wp[:pb]),
                      wr.payload.be.eq((ones << sh)[:4])]
-        for p in range(P):
-            m.d.comb += wr.payload.wdata[p].eq((wv << Cat(Const(0, 3), sh))[:LANE_BITS])
+        wv_a = Array(wv)
+        for p in range(P):                                # row p takes slot p - wp
+            slot = wv_a[(p - wp[:pb])[:kb]] if K > 1 else wv[0]
+            m.d.comb += wr.payload.wdata[p].eq((slot << Cat(Const(0, 3), sh))[:LANE_BITS])
         w_go = wr.valid & wr.ready
         with m.If(w_go):
             for o in range(n):
@@ -255,8 +341,14 @@ class PermuteEngine(wiring.Component):
         m.d.comb += [self.rx[1].ready.eq(take_rx & self.rx[1].valid),
                      self.rx[0].ready.eq(take_rx & ~self.rx[1].valid),
                      self.rx_expect.eq(want_rx & ~rxv)]
-        pop = inj_go | (wloc_v & w_go)
-        m.d.comb += [rmeta.r_en.eq(pop), rdata.r_en.eq(pop)]
+        pop = inj_go | (wloc_m & w_go)
+        lpop = wloc_l & w_go
+        m.d.comb += [rmeta.r_en.eq(pop), rdata.r_en.eq(pop),
+                     lmeta.r_en.eq(lpop), ldata.r_en.eq(lpop)]
+        with m.If(lpop & ~lrd_fire):
+            m.d.sync += lpend.eq(lpend - 1)
+        with m.Elif(~lpop & lrd_fire):
+            m.d.sync += lpend.eq(lpend + 1)
         with m.If(pop & ~rd_fire):
             m.d.sync += rpend.eq(rpend - 1)
         with m.Elif(~pop & rd_fire):
@@ -264,11 +356,11 @@ class PermuteEngine(wiring.Component):
 
         # ---- control ------------------------------------------------------------------------
         drain = Signal(3)
-        pk = Signal(range(n + 2))                         # cursor being placed
+        pk = Signal(range(n + 3))                         # cursor being placed
         m.d.comb += [self.done.payload.status.eq(status), self.done.payload.info.eq(info)]
         # flits this rank writes and forwards: all_to_all (n-1) blocks and sum_{h=2}^{n-1} (h-1);
         # send_recv one block if d > 0 and d - 1 forwarded
-        fwd_send = Array([ns * max(0, k - 1) for k in range(max(2, n))])[d[:rb] if n > 1 else 0]
+        fwd_send = Array([blkf * max(0, k - 1) for k in range(max(2, n))])[d[:rb] if n > 1 else 0]
 
         def fail(code, inf, nxt="REPORT"):
             m.d.sync += [status.eq(code), info.eq(inf)]
@@ -308,20 +400,24 @@ class PermuteEngine(wiring.Component):
                 with m.Elif(nd != ns):
                     fail(E_SHAPE, 0)
                 with m.Else():
-                    m.d.sync += [src_c["rem"].eq(0), src_c["p"].eq(0)]
+                    m.d.sync += [src_c["rem"].eq(Mux(is_a2a, blk * ((rank + 1) & mask), 0)),
+                                 src_c["p"].eq(0), src_c["g"].eq(0),
+                                 loc_c["rem"].eq(Mux(is_a2a, blk * rank, 0)),
+                                 loc_c["p"].eq(0), loc_c["g"].eq(0), k_loc.eq(0), lpend.eq(0)]
                     for o in range(n):
                         m.d.sync += [dst_c[o]["rem"].eq(Mux(is_a2a, blk * o, 0)),
-                                     dst_c[o]["p"].eq(0), cnt[o].eq(0)]
+                                     dst_c[o]["p"].eq(0), dst_c[o]["g"].eq(0), cnt[o].eq(0)]
                     m.d.sync += [
-                        rx_left.eq(Mux(is_a2a, blk * (n - 1), Mux(d != 0, ns, 0))),
-                        fwd_left.eq(Mux(is_a2a, blk * ((n - 1) * (n - 2) // 2), fwd_send)),
+                        rx_left.eq(Mux(is_a2a, blkf * (n - 1), Mux(d != 0, blkf, 0))),
+                        fwd_left.eq(Mux(is_a2a, blkf * ((n - 1) * (n - 2) // 2), fwd_send)),
                         k_rd.eq(0), e_rd.eq(0), b_rd.eq(0), rpend.eq(0), pk.eq(0)]
                     m.next = "DIVIDE"
             with m.State("DIVIDE"):
                 # each cursor's element index -> (partition, element) by repeated subtraction
                 m.d.comb += self.busy.eq(1)
                 left = []
-                for cur, desc in [(src_c, ins.src)] + [(c, ins.dst) for c in dst_c]:
+                for cur, desc in [(src_c, ins.src), (loc_c, ins.src)] + [(c, ins.dst)
+                                                                         for c in dst_c]:
                     big = (cur["rem"] >= desc.dims[0].num) & (cur["rem"] != 0)
                     left.append(big)
                     with m.If(big):
@@ -332,10 +428,10 @@ class PermuteEngine(wiring.Component):
             with m.State("PLACE"):
                 # one shared multiplier: the byte address of one cursor a cycle
                 m.d.comb += self.busy.eq(1)
-                curs = [(src_c, ins.src)] + [(c, ins.dst) for c in dst_c]
+                curs = [(src_c, ins.src), (loc_c, ins.src)] + [(c, ins.dst) for c in dst_c]
                 rem = Array([c["rem"][:16] for c, _ in curs])[pk]
                 prod = Signal(32)
-                is_src = pk == 0
+                is_src = pk <= 1
                 m.d.comb += prod.eq(rem * Mux(is_src, ins.src.dims[0].step, ins.dst.dims[0].step))
                 for k, (cur, desc) in enumerate(curs):
                     with m.If(pk == k):
@@ -353,7 +449,8 @@ class PermuteEngine(wiring.Component):
                 with m.Elif(rx_bad):
                     m.d.sync += running.eq(0)
                     fail(E_SHAPE, rxf.src, "DRAIN")
-                with m.Elif((k_rd == ns) & (rpend == 0) & (rx_left == 0) & (fwd_left == 0)):
+                with m.Elif((k_rd == tot) & (rpend == 0) & (k_loc == ltot) & (lpend == 0)
+                            & (rx_left == 0) & (fwd_left == 0)):
                     m.d.sync += running.eq(0)
                     m.next = "REPORT"
             with m.State("DRAIN"):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Verilator top of the collective-engine ring: :class:`EngineRingHarness`, the rig of
-:class:`tb.multicore.rig.EngineRing` (``n`` :class:`rtl.collective.engine.CollectiveEngine` with
-their SBUFs, link ports and delay lines) with one instruction port per rank, a start strobe and
+:class:`tb.multicore.rig.EngineRing` (``n`` :class:`rtl.collective.engine.CollectiveEngine`, or with
+``engine="permute"`` :class:`rtl.collective.permute.PermuteEngine`, with their SBUFs, link ports
+and delay lines) with one instruction port per rank, a start strobe and
 per-rank completion registers, so that a testbench preloads the SBUFs (backdoor, the
 ``bank<b>`` memories of ``ring.sbuf<r>``), pulses ``start`` once and awaits ``all_done``: no
 per-cycle Python. Its build: :func:`tb.multicore.build.engine_ring_sim`.
@@ -14,21 +15,33 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.collective.engine import CollectiveEngine, instr_layout
+from rtl.collective.permute import PermuteEngine
 from rtl.isa import ERROR_BITS
 from rtl.leaf import Leaf
 from rtl.mem.sbuf import SBUF
 from tb.multicore.rig import RING_SBUF_PORTS, EngineRing, ring_sbuf
 
-__all__ = ["EngineRingHarness", "ENGINE_MODULE", "SBUF_MODULE", "leaf_modules"]
+__all__ = ["EngineRingHarness", "ENGINES", "ENGINE_MODULE", "SBUF_MODULE", "leaf_modules"]
 
-#: Verilog module names of the engine and of a rank's SBUF, each converted once.
+#: Verilog module names of the (collective) engine and of a rank's SBUF, each converted once.
 ENGINE_MODULE, SBUF_MODULE = "ring_engine", "ring_sbuf"
+#: The engines the ring can be built of: ``{name: (class, Verilog module name)}``.
+ENGINES = {"collective": (CollectiveEngine, ENGINE_MODULE),
+           "permute": (PermuteEngine, "ring_permute")}
 
 
-def leaf_modules(cfg):
+def _engine(engine):
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {tuple(ENGINES)}, not {engine!r}")
+    return ENGINES[engine]
+
+
+def leaf_modules(cfg, engine="collective"):
     """``{module name: component}`` the harness instantiates by name (for
-    :class:`rtl.emit.Design`): the engine and the SBUF of ``cfg``."""
-    return {ENGINE_MODULE: CollectiveEngine(cfg), SBUF_MODULE: ring_sbuf(cfg)}
+    :class:`rtl.emit.Design`): the engine (``engine``, a key of :data:`ENGINES`) and the SBUF
+    of ``cfg``."""
+    cls, name = _engine(engine)
+    return {name: cls(cfg), SBUF_MODULE: ring_sbuf(cfg)}
 
 
 class EngineRingHarness(wiring.Component):
@@ -40,6 +53,8 @@ class EngineRingHarness(wiring.Component):
     use_instances : bool
         Every engine and SBUF an ``Instance`` of one converted module (:func:`leaf_modules`;
         Verilator); False: the components themselves (amaranth.sim).
+    engine : str
+        The ranks' engine, a key of :data:`ENGINES` (``"permute"``: all-to-all and send/recv).
 
     Members
     -------
@@ -61,7 +76,8 @@ class EngineRingHarness(wiring.Component):
         Every rank has reported ``done`` since the last ``start``.
     """
 
-    def __init__(self, cfg, *, use_instances=True):
+    def __init__(self, cfg, *, use_instances=True, engine="collective"):
+        cls, name = _engine(engine)
         n = cfg.ring_size
         ms = {"start": In(1), "watchdog": In(32), "cut": In(range(n + 1)), "taken": Out(n),
               "all_done": Out(1)}
@@ -74,10 +90,10 @@ class EngineRingHarness(wiring.Component):
         self.cfg, self.n = cfg, n
         if use_instances:
             self.ring = EngineRing(
-                cfg, lambda c: Leaf(CollectiveEngine.Signature(c), ENGINE_MODULE),
+                cfg, lambda c: Leaf(cls.Signature(c), name),
                 sbuf=lambda c: Leaf(SBUF.Signature(c, row_ports=RING_SBUF_PORTS), SBUF_MODULE))
         else:
-            self.ring = EngineRing(cfg)
+            self.ring = EngineRing(cfg, cls)
 
     def elaborate(self, platform):
         m = Module()

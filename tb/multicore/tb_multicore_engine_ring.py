@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """cocotb test of the collective-engine ring on Verilator (:class:`tb.multicore.harness.
-EngineRingHarness`): per case (``params["cases"]``: ``{"op", "size", "seed", "layout"}``,
-:func:`tb.multicore.program.engine_ring_case`) every rank's SBUF is preloaded, the same FP32
+EngineRingHarness`): per case (``params["cases"]``: ``{"op", "size", "seed", "layout"}``
+and ``d`` for a send_recv, :func:`tb.multicore.build.ring_case`: the permute engine's ring runs
+all_to_all and send_recv, the collective engine's the others) every rank's SBUF is preloaded, the same FP32
 collective issued to every rank in one cycle and every rank's ``done`` awaited within a cycle
 budget (:func:`cycle_budget`, or the case's ``max_cycles``); then every rank's status and whole
 SBUF must equal the golden multi-core simulator's bit for bit. Each case's cycles (issue to the
@@ -18,7 +19,8 @@ import numpy as np
 from golden.asm import assemble
 from rtl.collective.engine import instr_layout
 from tb.multicore.driver import EngineRingTB
-from tb.multicore.program import engine_ring_case, engine_ring_golden
+from tb.multicore.build import ring_case
+from tb.multicore.program import engine_ring_golden
 from tb.multicore.rig import instr_fields
 
 
@@ -40,7 +42,7 @@ async def engine_ring_cases(dut):
         seed = int(case.get("seed", tb.seed))
         layout = case.get("layout", "packed")
         what = f"case {k} {op} {size} B seed {seed} {layout}"
-        text, images = engine_ring_case(cfg, op, size, seed, layout=layout)
+        text, images = ring_case(cfg, {**case, "seed": seed, "layout": layout})
         gerrs, want = engine_ring_golden(cfg, text, images)
         assert not any(gerrs), tb.fail_text(what, f"golden errors {gerrs}")
         word = fields.const(instr_fields(assemble(text), cfg)).as_bits()
@@ -61,5 +63,6 @@ async def engine_ring_cases(dut):
                 what, f"rank {r}: {len(bad)} SBUF bytes differ from golden, first "
                       f"(partition, byte) {[tuple(map(int, b)) for b in bad[:4]]}")
         tb.record(op=op, size=size, n=n, seed=seed, layout=layout, cycles=cycles,
+                  **({"d": int(case.get("d", 1))} if op == "send_recv" else {}),
                   load_seconds=round(t1 - t0, 3), sim_seconds=round(t2 - t1, 3),
                   check_seconds=round(time.monotonic() - t2, 3))
