@@ -327,15 +327,15 @@ def rtl_engine_figures(cfg, n=4):
     builds.update(pbuilds)
     k64, k256 = str(64 << 10), str(256 << 10)
     a2a = table["all_to_all"]
-    return {
-            "rtl_alltoall_busbw_fraction": a2a[k64]["busbw_fraction"],
-            "rtl_alltoall_busbw_fraction_256k": a2a[k256]["busbw_fraction"],
-            "rtl_alltoall_of_ring_bound": a2a[k64]["of_ring_bound"],
-            "rtl_sendrecv_busbw_fraction": table["send_recv"][k64]["busbw_fraction"],"rtl_allreduce_4kib_cycles": table["all_reduce"][str(4 << 10)]["cycles"],
+    return {"rtl_allreduce_4kib_cycles": table["all_reduce"][str(4 << 10)]["cycles"],
             "rtl_allreduce_busbw_fraction_64k": table["all_reduce"][k64]["busbw_fraction"],
             "rtl_allreduce_busbw_fraction_256k": table["all_reduce"][k256]["busbw_fraction"],
             "rtl_allgather_busbw_fraction": table["all_gather"][k64]["busbw_fraction"],
             "rtl_reducescatter_busbw_fraction": table["reduce_scatter"][k64]["busbw_fraction"],
+            "rtl_alltoall_busbw_fraction": a2a[k64]["busbw_fraction"],
+            "rtl_alltoall_busbw_fraction_256k": a2a[k256]["busbw_fraction"],
+            "rtl_alltoall_of_ring_bound": a2a[k64]["of_ring_bound"],
+            "rtl_sendrecv_busbw_fraction": table["send_recv"][k64]["busbw_fraction"],
             "rtl_busbw_table": table, "rtl_engine_builds": builds}
 
 

@@ -447,6 +447,24 @@ FIGURES = (
         ("hop_latency_cycles", "forwarding core, flit in to flit out (RTL link ring)", "int"),
         ("allreduce_4kib_cycles", "all-reduce of 4 KiB per core, 4 cores (golden model's "
          "formula)", "int"),
+        ("rtl_allreduce_busbw_fraction_64k", "all-reduce, 4 cores, 64 KiB (RTL engine ring, "
+         "Verilator)", "f3"),
+        ("rtl_allreduce_busbw_fraction_256k", "the same, 256 KiB (RTL)", "f3"),
+        ("rtl_allgather_busbw_fraction", "all-gather, 4 cores, 64 KiB (RTL; the engine's "
+         "bound is (n-1)/n)", "f3"),
+        ("rtl_reducescatter_busbw_fraction", "reduce-scatter, 4 cores, 64 KiB (RTL; the same "
+         "bound)", "f3"),
+        ("rtl_alltoall_busbw_fraction", "all-to-all, 4 cores, 64 KiB (RTL permute engine; "
+         "the ring's bound is 2/n)", "f3"),
+        ("rtl_sendrecv_busbw_fraction", "send/recv to the next rank, 64 KiB, algbw (RTL)",
+         "f3"),
+        ("rtl_allreduce_4kib_cycles", "all-reduce of 4 KiB per core, 4 cores (RTL)", "int"),
+        ("sem_to_first_flit_cycles", "semaphore to the first flit (RTL MultiCore, small)",
+         "int"),
+        ("gemm_slowdown_with_allreduce", "GEMM from DRAM slowed by an all-reduce of an "
+         "SBUF buffer on the same core (RTL MultiCore, small, 2 cores)", "f3"),
+        ("allreduce_slowdown_with_gemm", "the all-reduce slowed by the GEMM (the same run)",
+         "f3"),
     )),
     ("memory", (
         ("tensor_util_with_dma", "tensor engine fed from SBUF while the DMA writes another "
