@@ -188,10 +188,16 @@ def engine_ring_cfg(cfg, n, op, size, layout=RTL_LAYOUT):
     """``cfg`` on a ring of ``n``, its SBUF doubled until the case's source and destination
     fit (:func:`tb.multicore.program.engine_ring_case`; the link settings unchanged)."""
     from tb.multicore.program import engine_ring_case
-    c = cfg.replace(ring_size=n)
+    return _fit_sbuf(cfg.replace(ring_size=n),
+                     lambda c: engine_ring_case(c, op, size, layout=layout))
+
+
+def _fit_sbuf(c, case):
+    """``c`` with its SBUF doubled until ``case(c)`` (a case builder) raises no
+    ``ValueError`` (up to 1 MiB a partition)."""
     while True:
         try:
-            engine_ring_case(c, op, size, layout=layout)
+            case(c)
             return c
         except ValueError:
             if c.sbuf_bytes_per_partition >= 1 << 20:
@@ -261,15 +267,8 @@ def permute_ring_cfg(cfg, n, op, size, layout=RTL_LAYOUT):
     """As :func:`engine_ring_cfg` for the permute engine's cases
     (:func:`tb.multicore.build.permute_ring_case`)."""
     from tb.multicore.build import permute_ring_case
-    c = cfg.replace(ring_size=n)
-    while True:
-        try:
-            permute_ring_case(c, op, size, layout=layout)
-            return c
-        except ValueError:
-            if c.sbuf_bytes_per_partition >= 1 << 20:
-                raise
-            c = c.replace(sbuf_bytes_per_partition=2 * c.sbuf_bytes_per_partition)
+    return _fit_sbuf(cfg.replace(ring_size=n),
+                     lambda c: permute_ring_case(c, op, size, layout=layout))
 
 
 def rtl_permute_table(cfg, n=4, ops=RTL_PERMUTE_OPS, sizes=RTL_PERMUTE_SIZES, seed=0,
