@@ -9,6 +9,12 @@ are left out of the kill fraction.
 """
 
 EQUIVALENT = {
+    # rtl/collective/engine.py:elaborate:drop_eq:`m.d.comb += [alu.i.valid.eq(vchain[1]),`#1
+    "c1c132164d": "the lane ALU's valid only travels beside the data to o.valid, which the "
+                  "engine never reads (its own vchain times the stages): results unchanged",
+    # rtl/collective/engine.py:elaborate:const_inc:`keff = Signal(range(K + 1))`#1
+    "48335ec857": "keff holds K or 1 (Mux(packed, K, 1)); range(K + 2) only widens the signal, "
+                  "the value and every use of it are the same",
     # rtl/core/sync_engine.py:elaborate:drop_eq:`axi.arid.eq(0), axi.bready.eq(1)]`#1
     "cba65b0e7c": "arid is a combinational output with init 0: without the explicit .eq(0) "
                   "it is still the constant 0",

@@ -238,6 +238,7 @@ WIDE = [
     (64, 4, "reduce_scatter", "fp32", "fp32", 1, 4, 5, fast_shape),
     (64, 4, "all_gather", "bf16", "bf16", None, 3, 4, dst_shape),
     (64, 2, "all_gather", "fp32", "fp32", None, 4, 5, dst_shape),
+    (64, 4, "all_reduce", "fp32", "fp32", 1, 3, 5, dst_shape),
 ]
 
 
@@ -254,9 +255,9 @@ def wide_benches():
 
 
 #: The fast tier runs one case per path (packed/fast write, packed gather, slot-by-slot
-#: write, a ring of 4, a gather into longer rows: slots partitions apart); ``make test-full``
-#: every case.
-_WIDE_FAST = (0, 3, 5, 8, 10)
+#: write, a ring of 4, a gather into longer rows: slots partitions apart, and a ring of 4 whose
+#: 15 elements leave a remainder of 3 over the chunks); ``make test-full`` every case.
+_WIDE_FAST = (0, 3, 5, 8, 10, 11)
 
 
 @pytest.mark.parametrize("case", [c if i in _WIDE_FAST else pytest.param(c, marks=pytest.mark.full)
