@@ -19,7 +19,8 @@ from tb.base import TB
 from tb.dma.driver import DMATB
 from tb.dma.program import random_copy
 
-__all__ = ["DmaFedTB", "dram_layout", "random_dma_batch", "bank_fill"]
+__all__ = ["DmaFedTB", "dram_layout", "random_dma_batch", "bank_fill", "load_sbuf_banks",
+           "read_sbuf_banks"]
 
 
 def dram_layout(cfg):
@@ -77,6 +78,29 @@ def random_dma_batch(cfg, rng: random.Random, n, *, dram_base, read_banks=(0, 1)
     return batch
 
 
+def load_sbuf_banks(cfg, banks, image):
+    """Write ``image`` (partitions x bytes, uint8) into an SBUF's bank memories ``banks`` (the
+    cocotb handles of ``rtl.mem.sbuf``'s ``bank<b>``, in bank order), backdoor."""
+    P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
+    for b, mem in enumerate(banks):
+        words = np.ascontiguousarray(image[:, b * BB:(b + 1) * BB]).reshape(P, BB // WB, WB)
+        for i in range(BB // WB):
+            mem[i].value = int.from_bytes(words[:, i, :].tobytes(), "little")
+
+
+def read_sbuf_banks(cfg, banks):
+    """An SBUF's bank memories ``banks`` (as :func:`load_sbuf_banks`) as partitions x bytes
+    (uint8)."""
+    P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
+    out = np.zeros((P, cfg.sbuf_bytes_per_partition), np.uint8)
+    for b, mem in enumerate(banks):
+        for i in range(BB // WB):
+            w = int(mem[i].value).to_bytes(P * WB, "little")
+            out[:, b * BB + i * WB:b * BB + (i + 1) * WB] = \
+                np.frombuffer(w, np.uint8).reshape(P, WB)
+    return out
+
+
 class DmaFedTB(DMATB):
     """Reset, memories and runs of a ``DmaFedHarness`` top level."""
 
@@ -96,24 +120,11 @@ class DmaFedTB(DMATB):
 
     def load_sbuf(self, image):
         """Write ``image`` (partitions x bytes, uint8) into the SBUF bank memories."""
-        cfg = self.cfg
-        P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
-        for b, mem in enumerate(self._banks()):
-            words = np.ascontiguousarray(image[:, b * BB:(b + 1) * BB]).reshape(P, BB // WB, WB)
-            for i in range(BB // WB):
-                mem[i].value = int.from_bytes(words[:, i, :].tobytes(), "little")
+        load_sbuf_banks(self.cfg, self._banks(), image)
 
     def read_sbuf_image(self):
         """The SBUF as partitions x bytes (uint8)."""
-        cfg = self.cfg
-        P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
-        out = np.zeros((P, cfg.sbuf_bytes_per_partition), np.uint8)
-        for b, mem in enumerate(self._banks()):
-            for i in range(BB // WB):
-                w = int(mem[i].value).to_bytes(P * WB, "little")
-                out[:, b * BB + i * WB:b * BB + (i + 1) * WB] = \
-                    np.frombuffer(w, np.uint8).reshape(P, WB)
-        return out
+        return read_sbuf_banks(self.cfg, self._banks())
 
     def clear_psum(self):
         """Zero PSUM (golden starts from zero; a memory is not cleared by reset)."""

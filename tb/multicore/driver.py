@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 
 import cocotb
-import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from tb.base import TB
 from tb.core.driver import CoreTB
 from tb.core.program import DRAM_BYTES
+from tb.mem.driver import load_sbuf_banks, read_sbuf_banks
 
 __all__ = ["EngineRingTB", "MultiCoreTB"]
 
@@ -93,24 +93,11 @@ class EngineRingTB(TB):
 
     def load_sbuf(self, r, image):
         """Write ``image`` (partitions x bytes, uint8) into rank ``r``'s SBUF banks."""
-        cfg = self.cfg
-        P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
-        for b, mem in enumerate(self._banks(r)):
-            words = np.ascontiguousarray(image[:, b * BB:(b + 1) * BB]).reshape(P, BB // WB, WB)
-            for i in range(BB // WB):
-                mem[i].value = int.from_bytes(words[:, i, :].tobytes(), "little")
+        load_sbuf_banks(self.cfg, self._banks(r), image)
 
     def read_sbuf(self, r):
         """Rank ``r``'s SBUF as partitions x bytes (uint8)."""
-        cfg = self.cfg
-        P, BB, WB = cfg.partitions, cfg.sbuf_bank_bytes, cfg.sbuf_word_bytes
-        out = np.zeros((P, cfg.sbuf_bytes_per_partition), np.uint8)
-        for b, mem in enumerate(self._banks(r)):
-            for i in range(BB // WB):
-                w = int(mem[i].value).to_bytes(P * WB, "little")
-                out[:, b * BB + i * WB:b * BB + (i + 1) * WB] = \
-                    np.frombuffer(w, np.uint8).reshape(P, WB)
-        return out
+        return read_sbuf_banks(self.cfg, self._banks(r))
 
     async def run(self, instrs, what, *, max_cycles, watchdog=0, cut=None):
         """Issue ``instrs[r]`` (the packed ``instr`` payload, an int) to every rank in one
